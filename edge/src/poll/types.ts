@@ -1,0 +1,64 @@
+/**
+ * What polling hands to the zone tracker: per access point, the stations it hears now, with signal
+ * normalised to dBm so that hysteresis compares like with like.
+ */
+
+/** One station as one access point hears it. `mac` is lowercase `aa:bb:cc:dd:ee:ff`; it never leaves the process. */
+export interface StationSighting {
+  mac: string;
+  /** Signal in dBm (SNR dialects are converted with the dialect's noise floor). Higher is louder. */
+  rssiDbm: number;
+}
+
+/** The outcome of polling one configured access point in one tick. */
+export type ApPollResult =
+  | { ap: string; zone: string; ok: true; stations: StationSighting[]; durationMs: number }
+  | { ap: string; zone: string; ok: false; error: string; durationMs: number };
+
+/** How an access point is reached; credentials are read from files, never inline. */
+export interface SnmpTarget {
+  transport: 'snmp';
+  host: string;
+  port: number;
+  version: '2c' | '3';
+  /** v2c */
+  community?: string;
+  /** v3 (USM) */
+  user?: string;
+  authProtocol?: 'sha' | 'md5';
+  authKey?: string;
+  privProtocol?: 'aes' | 'des';
+  privKey?: string;
+}
+
+export interface SshTarget {
+  transport: 'ssh';
+  host: string;
+  port: number;
+  username: string;
+  /** PEM private key contents (read from the configured file). */
+  privateKey: string;
+  /** Expected host key SHA-256 fingerprint (base64, as `ssh-keygen -l` prints without the prefix); optional pinning. */
+  hostKeySha256?: string;
+  /** Interface name substituted for `{if}` in the dialect's command. */
+  interface?: string;
+}
+
+/** One access point as the poller sees it. */
+export interface AccessPoint {
+  name: string;
+  zone: string;
+  dialect: string;
+  target: SnmpTarget | SshTarget;
+  /**
+   * For controller dialects (cisco-wlc, ruckus-zd): the AP identity (AP name or AP MAC, as the dialect
+   * reports it) to zone map for the APs behind this controller. Stations of unmapped APs are ignored.
+   */
+  apZones?: Record<string, string>;
+}
+
+/** The poller port: polls all APs concurrently, each bounded by the timeout; never rejects. */
+export interface Poller {
+  pollAll(aps: readonly AccessPoint[], timeoutMs: number): Promise<ApPollResult[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,99 @@
+/**
+ * Client of the building directory service: `GET {base}/domain/{buildingId}` answers the names of the
+ * domains a building belongs to. The answer is not scoped to the caller; callers filter it themselves.
+ */
+import { request, type Dispatcher } from 'undici';
+import { CLAIMS_HEADER } from './claims.js';
+import { TtlCache, systemClock, type Clock } from './ttl-cache.js';
+
+export type DirectoryErrorCode = 'timeout' | 'unreachable' | 'bad_status' | 'bad_body';
+
+/** A failed lookup. `code` says which way it failed; the message never carries the claims. */
+export class DirectoryError extends Error {
+  readonly code: DirectoryErrorCode;
+  readonly status?: number;
+  constructor(code: DirectoryErrorCode, message: string, status?: number) {
+    super(message);
+    this.name = 'DirectoryError';
+    this.code = code;
+    if (status !== undefined) this.status = status;
+  }
+}
+
+/** The port services depend on. */
+export interface BuildingDirectory {
+  /** The building's domain names. Rejects with {@link DirectoryError}. */
+  domainsOf(buildingId: string, claimsHeader: string): Promise<string[]>;
+}
+
+export interface DirectoryOptions {
+  baseUrl: string;
+  /** Whole-request timeout. Default 2000 ms. */
+  timeoutMs?: number;
+  /** How long a non-empty answer is kept, per building. 0 disables the cache. */
+  cacheTtlMs: number;
+  clock?: Clock;
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * Creates a directory client. Empty and failed answers are never cached.
+ *
+ * @example
+ * const directory = createBuildingDirectory({ baseUrl: 'http://twin:3000', cacheTtlMs: 60_000 });
+ * await directory.domainsOf('b1', req.get('x-gateway-claims')!); // ['acme']
+ */
+export function createBuildingDirectory(options: DirectoryOptions): BuildingDirectory {
+  const timeoutMs = options.timeoutMs ?? 2000;
+  const cache = options.cacheTtlMs > 0 ? new TtlCache<string[]>(options.cacheTtlMs, options.clock ?? systemClock) : undefined;
+  const base = options.baseUrl.replace(/\/+$/, '');
+
+  async function lookup(buildingId: string, claimsHeader: string): Promise<string[]> {
+    const url = `${base}/domain/${encodeURIComponent(buildingId)}`;
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(url, {
+        method: 'GET',
+        headers: { [CLAIMS_HEADER]: claimsHeader, accept: 'application/json' },
+        signal: AbortSignal.timeout(timeoutMs),
+        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      });
+    } catch (err) {
+      const name = (err as Error).name;
+      if (name === 'TimeoutError' || name === 'AbortError') {
+        throw new DirectoryError('timeout', `building directory did not answer within ${timeoutMs} ms`);
+      }
+      throw new DirectoryError('unreachable', `building directory unreachable (${(err as { code?: string }).code ?? name})`);
+    }
+    let text: string;
+    try {
+      text = await response.body.text();
+    } catch {
+      throw new DirectoryError('timeout', `building directory did not answer within ${timeoutMs} ms`);
+    }
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new DirectoryError('bad_status', `building directory answered ${response.statusCode}`, response.statusCode);
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new DirectoryError('bad_body', 'building directory answered something that is not JSON');
+    }
+    const list = Array.isArray(body) ? body : (body as { domains?: unknown })?.domains;
+    if (!Array.isArray(list) || !list.every((d): d is string => typeof d === 'string')) {
+      throw new DirectoryError('bad_body', 'building directory answer is not a list of domain names');
+    }
+    return [...new Set(list)];
+  }
+
+  return {
+    async domainsOf(buildingId, claimsHeader) {
+      const hit = cache?.get(buildingId);
+      if (hit) return hit;
+      const domains = await lookup(buildingId, claimsHeader);
+      if (domains.length > 0) cache?.set(buildingId, domains);
+      return domains;
+    },
+  };
+}

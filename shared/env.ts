@@ -1,0 +1,113 @@
+/**
+ * Configuration from environment variables, validated once at start. Every problem is reported at once,
+ * each naming its variable, e.g. `REDIS_URL: not a redis:// URL`.
+ */
+
+/** Thrown by {@link readEnv} with every problem found. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+/** How one variable is read: a parser that returns the value or a problem description. */
+export interface EnvVar<T> {
+  read(raw: string | undefined): { ok: true; value: T } | { ok: false; problem: string };
+}
+
+type Spec = Record<string, EnvVar<unknown>>;
+export type EnvOf<S extends Spec> = { [K in keyof S]: S[K] extends EnvVar<infer T> ? T : never };
+
+function fallback<T>(raw: string | undefined, def: T | undefined, required: boolean, parse: (s: string) => T | string): { ok: true; value: T } | { ok: false; problem: string } {
+  if (raw === undefined || raw === '') {
+    if (def !== undefined) return { ok: true, value: def };
+    if (!required) return { ok: true, value: undefined as T };
+    return { ok: false, problem: 'required but not set' };
+  }
+  const parsed = parse(raw);
+  if (typeof parsed === 'string' && parsed.startsWith('\u0000')) return { ok: false, problem: parsed.slice(1) };
+  return { ok: true, value: parsed as T };
+}
+
+const problem = (text: string) => `\u0000${text}`;
+
+/** A string; `required` unless a default is given or `optional` is set. */
+export function str(options: { default?: string; optional?: boolean } = {}): EnvVar<string> {
+  return { read: (raw) => fallback(raw, options.default, !options.optional, (s) => s) };
+}
+
+/** An integer within bounds. */
+export function int(options: { default?: number; min?: number; max?: number; optional?: boolean } = {}): EnvVar<number> {
+  return {
+    read: (raw) =>
+      fallback<number>(raw, options.default, !options.optional, (s) => {
+        const n = Number(s);
+        if (!/^-?\d+$/.test(s.trim()) || !Number.isSafeInteger(n)) return problem(`expected an integer, got ${JSON.stringify(s)}`) as unknown as number;
+        if (options.min !== undefined && n < options.min) return problem(`expected at least ${options.min}, got ${n}`) as unknown as number;
+        if (options.max !== undefined && n > options.max) return problem(`expected at most ${options.max}, got ${n}`) as unknown as number;
+        return n;
+      }),
+  };
+}
+
+/** A URL whose scheme is one of `protocols` (without the colon), e.g. `['redis', 'rediss']`. */
+export function url(protocols: readonly string[], options: { default?: string; optional?: boolean } = {}): EnvVar<string> {
+  return {
+    read: (raw) =>
+      fallback<string>(raw, options.default, !options.optional, (s) => {
+        try {
+          const u = new URL(s);
+          if (!protocols.includes(u.protocol.replace(/:$/, ''))) return problem(`not a ${protocols.map((p) => `${p}://`).join(' or ')} URL`);
+          return s;
+        } catch {
+          return problem(`not a ${protocols[0]}:// URL`);
+        }
+      }),
+  };
+}
+
+/** A comma-separated list of host:port pairs (Kafka brokers). */
+export function hostPorts(options: { default?: string } = {}): EnvVar<string[]> {
+  return {
+    read: (raw) =>
+      fallback<string[]>(raw, options.default?.split(','), true, (s) => {
+        const list = s.split(',').map((x) => x.trim()).filter(Boolean);
+        const bad = list.filter((x) => !/^[^\s:]+:\d{1,5}$/.test(x));
+        if (list.length === 0 || bad.length > 0) return problem(`expected host:port[,host:port…], got ${JSON.stringify(s)}`) as unknown as string[];
+        return list;
+      }),
+  };
+}
+
+/** A listen address `[host]:port` (Go style, e.g. `:3000`). */
+export function listenAddr(options: { default: string }): EnvVar<{ host: string | undefined; port: number }> {
+  return {
+    read: (raw) => {
+      const value = raw === undefined || raw === '' ? options.default : raw;
+      const m = /^(.*):(\d{1,5})$/.exec(value);
+      if (!m || Number(m[2]) > 65535) return { ok: false, problem: `expected [host]:port, got ${JSON.stringify(value)}` };
+      return { ok: true, value: { host: m[1] ? m[1] : undefined, port: Number(m[2]) } };
+    },
+  };
+}
+
+/**
+ * Reads every variable of a spec, or throws one {@link ConfigError} naming every problem.
+ *
+ * @example
+ * const env = readEnv({ PORT: int({ default: 3000, min: 0, max: 65535 }), REDIS_URL: url(['redis', 'rediss']) });
+ */
+export function readEnv<S extends Spec>(spec: S, source: NodeJS.ProcessEnv = process.env): EnvOf<S> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, variable] of Object.entries(spec)) {
+    const result = variable.read(source[name]);
+    if (result.ok) out[name] = result.value;
+    else problems.push(`${name}: ${result.problem}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return out as EnvOf<S>;
+}

@@ -1,0 +1,132 @@
+/**
+ * One error body for every service: `{type, message}`, with the type fixed by the status.
+ */
+import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import express from 'express';
+import type { Logger } from 'pino';
+
+export const ERROR_TYPES = {
+  400: 'Validation Error',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+} as const;
+
+export type ErrorStatus = keyof typeof ERROR_TYPES;
+
+/** The JSON error body. Extra fields (e.g. ingest's per-reading `errors`) may ride along. */
+export interface ErrorBody {
+  type: (typeof ERROR_TYPES)[ErrorStatus];
+  message: string;
+  [extra: string]: unknown;
+}
+
+/**
+ * Builds the error body for a status.
+ *
+ * @example
+ * errorBody(404, 'conversation not found'); // { type: 'Not Found', message: 'conversation not found' }
+ */
+export function errorBody(status: ErrorStatus, message: string, extra: Record<string, unknown> = {}): ErrorBody {
+  return { ...extra, type: ERROR_TYPES[status], message };
+}
+
+/**
+ * An error a handler throws (or passes to `next`) to answer with a given status. The message is shown
+ * to the caller, so it must never carry secrets, SQL or stack traces.
+ *
+ * @example
+ * throw new HttpError(409, 'domain name already taken');
+ */
+export class HttpError extends Error {
+  readonly status: ErrorStatus;
+  readonly extra: Record<string, unknown>;
+  constructor(status: ErrorStatus, message: string, extra: Record<string, unknown> = {}) {
+    super(message);
+    this.name = 'HttpError';
+    this.status = status;
+    this.extra = extra;
+  }
+}
+
+/** Sends the error body with its status. */
+export function sendError(res: Response, status: ErrorStatus, message: string, extra: Record<string, unknown> = {}): void {
+  res.status(status).json(errorBody(status, message, extra));
+}
+
+/** Sends a fixed text/plain body, for the few answers the seeds fix as plain text. */
+export function sendText(res: Response, status: number, text: string): void {
+  res.status(status).type('text/plain').send(text);
+}
+
+/** The JSON body limit every service uses, unless a route says otherwise (ingest: 5 MiB). */
+export const DEFAULT_JSON_LIMIT = '1mb';
+
+/**
+ * express.json with the shared limit. Malformed JSON and oversize bodies reach {@link errorHandler}.
+ */
+export function jsonBody(limit: string | number = DEFAULT_JSON_LIMIT): RequestHandler {
+  return express.json({ limit, strict: true, type: ['application/json', 'application/*+json'] });
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  statusCode?: number;
+}
+
+/**
+ * The last middleware of every app. HttpError answers with its own status; body-parser's malformed
+ * JSON is 400 and an oversize body 413; anything else is a 500 whose message says nothing of the cause.
+ * The cause is logged without stack, SQL or secrets (the logger redacts).
+ */
+export function errorHandler(logger?: Logger): ErrorRequestHandler {
+  return (err: unknown, req, res, next) => {
+    if (res.headersSent) {
+      next(err);
+      return;
+    }
+    if (err instanceof HttpError) {
+      sendError(res, err.status, err.message, err.extra);
+      return;
+    }
+    const parserError = err as BodyParserError;
+    if (parserError?.type === 'entity.parse.failed') {
+      sendError(res, 400, 'request body is not valid JSON');
+      return;
+    }
+    if (parserError?.type === 'entity.too.large') {
+      sendError(res, 413, 'request body is too large');
+      return;
+    }
+    if (parserError?.type === 'encoding.unsupported' || parserError?.type === 'charset.unsupported') {
+      sendError(res, 400, 'unsupported body encoding');
+      return;
+    }
+    if (parserError?.type === 'request.aborted') {
+      sendError(res, 400, 'request body was truncated');
+      return;
+    }
+    logger?.error({ method: req.method, path: req.path, error: describeError(err) }, 'unhandled error');
+    sendError(res, 500, 'internal error');
+  };
+}
+
+/** Answers 404 in the shared body for any route no router matched. */
+export const notFoundHandler: RequestHandler = (_req, res) => sendError(res, 404, 'no such route');
+
+/**
+ * A one-line description of an error that is safe to log: its class and code, never its stack, and no
+ * driver detail that may carry SQL text or connection strings.
+ */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return `${err.name}${code !== undefined ? ` (${String(code)})` : ''}`;
+  }
+  return typeof err;
+}

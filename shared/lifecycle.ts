@@ -1,0 +1,86 @@
+/**
+ * Process lifecycle for a composition root: stop cleanly on SIGTERM or SIGINT, within a deadline.
+ */
+import type { Server } from 'node:http';
+import type { Logger } from 'pino';
+import { ConfigError } from './env.js';
+
+/** Anything with an async start and a stop that undoes it. */
+export interface Lifecycle {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a service and stops it on SIGTERM/SIGINT. A stop that takes longer than `deadlineMs` exits 1.
+ * A {@link ConfigError} at start prints every problem and exits 2.
+ *
+ * @example
+ * await runUntilSignal(service, logger);
+ */
+export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlineMs = 5000): Promise<void> {
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    const timer = setTimeout(() => {
+      logger.error({ deadlineMs }, 'stop took too long; exiting');
+      process.exit(1);
+    }, deadlineMs);
+    timer.unref();
+    try {
+      await service.stop();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      logger.error({ error: (err as Error).name }, 'stop failed');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  try {
+    await service.start();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+/** Exits with a readable message when configuration is invalid (every problem listed). */
+export function exitOnConfigError(err: unknown): never {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+  throw err;
+}
+
+/** Listens and resolves with the bound port (use port 0 in tests). */
+export function listen(server: Server, port: number, host?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : port);
+    });
+  });
+}
+
+/** Closes a server, dropping idle keep-alive connections so close does not hang. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    if (!server.listening) {
+      resolve();
+      return;
+    }
+    server.close(() => resolve());
+    server.closeIdleConnections?.();
+    setTimeout(() => server.closeAllConnections?.(), 2000).unref();
+  });
+}
