@@ -1,0 +1,82 @@
+import t, { type Test } from 'tap';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createBuildingDirectory, DirectoryError } from '../../shared/directory.js';
+import { encodeClaims } from '../../shared/claims.js';
+import { listen, closeServer } from '../../shared/lifecycle.js';
+
+type Route = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A building directory that answers only the buildings it was set up with, and records every call. */
+async function fakeDirectory(t: Test, routes: Record<string, Route>) {
+  const calls: { url: string; claims: string | undefined }[] = [];
+  const unexpected: string[] = [];
+  const server = createServer((req, res) => {
+    calls.push({ url: req.url ?? '', claims: req.headers['x-gateway-claims'] as string | undefined });
+    const route = routes[req.url ?? ''];
+    if (!route) {
+      unexpected.push(req.url ?? '');
+      res.writeHead(500).end('unexpected call');
+      return;
+    }
+    route(req, res);
+  });
+  const port = await listen(server, 0, '127.0.0.1');
+  t.teardown(() => closeServer(server));
+  return { url: `http://127.0.0.1:${port}`, calls, unexpected };
+}
+
+const claims = encodeClaims({ sub: 'u1', accountName: 'ana', memberships: [{ domainName: 'acme', role: 'member' }] });
+const json = (body: unknown): Route => (_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)); };
+
+t.test('looks up a building, forwarding the claims, and caches per building for the TTL', async (t) => {
+  const fake = await fakeDirectory(t, { '/domain/b1': json(['acme', 'globex', 'acme']), '/domain/b%2F2': json({ domains: ['x'] }) });
+  let now = 1_000_000;
+  const dir = createBuildingDirectory({ baseUrl: `${fake.url}/`, cacheTtlMs: 60_000, clock: () => now });
+  t.same(await dir.domainsOf('b1', claims), ['acme', 'globex']);
+  t.equal(fake.calls[0]?.claims, claims, 'claims forwarded verbatim');
+  now += 59_999;
+  t.same(await dir.domainsOf('b1', claims), ['acme', 'globex']);
+  t.equal(fake.calls.length, 1, 'served from the cache within the TTL');
+  now += 2;
+  await dir.domainsOf('b1', claims);
+  t.equal(fake.calls.length, 2, 'looked up again after the TTL');
+  t.same(await dir.domainsOf('b/2', claims), ['x'], 'ids are path-encoded; a {domains} body is accepted');
+  t.same(fake.unexpected, []);
+});
+
+t.test('empty and failed answers are never cached', async (t) => {
+  let answer: unknown = [];
+  let status = 200;
+  const fake = await fakeDirectory(t, { '/domain/b1': (_req, res) => { res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(answer)); } });
+  const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 60_000 });
+  t.same(await dir.domainsOf('b1', claims), []);
+  answer = ['acme'];
+  t.same(await dir.domainsOf('b1', claims), ['acme'], 'the empty answer was not cached');
+  const dir2 = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 60_000 });
+  status = 503;
+  await t.rejects(dir2.domainsOf('b1', claims), { name: 'DirectoryError', code: 'bad_status', status: 503 });
+  status = 200;
+  t.same(await dir2.domainsOf('b1', claims), ['acme'], 'the failure was not cached');
+});
+
+t.test('typed errors: timeout, unreachable, bad body', async (t) => {
+  const fake = await fakeDirectory(t, {
+    '/domain/slow': () => { /* never answers */ },
+    '/domain/html': (_req, res) => { res.writeHead(200).end('<html>'); },
+    '/domain/obj': json({ nope: true }),
+    '/domain/mixed': json(['a', 3]),
+  });
+  const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 0, timeoutMs: 200 });
+  const timeout = await dir.domainsOf('slow', claims).catch((e: unknown) => e);
+  t.ok(timeout instanceof DirectoryError);
+  t.equal((timeout as DirectoryError).code, 'timeout');
+  t.notMatch((timeout as Error).message, new RegExp(claims), 'no claims in the message');
+  await t.rejects(dir.domainsOf('html', claims), { code: 'bad_body' });
+  await t.rejects(dir.domainsOf('obj', claims), { code: 'bad_body' });
+  await t.rejects(dir.domainsOf('mixed', claims), { code: 'bad_body' });
+  const closed = createServer();
+  const port = await listen(closed, 0, '127.0.0.1');
+  await closeServer(closed);
+  const gone = createBuildingDirectory({ baseUrl: `http://127.0.0.1:${port}`, cacheTtlMs: 0 });
+  await t.rejects(gone.domainsOf('b1', claims), { code: 'unreachable' });
+});

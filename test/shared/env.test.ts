@@ -1,0 +1,38 @@
+import t from 'tap';
+import { readEnv, str, int, url, hostPorts, listenAddr, ConfigError } from '../../shared/env.js';
+
+const spec = {
+  PORT: int({ default: 3000, min: 0, max: 65535 }),
+  DATABASE_URL: url(['postgres', 'postgresql']),
+  REDIS_URL: url(['redis', 'rediss'], { optional: true }),
+  KAFKA_BROKERS: hostPorts({ default: 'localhost:9092' }),
+  ADDR: listenAddr({ default: ':3000' }),
+  SECRET: str(),
+};
+
+t.test('defaults and parsing', async (t) => {
+  const env = readEnv(spec, { DATABASE_URL: 'postgres://u@h/db', SECRET: 's', ADDR: '127.0.0.1:8080' });
+  t.equal(env.PORT, 3000);
+  t.equal(env.REDIS_URL, undefined);
+  t.same(env.KAFKA_BROKERS, ['localhost:9092']);
+  t.same(env.ADDR, { host: '127.0.0.1', port: 8080 });
+  t.same(readEnv({ ADDR: listenAddr({ default: ':3000' }) }, {}).ADDR, { host: undefined, port: 3000 });
+});
+
+t.test('every problem is reported at once, each naming its variable', async (t) => {
+  try {
+    readEnv(spec, { PORT: 'eighty', REDIS_URL: 'http://x', KAFKA_BROKERS: 'a:1,b', ADDR: 'nope' });
+    t.fail('should throw');
+  } catch (err) {
+    t.ok(err instanceof ConfigError);
+    t.same((err as ConfigError).problems, [
+      'PORT: expected an integer, got "eighty"',
+      'DATABASE_URL: required but not set',
+      'REDIS_URL: not a redis:// or rediss:// URL',
+      'KAFKA_BROKERS: expected host:port[,host:port…], got "a:1,b"',
+      'ADDR: expected [host]:port, got "nope"',
+      'SECRET: required but not set',
+    ]);
+  }
+  t.throws(() => readEnv({ PORT: int({ min: 1 }) }, { PORT: '0' }), new ConfigError(['PORT: expected at least 1, got 0']));
+});

@@ -1,0 +1,64 @@
+import t from 'tap';
+import express from 'express';
+import { Writable } from 'node:stream';
+import { request } from 'undici';
+import { errorBody, errorHandler, HttpError, jsonBody, notFoundHandler, describeError } from '../../shared/errors.js';
+import { createLogger } from '../../shared/logger.js';
+import { serve } from '../support/http.js';
+
+t.test('errorBody fixes the type by status', async (t) => {
+  t.same(errorBody(404, 'nope'), { type: 'Not Found', message: 'nope' });
+  t.same(errorBody(400, 'bad', { errors: [1] }), { errors: [1], type: 'Validation Error', message: 'bad' });
+  t.same(errorBody(502, 'x').type, 'Bad Gateway');
+});
+
+t.test('the handler maps malformed JSON to 400, oversize to 413, and hides internals', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _enc, cb) { lines.push(chunk.toString()); cb(); } });
+  const logger = createLogger('test', { destination: sink });
+  const app = express();
+  app.use(jsonBody());
+  app.post('/echo', (req, res) => { res.json(req.body); });
+  app.get('/conflict', () => { throw new HttpError(409, 'domain name already taken'); });
+  app.get('/boom', () => {
+    const err = Object.assign(new Error('duplicate key value violates unique constraint "x" SELECT * FROM secrets WHERE password = \'hunter2\''), { code: '23505' });
+    throw err;
+  });
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  const { url } = await serve(t, app);
+
+  let r = await request(`${url}/echo`, { method: 'POST', body: '{"a":', headers: { 'content-type': 'application/json' } });
+  t.equal(r.statusCode, 400);
+  t.same(await r.body.json(), { type: 'Validation Error', message: 'request body is not valid JSON' });
+
+  r = await request(`${url}/echo`, { method: 'POST', body: JSON.stringify({ a: 'x'.repeat(10 * 1024 * 1024) }), headers: { 'content-type': 'application/json' } });
+  t.equal(r.statusCode, 413);
+  t.same(await r.body.json(), { type: 'Payload Too Large', message: 'request body is too large' });
+
+  r = await request(`${url}/echo`, { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } });
+  t.same(await r.body.json(), { a: 1 });
+
+  r = await request(`${url}/conflict`);
+  t.equal(r.statusCode, 409);
+  t.same(await r.body.json(), { type: 'Conflict', message: 'domain name already taken' });
+
+  r = await request(`${url}/boom`);
+  t.equal(r.statusCode, 500);
+  const text = await r.body.text();
+  t.same(JSON.parse(text), { type: 'Internal Server Error', message: 'internal error' });
+  t.notMatch(text, /SELECT|hunter2|stack|at /);
+  const logged = lines.join('');
+  t.match(logged, /Error \(23505\)/, 'the cause is logged by class and code');
+  t.notMatch(logged, /SELECT|hunter2|\.ts:\d+/, 'without SQL, secrets or a stack');
+
+  r = await request(`${url}/nowhere`);
+  t.equal(r.statusCode, 404);
+  t.same(await r.body.json(), { type: 'Not Found', message: 'no such route' });
+});
+
+t.test('describeError says class and code only', async (t) => {
+  t.equal(describeError(new TypeError('secret stuff')), 'TypeError');
+  t.equal(describeError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })), 'Error (ECONNREFUSED)');
+  t.equal(describeError('str'), 'string');
+});

@@ -1,0 +1,54 @@
+import t from 'tap';
+import express from 'express';
+import { Writable } from 'node:stream';
+import { request } from 'undici';
+import { createRegistry, metricsHandler, zeroLabels, Counter } from '../../shared/prom.js';
+import { createLogger } from '../../shared/logger.js';
+import { requireClaims, callerOf, healthHandler } from '../../shared/http.js';
+import { encodeClaims } from '../../shared/claims.js';
+import { errorHandler } from '../../shared/errors.js';
+import { serve } from '../support/http.js';
+
+t.test('a registry per service serves its series, zeroed from startup', async (t) => {
+  const registry = createRegistry('relay');
+  const rejected = new Counter({ name: 'socket_subscriptions_rejected_total', help: 'refused', labelNames: ['reason'], registers: [registry] });
+  zeroLabels(rejected, 'reason', ['forbidden', 'lookup_failed']);
+  const app = express();
+  app.get('/metrics', metricsHandler(registry));
+  const { url } = await serve(t, app);
+  const r = await request(`${url}/metrics`);
+  t.match(r.headers['content-type'], /text\/plain/);
+  const text = await r.body.text();
+  t.match(text, /socket_subscriptions_rejected_total\{reason="forbidden",service="relay"\} 0/);
+  t.match(text, /socket_subscriptions_rejected_total\{reason="lookup_failed",service="relay"\} 0/);
+  t.match(text, /process_cpu_user_seconds_total/, 'default metrics');
+});
+
+t.test('the logger redacts claims, signatures and secrets', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _e, cb) { lines.push(chunk.toString()); cb(); } });
+  const logger = createLogger('test', { destination: sink });
+  const claims = encodeClaims({ sub: 'u-secret-sub' });
+  logger.info({ req: { headers: { 'x-gateway-claims': claims, 'x-signature': 'abc123sig', cookie: 'authentication_token=tok' } }, config: { password: 'hunter2', secret: 's3cr3t' }, token: 'tkn' }, 'request');
+  const out = lines.join('');
+  for (const leaked of [claims, 'abc123sig', 'authentication_token', 'hunter2', 's3cr3t', 'tkn']) t.notMatch(out, leaked);
+  t.match(out, /\[redacted\]/);
+});
+
+t.test('requireClaims answers 401 in the shared body and keeps the caller', async (t) => {
+  const app = express();
+  app.get('/health', healthHandler);
+  app.get('/me', requireClaims({ requireAccountName: true }), (_req, res) => { res.json({ sub: callerOf(res).sub }); });
+  app.use(errorHandler());
+  const { url } = await serve(t, app);
+  let r = await request(`${url}/me`);
+  t.equal(r.statusCode, 401);
+  t.same(await r.body.json(), { type: 'Unauthorized', message: 'x-gateway-claims rejected: missing' });
+  r = await request(`${url}/me`, { headers: { 'x-gateway-claims': encodeClaims({ sub: 'u1' }) } });
+  t.equal(r.statusCode, 401);
+  t.same(await r.body.json(), { type: 'Unauthorized', message: 'x-gateway-claims rejected: accountName missing' });
+  r = await request(`${url}/me`, { headers: { 'x-gateway-claims': encodeClaims({ sub: 'u1', accountName: 'ana' }) } });
+  t.same(await r.body.json(), { sub: 'u1' });
+  r = await request(`${url}/health`);
+  t.same(await r.body.json(), { status: 'ok' });
+});
