@@ -1,0 +1,52 @@
+/**
+ * Prints the X-Signature for a body and a secret, for operators testing internal routes and ingest.
+ *
+ *   npm run sign -- --secret-file /run/secrets/internal --body '{"name":"acme"}'
+ *   printf '' | npm run sign -- --secret-file s.txt            (a GET: empty body)
+ *   npm run sign -- --secret-env INTERNAL_SIGNING_SECRET --body-file batch.json
+ *
+ * The secret is read from a file or an environment variable, never from the command line, so it stays
+ * out of shell history and process listings. The body is signed byte for byte: no trimming.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { sign } from '../shared/hmac.js';
+
+function usage(problem: string): never {
+  process.stderr.write(
+    `sign: ${problem}\nusage: sign (--secret-file F | --secret-env NAME) [--body TEXT | --body-file F] (stdin when no body is given)\n`,
+  );
+  process.exit(2);
+}
+
+function main(argv: string[]): void {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        'secret-file': { type: 'string' },
+        'secret-env': { type: 'string' },
+        body: { type: 'string' },
+        'body-file': { type: 'string' },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    usage((err as Error).message);
+  }
+  let secret: string | undefined;
+  if (values['secret-file']) secret = readFileSync(values['secret-file'], 'utf8').replace(/\r?\n$/, '');
+  else if (values['secret-env']) secret = process.env[values['secret-env']];
+  else usage('give the secret with --secret-file or --secret-env');
+  if (!secret) usage('the secret is empty');
+
+  let body: Buffer;
+  if (values.body !== undefined) body = Buffer.from(values.body, 'utf8');
+  else if (values['body-file']) body = readFileSync(values['body-file']);
+  else body = process.stdin.isTTY ? Buffer.alloc(0) : readFileSync(0);
+
+  process.stdout.write(`${sign(body, secret)}\n`);
+}
+
+main(process.argv.slice(2));
