@@ -1,0 +1,164 @@
+/**
+ * The relay's HTTP and socket surface, built from injected ports: GET /health, GET /metrics and the
+ * Socket.IO server on the same HTTP server, fed by the broker subscriber.
+ *
+ * Each relay emits only to its own sockets (the in-memory adapter, no cross-replica adapter): with
+ * several replicas, each one subscribes to the broker itself. See README.md.
+ */
+import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import express from 'express';
+import { Server, type Socket } from 'socket.io';
+import type { BuildingDirectory } from '../../shared/directory.js';
+import { describeError, errorHandler, notFoundHandler } from '../../shared/errors.js';
+import { healthHandler } from '../../shared/http.js';
+import { closeServer, listen } from '../../shared/lifecycle.js';
+import type { Logger } from '../../shared/logger.js';
+import { metricsHandler, type Registry } from '../../shared/prom.js';
+import type { Notification } from '../../shared/notification.js';
+import { claimsMiddleware, type RelaySocketData } from './handshake.js';
+import { socketLifetimeMs, type Random } from './lifetime.js';
+import { createRelayMetrics, type RelayMetrics } from './metrics.js';
+import type { BrokerMessage, BrokerSubscriber } from './redis-subscriber.js';
+import { channelLabelOf, DEFAULT_CHANNELS, routeBrokerMessage, type BrokerChannels } from './routing.js';
+import { attachSubscriptions } from './subscriptions.js';
+
+export interface ServerToClientEvents {
+  notification: (notification: Notification) => void;
+  telemetry: (reading: Record<string, unknown>) => void;
+}
+
+export interface ClientToServerEvents {
+  subscribe_building: (...args: unknown[]) => void;
+  unsubscribe_building: (...args: unknown[]) => void;
+}
+
+export type RelayServer = Server<ClientToServerEvents, ServerToClientEvents, Record<string, never>, RelaySocketData>;
+
+export interface RelayDeps {
+  directory: BuildingDirectory;
+  broker: BrokerSubscriber;
+  registry: Registry;
+  logger: Logger;
+}
+
+export interface RelayOptions {
+  /** The only origin allowed to call cross-origin (with credentials), e.g. `http://localhost:5173`. */
+  frontendOrigin: string;
+  /** SOCKET_MAX_LIFETIME_SECS in ms; each socket adds a random jitter (see lifetime.ts). */
+  maxLifetimeMs: number;
+  channels?: BrokerChannels;
+  random?: Random;
+}
+
+export interface Relay {
+  readonly server: HttpServer;
+  readonly io: RelayServer;
+  readonly metrics: RelayMetrics;
+  /** Listens (port 0 for a free one), then starts the broker subscriber. Resolves with the port. */
+  start(port: number, host?: string): Promise<number>;
+  /** Stops the subscriber, closes every socket, then the HTTP server. */
+  stop(): Promise<void>;
+}
+
+/** Client-to-server messages are a building id at most; anything bigger closes the connection. */
+const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
+
+/**
+ * Builds a relay. Nothing listens or connects until `start()`.
+ *
+ * @example
+ * const relay = createRelay({ directory, broker, registry, logger }, { frontendOrigin, maxLifetimeMs: 900_000 });
+ * const port = await relay.start(3000);
+ */
+export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
+  const { logger, broker, directory } = deps;
+  const channels = options.channels ?? DEFAULT_CHANNELS;
+  const metrics = createRelayMetrics(deps.registry);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/health', healthHandler);
+  app.get('/metrics', metricsHandler(deps.registry));
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  const server = createServer(app);
+
+  const io: RelayServer = new Server(server, {
+    serveClient: false,
+    maxHttpBufferSize: MAX_CLIENT_MESSAGE_BYTES,
+    cors: { origin: options.frontendOrigin, credentials: true },
+    // A browser always sends Origin; one from another site must not ride on the user's cookie.
+    allowRequest: (req: IncomingMessage, callback) => {
+      const origin = req.headers.origin;
+      callback(null, origin === undefined || origin === options.frontendOrigin);
+    },
+  });
+  io.use(claimsMiddleware({ metrics, logger }));
+
+  const lifetimes = new Set<NodeJS.Timeout>();
+  io.on('connection', (socket: Socket<ClientToServerEvents, ServerToClientEvents, Record<string, never>, RelaySocketData>) => {
+    const { identity } = socket.data;
+    metrics.connectedClients.inc();
+    const lifetime = setTimeout(() => {
+      lifetimes.delete(lifetime);
+      metrics.sessionsExpired.inc();
+      logger.debug({ accountId: identity.accountId }, 'socket reached its maximum lifetime');
+      socket.disconnect(true);
+    }, socketLifetimeMs(options.maxLifetimeMs, options.random));
+    lifetimes.add(lifetime);
+    socket.once('disconnect', () => {
+      clearTimeout(lifetime);
+      lifetimes.delete(lifetime);
+      metrics.connectedClients.dec();
+    });
+    attachSubscriptions(socket, identity, { directory, metrics, logger });
+  });
+
+  function relay(message: BrokerMessage): void {
+    const label = channelLabelOf(message.channel, channels);
+    if (label === undefined) return;
+    metrics.payloadBytes.inc({ channel: label }, message.payload.length);
+    const route = routeBrokerMessage(message.channel, message.payload.toString('utf8'), channels);
+    switch (route.kind) {
+      case 'notification':
+        if (route.scope === 'domain') io.to(route.room).emit('notification', route.payload);
+        else io.emit('notification', route.payload);
+        metrics.notificationsRelayed.inc({ scope: route.scope });
+        return;
+      case 'telemetry':
+        io.to(route.room).emit('telemetry', route.payload);
+        metrics.telemetryRelayed.inc();
+        return;
+      case 'skip':
+        metrics.messagesSkipped.inc({ channel: route.channel });
+        logger.warn({ channel: message.channel, bytes: message.payload.length, reason: route.reason }, 'broker message skipped');
+        return;
+      case 'foreign':
+        return;
+    }
+  }
+
+  return {
+    server,
+    io,
+    metrics,
+    async start(port, host) {
+      const bound = await listen(server, port, host);
+      await broker.start(relay);
+      logger.info({ port: bound }, 'listening');
+      return bound;
+    },
+    async stop() {
+      try {
+        await broker.stop();
+      } catch (err) {
+        logger.warn({ error: describeError(err) }, 'broker subscriber did not stop cleanly');
+      }
+      for (const timer of lifetimes) clearTimeout(timer);
+      lifetimes.clear();
+      const closing = closeServer(server);
+      await io.close();
+      await closing;
+    },
+  };
+}

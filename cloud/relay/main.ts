@@ -1,0 +1,51 @@
+/**
+ * Composition root of the socket relay: reads the environment, wires the directory client and the Redis
+ * subscriber into the relay, and stops cleanly on SIGTERM.
+ */
+import { createBuildingDirectory } from '../../shared/directory.js';
+import { exitOnConfigError, runUntilSignal } from '../../shared/lifecycle.js';
+import { createLogger } from '../../shared/logger.js';
+import { createRegistry } from '../../shared/prom.js';
+import { createRelay } from './app.js';
+import { readRelayConfig, type RelayConfig } from './config.js';
+import { RedisSubscriber } from './redis-subscriber.js';
+import { telemetryPattern } from './routing.js';
+
+/** Building-domain answers are kept this long per building. */
+const DIRECTORY_CACHE_TTL_MS = 60_000;
+/** A directory lookup that takes longer is a lookup_failed. */
+const DIRECTORY_TIMEOUT_MS = 2000;
+
+let config: RelayConfig;
+try {
+  config = readRelayConfig();
+} catch (err) {
+  exitOnConfigError(err);
+}
+
+const logger = createLogger('relay', { level: config.logLevel });
+const broker = new RedisSubscriber({
+  url: config.redisUrl,
+  channels: [config.channels.notifications],
+  patterns: [telemetryPattern(config.channels)],
+  logger,
+});
+const relay = createRelay(
+  {
+    directory: createBuildingDirectory({ baseUrl: config.directoryUrl, timeoutMs: DIRECTORY_TIMEOUT_MS, cacheTtlMs: DIRECTORY_CACHE_TTL_MS }),
+    broker,
+    registry: createRegistry('relay'),
+    logger,
+  },
+  { frontendOrigin: config.frontendOrigin, maxLifetimeMs: config.maxLifetimeMs, channels: config.channels },
+);
+
+await runUntilSignal(
+  {
+    start: async () => {
+      await relay.start(config.port);
+    },
+    stop: () => relay.stop(),
+  },
+  logger,
+);

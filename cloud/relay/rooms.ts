@@ -1,0 +1,45 @@
+/**
+ * Room names and the rule for a client-supplied building id. These are the only rooms the relay ever
+ * joins a socket to; a client chooses none of them directly.
+ */
+
+/** Longest building id a client may send. */
+export const MAX_BUILDING_ID_LENGTH = 128;
+
+// C0 and C1 control characters, DEL, and the Unicode line/paragraph separators.
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+/** The room a membership of domain `name` puts a socket in at connect. */
+export function domainRoom(name: string): string {
+  return `domain:${name}`;
+}
+
+/** The room subscribe_building puts a socket in once the membership check passed. */
+export function buildingRoom(buildingId: string): string {
+  return `building:${buildingId}`;
+}
+
+/**
+ * True for a string a client may name a building with: non-empty, at most 128 characters, no control
+ * characters and not only blanks.
+ *
+ * @example
+ * isValidBuildingId('b-17'); // true
+ * isValidBuildingId('b\n17'); // false
+ * isValidBuildingId(17); // false
+ */
+export function isValidBuildingId(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.trim().length > 0 &&
+    value.length <= MAX_BUILDING_ID_LENGTH &&
+    !CONTROL_CHARACTERS.test(value)
+  );
+}
+
+/** True when the account holds at least one of the building's domains. */
+export function holdsAnyDomain(accountDomains: readonly string[], buildingDomains: readonly string[]): boolean {
+  const held = new Set(accountDomains);
+  return buildingDomains.some((d) => held.has(d));
+}

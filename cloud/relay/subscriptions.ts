@@ -1,0 +1,119 @@
+/**
+ * subscribe_building and unsubscribe_building: the only way a client reaches a room of its choice, and
+ * only after the membership check against the building directory.
+ */
+import type { Socket } from 'socket.io';
+import type { BuildingDirectory } from '../../shared/directory.js';
+import { DirectoryError } from '../../shared/directory.js';
+import { describeError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import type { SocketIdentity } from './handshake.js';
+import type { RelayMetrics, SubscriptionRejection } from './metrics.js';
+import { buildingRoom, holdsAnyDomain, isValidBuildingId, MAX_BUILDING_ID_LENGTH } from './rooms.js';
+
+/** The acknowledgement of subscribe_building. `reason` only when refused. */
+export interface SubscribeAck {
+  subscribed: boolean;
+  buildingId: string;
+  reason?: SubscriptionRejection;
+}
+
+export type SubscriptionDecision = { subscribed: true } | { subscribed: false; reason: SubscriptionRejection; detail: string };
+
+/**
+ * Whether an identity may join a building's room: the directory names the building's domains and the
+ * account must hold one of them. A failed or timed-out lookup refuses with `lookup_failed`.
+ */
+export async function decideSubscription(directory: BuildingDirectory, identity: SocketIdentity, buildingId: string): Promise<SubscriptionDecision> {
+  let domains: string[];
+  try {
+    domains = await directory.domainsOf(buildingId, identity.claimsHeader);
+  } catch (err) {
+    const detail = err instanceof DirectoryError ? err.code : describeError(err);
+    return { subscribed: false, reason: 'lookup_failed', detail };
+  }
+  if (!holdsAnyDomain(identity.domains, domains)) {
+    return { subscribed: false, reason: 'forbidden', detail: domains.length === 0 ? 'building has no domains' : 'no shared domain' };
+  }
+  return { subscribed: true };
+}
+
+type Ack = (ack: SubscribeAck) => void;
+
+/** Splits socket.io event arguments into the first argument and the acknowledgement, if any. */
+function argumentsOf(args: unknown[]): { value: unknown; ack: Ack | undefined } {
+  const last = args[args.length - 1];
+  const ack = typeof last === 'function' ? (last as Ack) : undefined;
+  return { value: ack && args.length === 1 ? undefined : args[0], ack };
+}
+
+/** A bounded echo of what the client sent as a building id, for the refusal's ack. */
+function echoOf(value: unknown): string {
+  return typeof value === 'string' ? value.slice(0, MAX_BUILDING_ID_LENGTH) : '';
+}
+
+export interface SubscriptionDeps {
+  directory: BuildingDirectory;
+  metrics: RelayMetrics;
+  logger: Logger;
+}
+
+/**
+ * Registers the two room events on a connected socket. Calls for the same building run in the order the
+ * client sent them, so an unsubscribe sent while a subscribe's lookup is pending still wins.
+ */
+export function attachSubscriptions(socket: Socket, identity: SocketIdentity, deps: SubscriptionDeps): void {
+  const { directory, metrics, logger } = deps;
+  const queues = new Map<string, Promise<void>>();
+
+  function inOrder(buildingId: string, step: () => Promise<void> | void): void {
+    const previous = queues.get(buildingId) ?? Promise.resolve();
+    const current = previous.then(step).catch((err: unknown) => {
+      logger.error({ error: describeError(err), buildingId }, 'room step failed');
+    });
+    queues.set(buildingId, current);
+    void current.then(() => {
+      if (queues.get(buildingId) === current) queues.delete(buildingId);
+    });
+  }
+
+  function answer(ack: Ack | undefined, body: SubscribeAck): void {
+    if (!ack) return;
+    try {
+      ack(body);
+    } catch (err) {
+      logger.debug({ error: describeError(err) }, 'acknowledgement failed');
+    }
+  }
+
+  function refuse(ack: Ack | undefined, buildingId: string, reason: SubscriptionRejection, detail: string): void {
+    metrics.subscriptionsRejected.inc({ reason });
+    logger.info({ accountId: identity.accountId, buildingId, reason, detail }, 'subscription refused');
+    answer(ack, { subscribed: false, buildingId, reason });
+  }
+
+  socket.on('subscribe_building', (...args: unknown[]) => {
+    const { value, ack } = argumentsOf(args);
+    if (!isValidBuildingId(value)) {
+      refuse(ack, echoOf(value), 'forbidden', 'invalid building id');
+      return;
+    }
+    const buildingId = value;
+    inOrder(buildingId, async () => {
+      const decision = await decideSubscription(directory, identity, buildingId);
+      if (!socket.connected) return;
+      if (!decision.subscribed) {
+        refuse(ack, buildingId, decision.reason, decision.detail);
+        return;
+      }
+      await socket.join(buildingRoom(buildingId));
+      answer(ack, { subscribed: true, buildingId });
+    });
+  });
+
+  socket.on('unsubscribe_building', (...args: unknown[]) => {
+    const { value } = argumentsOf(args);
+    if (!isValidBuildingId(value)) return;
+    inOrder(value, () => socket.leave(buildingRoom(value)));
+  });
+}
