@@ -1,0 +1,78 @@
+/**
+ * Tenancy's composition root: reads the environment, connects PostgreSQL, applies migrations, serves
+ * HTTP on ADDR and, when REDIS_URL is set, consumes the account-deleted stream.
+ *
+ *   DATABASE_URL             required  postgres:// URL
+ *   INTERNAL_SIGNING_SECRET  required  key ring for /internal/*: secrets separated by commas, current first
+ *   REDIS_URL                optional  redis:// URL; without it the account-deleted consumer never starts
+ *   ADDR                     optional  [host]:port, default :3000
+ *   LOG_LEVEL                optional  pino level, default info
+ */
+import { createServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { ConfigError, listenAddr, readEnv, str, url } from '../../shared/env.js';
+import { keyRingFromEnv } from '../../shared/hmac.js';
+import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { describeError } from '../../shared/errors.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { AccountDeletedConsumer } from './account-deleted-consumer.js';
+import { createTenancyApp } from './app.js';
+import { runMigrations } from './pg-migrations.js';
+import { PgTenancyStore } from './pg-store.js';
+
+const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
+
+class TenancyService {
+  private pool: pg.Pool | undefined;
+  private server: Server | undefined;
+  private consumer: AccountDeletedConsumer | undefined;
+  private readonly logger: Logger;
+
+  constructor(logger: Logger) {
+    this.logger = logger;
+  }
+
+  async start(): Promise<void> {
+    const env = readEnv({
+      DATABASE_URL: url(['postgres', 'postgresql']),
+      INTERNAL_SIGNING_SECRET: str(),
+      REDIS_URL: url(['redis', 'rediss'], { optional: true }),
+      ADDR: listenAddr({ default: ':3000' }),
+    });
+    const keys = keyRingFromEnv(env.INTERNAL_SIGNING_SECRET);
+    if (keys.length === 0) throw new ConfigError(['INTERNAL_SIGNING_SECRET: expected at least one non-empty secret']);
+
+    this.pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 16, connectionTimeoutMillis: 5000 });
+    this.pool.on('error', (err) => this.logger.warn({ error: err.name }, 'idle database connection failed'));
+    const migrated = await runMigrations(this.pool, 'tenancy', MIGRATIONS);
+    if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
+
+    const store = new PgTenancyStore(this.pool);
+    this.server = createServer(createTenancyApp({ store, keys, logger: this.logger }));
+    const port = await listen(this.server, env.ADDR.port, env.ADDR.host);
+    this.logger.info({ port }, 'listening');
+
+    if (env.REDIS_URL) {
+      this.consumer = new AccountDeletedConsumer({ redisUrl: env.REDIS_URL, removeAccount: (id) => store.removeAccount(id), logger: this.logger });
+      await this.consumer.start();
+      this.logger.info('account-deleted consumer started');
+    } else {
+      this.logger.info('REDIS_URL not set; account-deleted consumer not started');
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+    if (this.server) await closeServer(this.server);
+    await this.pool?.end();
+  }
+}
+
+const logger = createLogger('tenancy', { level: process.env.LOG_LEVEL });
+const service = new TenancyService(logger);
+runUntilSignal(service, logger).catch(async (err: unknown) => {
+  logger.fatal({ error: describeError(err) }, 'start failed');
+  await service.stop().catch(() => undefined);
+  process.exit(1);
+});

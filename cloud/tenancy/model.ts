@@ -1,0 +1,101 @@
+/**
+ * Tenancy's records as the domain logic sees them, and the port its storage adapter implements.
+ * Nothing here knows about SQL or HTTP.
+ */
+
+export const JOIN_POLICIES = ['open-via-idp', 'invite-only'] as const;
+export type JoinPolicy = (typeof JOIN_POLICIES)[number];
+
+export const JOINED_VIA = ['self-idp', 'invite', 'local'] as const;
+export type JoinedVia = (typeof JOINED_VIA)[number];
+
+export interface Domain {
+  id: string;
+  name: string;
+  displayName: string;
+  joinPolicy: JoinPolicy;
+  isPublic: boolean;
+  createdAt: Date;
+  parentId: string | null;
+}
+
+/** A domain as a listing shows it: with the number of its members. */
+export interface ListedDomain extends Domain {
+  memberCount: number;
+}
+
+export interface Membership {
+  accountId: string;
+  domainId: string;
+  domainName: string;
+  role: string;
+  externalId: string | null;
+  joinedVia: JoinedVia;
+}
+
+export interface InviteCode {
+  code: string;
+  domainName: string;
+  role: string;
+  expiresAt: Date;
+}
+
+export interface NewDomain {
+  name: string;
+  displayName: string;
+  joinPolicy: JoinPolicy;
+  isPublic: boolean;
+}
+
+export interface NewMember {
+  accountId: string;
+  role: string;
+  joinedVia: JoinedVia;
+  externalId?: string | undefined;
+}
+
+/** One page of a keyset-paged listing: entries after `after` (a domain name), in name order. */
+export interface Page {
+  after?: string | undefined;
+  limit: number;
+}
+
+export type Outcome<T, E extends string> = { ok: true; value: T } | { ok: false; reason: E };
+
+/** The storage port. Every method is one transaction; concurrency rules are enforced inside it. */
+export interface TenancyStore {
+  /** Creates a domain (under `parentName` when given) and makes `creatorId` its business_admin. */
+  createDomain(input: NewDomain & { parentName?: string }, creatorId: string): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found'>>;
+  /**
+   * Idempotent create for internal callers: an identical domain that already exists is returned as is;
+   * one that exists with other attributes is a conflict. The admin membership is ensured either way.
+   */
+  ensureDomain(
+    input: NewDomain & { parentName?: string; adminAccountId?: string },
+  ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain'>>;
+  findDomain(name: string): Promise<Domain | undefined>;
+  listPublicDomains(page: Page): Promise<ListedDomain[]>;
+  /** Direct children of `parentName`, or undefined when there is no such domain. */
+  listSubdomains(parentName: string, page: Page): Promise<ListedDomain[] | undefined>;
+  /** Every membership of an account, in domain name order: the login path. */
+  membershipsOf(accountId: string): Promise<Membership[]>;
+  /**
+   * Adds a member. When the account is already a member, `onExisting` decides: `keep` returns the
+   * existing membership unchanged (idempotent callers), `refuse` reports `already_member`.
+   */
+  addMember(
+    domainName: string,
+    member: NewMember,
+    onExisting: 'keep' | 'refuse',
+  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member'>>;
+  /**
+   * Removes a membership, holding the domain row lock while it counts administrators, so two removals
+   * racing can never leave the domain without one.
+   */
+  removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>>;
+  createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; expiresAt: Date }): Promise<Outcome<InviteCode, 'domain_not_found'>>;
+  /** Marks the code redeemed and adds the membership, atomically; exactly one racer wins a code. */
+  redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member'>>;
+  /** Removes every membership of an account (the account-deleted event); returns how many. */
+  removeAccount(accountId: string): Promise<number>;
+}

@@ -1,0 +1,99 @@
+/**
+ * Applies a service's `migrations/*.sql` files in name order, once each, at start.
+ *
+ * - `schema_migrations(service, version, checksum, applied_at)` records what ran, so a restart applies
+ *   nothing twice; several services may share one database because rows are keyed by service.
+ * - A session advisory lock keyed by the service name serialises concurrent starts: the second replica
+ *   waits, then finds everything applied.
+ * - Each file runs in its own transaction together with its bookkeeping row.
+ * - A file changed after it was applied is refused, naming the file, rather than silently diverging.
+ *
+ * Registry uses the same runner (it imports this module); it belongs in `shared/` once the kernel
+ * owner takes it.
+ */
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Pool } from 'pg';
+
+export class MigrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationError';
+  }
+}
+
+export interface MigrationResult {
+  /** Versions applied by this call, in order. */
+  applied: string[];
+}
+
+const BOOKKEEPING = `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+  service    text        NOT NULL,
+  version    text        NOT NULL,
+  checksum   text        NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (service, version)
+)`;
+
+/**
+ * Runs every pending migration of `service` found in `directory`.
+ *
+ * @example
+ * await runMigrations(pool, 'tenancy', new URL('./migrations/', import.meta.url).pathname);
+ */
+export async function runMigrations(pool: Pool, service: string, directory: string): Promise<MigrationResult> {
+  const files = (await readdir(directory)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const scripts = await Promise.all(
+    files.map(async (file) => {
+      const sql = await readFile(join(directory, file), 'utf8');
+      return { version: file.replace(/\.sql$/, ''), sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    }),
+  );
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`lintel-migrations:${service}`]);
+    try {
+      // Two services starting on an empty database race on the bookkeeping table itself; the
+      // per-service lock does not cover that, so tolerate the loser's duplicate-type error.
+      await client.query(BOOKKEEPING).catch((err: { code?: string }) => {
+        if (err.code !== '23505' && err.code !== '42P07') throw err;
+      });
+      const done = await client.query<{ version: string; checksum: string }>(
+        'SELECT version, checksum FROM schema_migrations WHERE service = $1',
+        [service],
+      );
+      const known = new Map(done.rows.map((r) => [r.version, r.checksum]));
+      for (const script of scripts) {
+        const previous = known.get(script.version);
+        if (previous !== undefined) {
+          if (previous !== script.checksum) {
+            throw new MigrationError(`${service} migration ${script.version}.sql changed after it was applied; add a new migration instead`);
+          }
+          continue;
+        }
+        await client.query('BEGIN');
+        try {
+          await client.query(script.sql);
+          await client.query('INSERT INTO schema_migrations (service, version, checksum) VALUES ($1, $2, $3)', [
+            service,
+            script.version,
+            script.checksum,
+          ]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK');
+          throw err;
+        }
+        applied.push(script.version);
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`lintel-migrations:${service}`]);
+    }
+  } finally {
+    client.release();
+  }
+  return { applied };
+}

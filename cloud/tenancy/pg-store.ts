@@ -1,0 +1,301 @@
+/**
+ * The PostgreSQL adapter of {@link TenancyStore}. Every rule that must hold under concurrency is held
+ * by the database: unique names and memberships by constraints, invite redemption by one conditional
+ * UPDATE, the last-administrator rule by a row lock on the domain.
+ */
+import type { Pool, PoolClient } from 'pg';
+import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
+import { leavesNoAdministrator } from './policy.js';
+
+const DOMAIN_COLUMNS = 'd.id, d.name, d.display_name, d.join_policy, d.is_public, d.created_at, d.parent_id';
+
+/**
+ * One page of listed domains with member counts: the page is chosen first by keyset (never OFFSET),
+ * then joined to one grouped count over the page's domains only (never a per-row subquery).
+ */
+function listingSql(where: string): string {
+  return `
+WITH page AS (
+  SELECT ${DOMAIN_COLUMNS} FROM domains d
+  WHERE ${where} AND d.name > $1
+  ORDER BY d.name
+  LIMIT $2
+), counts AS (
+  SELECT m.domain_id, count(*)::int AS member_count
+  FROM memberships m
+  WHERE m.domain_id IN (SELECT id FROM page)
+  GROUP BY m.domain_id
+)
+SELECT page.*, coalesce(counts.member_count, 0) AS member_count
+FROM page LEFT JOIN counts ON counts.domain_id = page.id
+ORDER BY page.name`;
+}
+
+export const PUBLIC_DOMAINS_SQL = listingSql('d.is_public');
+export const SUBDOMAINS_SQL = listingSql('d.parent_id = $3');
+
+/** The login path: one index range scan on memberships' primary key, joined to domains by id. */
+export const MEMBERSHIPS_OF_SQL = `
+SELECT m.account_id, m.domain_id, d.name AS domain_name, m.role, m.external_id, m.joined_via
+FROM memberships m JOIN domains d ON d.id = m.domain_id
+WHERE m.account_id = $1::uuid
+ORDER BY d.name`;
+
+/**
+ * Redemption's check-and-mark in one statement. `$1::text` is the column's own type, so the lookup
+ * goes through invite_codes_code_key; a cast on the column side (e.g. `code::uuid`) would not.
+ * Racing redeemers queue on the row lock and re-check the WHERE clause, so exactly one sees a row.
+ */
+export const REDEEM_SQL = `
+UPDATE invite_codes
+SET redeemed_by = $2::uuid, redeemed_at = now()
+WHERE code = $1::text AND redeemed_at IS NULL AND expires_at > now()
+RETURNING domain_id, role`;
+
+const INSERT_MEMBERSHIP_SQL = `
+INSERT INTO memberships (account_id, domain_id, role, external_id, joined_via)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (account_id, domain_id) DO NOTHING
+RETURNING account_id, domain_id, role, external_id, joined_via`;
+
+interface DomainRow {
+  id: string;
+  name: string;
+  display_name: string;
+  join_policy: JoinPolicy;
+  is_public: boolean;
+  created_at: Date;
+  parent_id: string | null;
+}
+
+interface MembershipRow {
+  account_id: string;
+  domain_id: string;
+  domain_name?: string;
+  role: string;
+  external_id: string | null;
+  joined_via: JoinedVia;
+}
+
+function domainOf(row: DomainRow): Domain {
+  return {
+    id: row.id,
+    name: row.name,
+    displayName: row.display_name,
+    joinPolicy: row.join_policy,
+    isPublic: row.is_public,
+    createdAt: row.created_at,
+    parentId: row.parent_id,
+  };
+}
+
+function membershipOf(row: MembershipRow, domainName: string): Membership {
+  return {
+    accountId: row.account_id,
+    domainId: row.domain_id,
+    domainName,
+    role: row.role,
+    externalId: row.external_id,
+    joinedVia: row.joined_via,
+  };
+}
+
+const ok = <T>(value: T): { ok: true; value: T } => ({ ok: true, value });
+const fail = <E extends string>(reason: E): { ok: false; reason: E } => ({ ok: false, reason });
+
+function sameDomain(existing: Domain, wanted: NewDomain, parentId: string | null): boolean {
+  return (
+    existing.displayName === wanted.displayName &&
+    existing.joinPolicy === wanted.joinPolicy &&
+    existing.isPublic === wanted.isPublic &&
+    existing.parentId === parentId
+  );
+}
+
+export class PgTenancyStore implements TenancyStore {
+  private readonly pool: Pool;
+
+  constructor(pool: Pool) {
+    this.pool = pool;
+  }
+
+  /** Runs `work` in a transaction; an outcome that is not ok rolls back everything it wrote. */
+  private async transaction<T, E extends string>(work: (client: PoolClient) => Promise<Outcome<T, E>>): Promise<Outcome<T, E>> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const outcome = await work(client);
+      await client.query(outcome.ok ? 'COMMIT' : 'ROLLBACK');
+      return outcome;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async parentIdOf(client: PoolClient, parentName: string | undefined): Promise<string | null | undefined> {
+    if (parentName === undefined) return null;
+    const parent = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1', [parentName]);
+    return parent.rows[0]?.id;
+  }
+
+  private async insertDomain(client: PoolClient, input: NewDomain, parentId: string | null): Promise<Domain | undefined> {
+    const inserted = await client.query<DomainRow>(
+      `INSERT INTO domains AS d (name, display_name, join_policy, is_public, parent_id)
+       VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (name) DO NOTHING
+       RETURNING ${DOMAIN_COLUMNS}`,
+      [input.name, input.displayName, input.joinPolicy, input.isPublic, parentId],
+    );
+    const row = inserted.rows[0];
+    return row ? domainOf(row) : undefined;
+  }
+
+  createDomain(input: NewDomain & { parentName?: string }, creatorId: string): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found'>> {
+    return this.transaction(async (client) => {
+      const parentId = await this.parentIdOf(client, input.parentName);
+      if (parentId === undefined) return fail('parent_not_found');
+      const domain = await this.insertDomain(client, input, parentId);
+      if (!domain) return fail('name_taken');
+      await client.query(INSERT_MEMBERSHIP_SQL, [creatorId, domain.id, 'business_admin', null, 'local']);
+      return ok(domain);
+    });
+  }
+
+  ensureDomain(
+    input: NewDomain & { parentName?: string; adminAccountId?: string },
+  ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain'>> {
+    return this.transaction(async (client) => {
+      const parentId = await this.parentIdOf(client, input.parentName);
+      if (parentId === undefined) return fail('parent_not_found');
+      let domain = await this.insertDomain(client, input, parentId);
+      if (!domain) {
+        // A concurrent or earlier identical call created it; ON CONFLICT waited for that to commit.
+        const existing = await client.query<DomainRow>(`SELECT ${DOMAIN_COLUMNS} FROM domains d WHERE d.name = $1`, [input.name]);
+        const row = existing.rows[0];
+        if (!row) throw new Error('domain vanished between insert and select');
+        domain = domainOf(row);
+        if (!sameDomain(domain, input, parentId)) return fail('conflicting_domain');
+      }
+      if (input.adminAccountId !== undefined) {
+        await client.query(INSERT_MEMBERSHIP_SQL, [input.adminAccountId, domain.id, 'business_admin', null, 'local']);
+      }
+      return ok(domain);
+    });
+  }
+
+  async findDomain(name: string): Promise<Domain | undefined> {
+    const result = await this.pool.query<DomainRow>(`SELECT ${DOMAIN_COLUMNS} FROM domains d WHERE d.name = $1`, [name]);
+    const row = result.rows[0];
+    return row ? domainOf(row) : undefined;
+  }
+
+  async listPublicDomains(page: Page): Promise<ListedDomain[]> {
+    const result = await this.pool.query<DomainRow & { member_count: number }>(PUBLIC_DOMAINS_SQL, [page.after ?? '', page.limit]);
+    return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
+  }
+
+  async listSubdomains(parentName: string, page: Page): Promise<ListedDomain[] | undefined> {
+    const parent = await this.findDomain(parentName);
+    if (!parent) return undefined;
+    const result = await this.pool.query<DomainRow & { member_count: number }>(SUBDOMAINS_SQL, [page.after ?? '', page.limit, parent.id]);
+    return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
+  }
+
+  async membershipsOf(accountId: string): Promise<Membership[]> {
+    const result = await this.pool.query<MembershipRow & { domain_name: string }>({
+      name: 'tenancy_memberships_of',
+      text: MEMBERSHIPS_OF_SQL,
+      values: [accountId],
+    });
+    return result.rows.map((row) => membershipOf(row, row.domain_name));
+  }
+
+  async addMember(
+    domainName: string,
+    member: NewMember,
+    onExisting: 'keep' | 'refuse',
+  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member'>> {
+    const inserted = await this.pool.query<MembershipRow>(
+      `INSERT INTO memberships (account_id, domain_id, role, external_id, joined_via)
+       SELECT $2, d.id, $3, $4, $5 FROM domains d WHERE d.name = $1
+       ON CONFLICT (account_id, domain_id) DO NOTHING
+       RETURNING account_id, domain_id, role, external_id, joined_via`,
+      [domainName, member.accountId, member.role, member.externalId ?? null, member.joinedVia],
+    );
+    const row = inserted.rows[0];
+    if (row) return ok({ membership: membershipOf(row, domainName), created: true });
+    const existing = await this.pool.query<MembershipRow>(
+      `SELECT m.account_id, m.domain_id, m.role, m.external_id, m.joined_via
+       FROM memberships m JOIN domains d ON d.id = m.domain_id
+       WHERE d.name = $1 AND m.account_id = $2`,
+      [domainName, member.accountId],
+    );
+    const current = existing.rows[0];
+    if (!current) return fail('domain_not_found');
+    if (onExisting === 'refuse') return fail('already_member');
+    return ok({ membership: membershipOf(current, domainName), created: false });
+  }
+
+  removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>> {
+    return this.transaction(async (client) => {
+      // The domain row lock serialises every removal in this domain, so the administrator count read
+      // below cannot be stale: two administrators removing each other take turns, and the second sees
+      // the first's delete. FOR UPDATE also briefly holds off new members (their FK check takes KEY
+      // SHARE); that is the price of a lock that is obviously correct.
+      const domain = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR UPDATE', [domainName]);
+      const domainId = domain.rows[0]?.id;
+      if (domainId === undefined) return fail('domain_not_found');
+      const target = await client.query<MembershipRow>(
+        'SELECT account_id, domain_id, role, external_id, joined_via FROM memberships WHERE domain_id = $1 AND account_id = $2',
+        [domainId, accountId],
+      );
+      const row = target.rows[0];
+      if (!row) return fail('not_member');
+      const counts = await client.query<{ role: string; members: number }>(
+        'SELECT role, count(*)::int AS members FROM memberships WHERE domain_id = $1 GROUP BY role',
+        [domainId],
+      );
+      const roleCounts = Object.fromEntries(counts.rows.map((r) => [r.role, r.members]));
+      if (leavesNoAdministrator(roleCounts, row.role)) return fail('last_administrator');
+      await client.query('DELETE FROM memberships WHERE domain_id = $1 AND account_id = $2', [domainId, accountId]);
+      return ok(membershipOf(row, domainName));
+    });
+  }
+
+  async createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; expiresAt: Date }): Promise<Outcome<InviteCode, 'domain_not_found'>> {
+    const inserted = await this.pool.query<{ code: string; role: string; expires_at: Date }>(
+      `INSERT INTO invite_codes (domain_id, code, role, created_by, expires_at)
+       SELECT d.id, $2, $3, $4, $5 FROM domains d WHERE d.name = $1
+       RETURNING code, role, expires_at`,
+      [input.domainName, input.code, input.role, input.createdBy, input.expiresAt],
+    );
+    const row = inserted.rows[0];
+    if (!row) return fail('domain_not_found');
+    return ok({ code: row.code, domainName: input.domainName, role: row.role, expiresAt: row.expires_at });
+  }
+
+  redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member'>> {
+    return this.transaction(async (client) => {
+      const redeemed = await client.query<{ domain_id: string; role: string }>(REDEEM_SQL, [code, accountId]);
+      const grant = redeemed.rows[0];
+      if (!grant) return fail('invalid_code');
+      const inserted = await client.query<MembershipRow>(INSERT_MEMBERSHIP_SQL, [accountId, grant.domain_id, grant.role, null, 'invite']);
+      const row = inserted.rows[0];
+      // Rolling back leaves the code unredeemed for someone who is not a member yet.
+      if (!row) return fail('already_member');
+      const domain = await client.query<{ name: string }>('SELECT name FROM domains WHERE id = $1', [grant.domain_id]);
+      return ok(membershipOf(row, domain.rows[0]?.name ?? ''));
+    });
+  }
+
+  async removeAccount(accountId: string): Promise<number> {
+    const deleted = await this.pool.query('DELETE FROM memberships WHERE account_id = $1', [accountId]);
+    return deleted.rowCount ?? 0;
+  }
+}

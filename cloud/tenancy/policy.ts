@@ -1,0 +1,60 @@
+/**
+ * Tenancy's decisions, as plain functions of the caller's claims and plain values.
+ */
+import type { Claims, MembershipClaim } from '../../shared/claims.js';
+import { canManageDomain, isAdministrator, isPlatformAdmin, roleWeight } from '../../shared/roles.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** True for a canonical uuid string (any case). */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/** The account id of a caller, lower-cased, or undefined when the subject is not an account (e.g. `system:x`). */
+export function accountIdOf(claims: Pick<Claims, 'sub'>): string | undefined {
+  return isUuid(claims.sub) ? claims.sub.toLowerCase() : undefined;
+}
+
+export type RemovalAuthority = 'self' | 'manager' | 'forbidden';
+
+/**
+ * Who may remove `targetAccountId` from `domain`: anyone may remove themselves (an identity comparison,
+ * made before any policy), otherwise the caller needs CanManageDomain.
+ *
+ * @example
+ * removalAuthority({ sub: a, memberships: [] }, 'acme', a); // 'self'
+ */
+export function removalAuthority(caller: Claims, domain: string, targetAccountId: string): RemovalAuthority {
+  if (caller.sub.toLowerCase() === targetAccountId.toLowerCase()) return 'self';
+  return canManageDomain(caller.memberships, domain) ? 'manager' : 'forbidden';
+}
+
+/**
+ * A manager may grant a role up to their own weight in the domain; only a platform administrator may
+ * grant more (in particular `admin`, which is platform-wide).
+ *
+ * @example
+ * mayGrantRole([{ domainName: 'acme', role: 'business_admin' }], 'acme', 'member'); // true
+ * mayGrantRole([{ domainName: 'acme', role: 'business_admin' }], 'acme', 'admin'); // false
+ */
+export function mayGrantRole(memberships: readonly MembershipClaim[], domain: string, role: string): boolean {
+  if (isPlatformAdmin(memberships)) return true;
+  const own = Math.max(0, ...memberships.filter((m) => m.domainName === domain).map((m) => roleWeight(m.role)));
+  return roleWeight(role) <= own;
+}
+
+/**
+ * The last-administrator rule: removing a member whose role is an administrator's (weight ≥ 50) must
+ * leave at least one administrator. `roleCounts` is the domain's members counted by role, target included.
+ *
+ * @example
+ * leavesNoAdministrator({ business_admin: 1, member: 4 }, 'business_admin'); // true
+ * leavesNoAdministrator({ business_admin: 1, admin: 1 }, 'business_admin'); // false
+ */
+export function leavesNoAdministrator(roleCounts: Readonly<Record<string, number>>, targetRole: string): boolean {
+  if (!isAdministrator(targetRole)) return false;
+  let administrators = 0;
+  for (const [role, count] of Object.entries(roleCounts)) if (isAdministrator(role)) administrators += count;
+  return administrators <= 1;
+}

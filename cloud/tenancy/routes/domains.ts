@@ -1,0 +1,61 @@
+/**
+ * Domains as end users see them: the public listing, creation, and subdomains.
+ */
+import { Router } from 'express';
+import { HttpError } from '../../../shared/errors.js';
+import { callerOf } from '../../../shared/http.js';
+import { canManageDomain } from '../../../shared/roles.js';
+import type { TenancyStore } from '../model.js';
+import { accountIdOf } from '../policy.js';
+import { CreateDomainBody, domainJson, isDomainName, listedDomainJson, parseBody } from '../wire.js';
+import { linkNextPage, pageOf } from './paging.js';
+
+export function domainRoutes(store: TenancyStore): Router {
+  const router = Router();
+
+  router.get('/domains', async (req, res) => {
+    const page = pageOf(req);
+    const domains = await store.listPublicDomains(page);
+    linkNextPage(req, res, page, domains.map((d) => d.name));
+    res.json(domains.map(listedDomainJson));
+  });
+
+  router.post('/domains', async (req, res) => {
+    const creator = accountIdOf(callerOf(res));
+    if (creator === undefined) throw new HttpError(403, 'only an account may create a domain');
+    const body = parseBody(CreateDomainBody, 'CreateDomainBody', req.body);
+    const created = await store.createDomain(
+      { name: body.name, displayName: body.displayName, joinPolicy: body.joinPolicy ?? 'invite-only', isPublic: body.isPublic ?? false },
+      creator,
+    );
+    if (!created.ok) throw new HttpError(409, `domain name ${JSON.stringify(body.name)} is already taken`);
+    res.status(201).json(domainJson(created.value));
+  });
+
+  router.get('/domains/:domain/subdomains', async (req, res) => {
+    const parent = req.params.domain;
+    const page = pageOf(req);
+    const children = isDomainName(parent) ? await store.listSubdomains(parent, page) : undefined;
+    if (!children) throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
+    linkNextPage(req, res, page, children.map((d) => d.name));
+    res.json(children.map(listedDomainJson));
+  });
+
+  router.post('/domains/:domain/subdomains', async (req, res) => {
+    const parent = req.params.domain;
+    const caller = callerOf(res);
+    if (!canManageDomain(caller.memberships, parent)) throw new HttpError(403, `you may not manage domain ${JSON.stringify(parent)}`);
+    const creator = accountIdOf(caller);
+    if (creator === undefined) throw new HttpError(403, 'only an account may create a domain');
+    const body = parseBody(CreateDomainBody, 'CreateDomainBody', req.body);
+    const created = await store.createDomain(
+      { name: body.name, displayName: body.displayName, joinPolicy: body.joinPolicy ?? 'invite-only', isPublic: body.isPublic ?? false, parentName: parent },
+      creator,
+    );
+    if (!created.ok && created.reason === 'parent_not_found') throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
+    if (!created.ok) throw new HttpError(409, `domain name ${JSON.stringify(body.name)} is already taken`);
+    res.status(201).json(domainJson(created.value));
+  });
+
+  return router;
+}

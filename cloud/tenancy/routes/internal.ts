@@ -1,0 +1,55 @@
+/**
+ * The internal routes, signed with the shared key ring (X-Signature over the exact body):
+ * claims-gateway's login path and provisioning, and the provisioner's domain creation. Both writes are
+ * idempotent: callers retry, and a replay answers exactly like the first call.
+ */
+import { Router } from 'express';
+import { HttpError } from '../../../shared/errors.js';
+import type { KeyRing } from '../../../shared/hmac.js';
+import { signedBody } from '../../../shared/hmac.js';
+import type { TenancyStore } from '../model.js';
+import { isUuid } from '../policy.js';
+import { domainJson, InternalDomainBody, membershipJson, parseBody, ProvisionBody } from '../wire.js';
+
+export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
+  const router = Router();
+  const signed = signedBody({ keys });
+
+  router.get('/internal/memberships', ...signed, async (req, res) => {
+    const accountId = req.query.accountId;
+    if (typeof accountId !== 'string' || !isUuid(accountId)) {
+      const got = accountId === undefined ? 'nothing' : typeof accountId === 'string' ? JSON.stringify(accountId.slice(0, 40)) : 'several values';
+      throw new HttpError(400, `accountId: expected an account id (uuid), got ${got}`);
+    }
+    res.json((await store.membershipsOf(accountId.toLowerCase())).map(membershipJson));
+  });
+
+  router.post('/internal/provision', ...signed, async (req, res) => {
+    const body = parseBody(ProvisionBody, 'ProvisionBody', req.body);
+    const provisioned = await store.addMember(
+      body.domainName,
+      { accountId: body.accountId.toLowerCase(), role: body.role, externalId: body.externalId, joinedVia: body.joinedVia ?? 'local' },
+      'keep',
+    );
+    if (!provisioned.ok) throw new HttpError(404, `domain ${JSON.stringify(body.domainName)} not found`);
+    // The same answer whether this call created the membership or a previous attempt did.
+    res.json(membershipJson(provisioned.value.membership));
+  });
+
+  router.post('/internal/domains', ...signed, async (req, res) => {
+    const body = parseBody(InternalDomainBody, 'InternalDomainBody', req.body);
+    const ensured = await store.ensureDomain({
+      name: body.name,
+      displayName: body.displayName,
+      joinPolicy: body.joinPolicy ?? 'invite-only',
+      isPublic: body.isPublic ?? false,
+      parentName: body.parentName,
+      adminAccountId: body.adminAccountId?.toLowerCase(),
+    });
+    if (!ensured.ok && ensured.reason === 'parent_not_found') throw new HttpError(404, `parent domain ${JSON.stringify(body.parentName)} not found`);
+    if (!ensured.ok) throw new HttpError(409, `domain ${JSON.stringify(body.name)} already exists with different attributes`);
+    res.json(domainJson(ensured.value));
+  });
+
+  return router;
+}

@@ -1,0 +1,46 @@
+/**
+ * Invite codes: a manager creates one, anyone holding it redeems it once, before it expires.
+ */
+import { Router } from 'express';
+import { HttpError } from '../../../shared/errors.js';
+import { callerOf } from '../../../shared/http.js';
+import { canManageDomain } from '../../../shared/roles.js';
+import { INVITE_CODE, inviteExpiry, newInviteCode } from '../invite-codes.js';
+import type { TenancyStore } from '../model.js';
+import { accountIdOf, mayGrantRole } from '../policy.js';
+import { InviteCodeBody, inviteCodeJson, isDomainName, membershipJson, parseBody } from '../wire.js';
+
+/** Unknown, expired and redeemed codes all get this one answer, so it says nothing about which. */
+export const INVALID_INVITE_CODE = 'invalid invite code';
+
+export function inviteCodeRoutes(store: TenancyStore, clock: () => Date): Router {
+  const router = Router();
+
+  router.post('/domains/:domain/invite-codes', async (req, res) => {
+    const name = req.params.domain;
+    const caller = callerOf(res);
+    if (!canManageDomain(caller.memberships, name)) throw new HttpError(403, `you may not manage domain ${JSON.stringify(name)}`);
+    const creator = accountIdOf(caller);
+    if (creator === undefined) throw new HttpError(403, 'only an account may create invite codes');
+    const body = parseBody(InviteCodeBody, 'InviteCodeBody', req.body);
+    if (!mayGrantRole(caller.memberships, name, body.role)) throw new HttpError(403, `you may not grant the role ${body.role}`);
+    const created = isDomainName(name)
+      ? await store.createInviteCode({ domainName: name, code: newInviteCode(), role: body.role, createdBy: creator, expiresAt: inviteExpiry(clock(), body.expiresInHours) })
+      : undefined;
+    if (!created?.ok) throw new HttpError(404, `domain ${JSON.stringify(name)} not found`);
+    res.status(201).json(inviteCodeJson(created.value));
+  });
+
+  router.post('/invite-codes/:code/redeem', async (req, res) => {
+    const account = accountIdOf(callerOf(res));
+    if (account === undefined) throw new HttpError(403, 'only an account may redeem an invite code');
+    const code = req.params.code;
+    if (!INVITE_CODE.test(code)) throw new HttpError(404, INVALID_INVITE_CODE);
+    const redeemed = await store.redeemInviteCode(code, account);
+    if (!redeemed.ok && redeemed.reason === 'invalid_code') throw new HttpError(404, INVALID_INVITE_CODE);
+    if (!redeemed.ok) throw new HttpError(409, 'you are already a member of the domain this code invites to; the code stays unused');
+    res.status(201).json(membershipJson(redeemed.value));
+  });
+
+  return router;
+}
