@@ -1,0 +1,71 @@
+/**
+ * The chat service's HTTP surface, built from injected ports. Routes are served both at the root and
+ * under /chat, so the service works behind an ingress that strips the prefix and one that keeps it.
+ */
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import { errorHandler, jsonBody, notFoundHandler } from '../../shared/errors.js';
+import { healthHandler, requireClaims } from '../../shared/http.js';
+import { metricsHandler, type Registry } from '../../shared/prom.js';
+import type { AgentPort } from './agent.js';
+import { conversationsRouter } from './conversations.js';
+import { InFlight } from './in-flight.js';
+import type { ChatMetrics } from './metrics.js';
+import { sendMessageHandler } from './send-message.js';
+import { DEFAULT_HEARTBEAT_MS } from './sse.js';
+import type { ConversationStore } from './store.js';
+
+export const DEFAULT_HISTORY_MAX_MESSAGES = 10;
+
+export interface ChatAppDeps {
+  store: ConversationStore;
+  agent: AgentPort;
+  registry: Registry;
+  metrics: ChatMetrics;
+  logger: Logger;
+  historyMaxMessages?: number;
+  /** Interval of the SSE heartbeat comment; 15 s unless a test says otherwise. */
+  heartbeatMs?: number;
+  now?: () => Date;
+}
+
+export interface ChatApp {
+  app: Express;
+  /** The sends still running; a stopping service drains them before it closes the store. */
+  inFlight: InFlight;
+}
+
+/** The prefixes every route is served under. */
+export const ROUTE_PREFIXES = ['/chat', '/'];
+
+export function createChatApp(deps: ChatAppDeps): ChatApp {
+  const now = deps.now ?? (() => new Date());
+  const inFlight = new InFlight();
+  const sendMessage = sendMessageHandler({
+    store: deps.store,
+    agent: deps.agent,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    inFlight,
+    historyMaxMessages: deps.historyMaxMessages ?? DEFAULT_HISTORY_MAX_MESSAGES,
+    heartbeatMs: deps.heartbeatMs ?? DEFAULT_HEARTBEAT_MS,
+    now,
+  });
+
+  const routes = express.Router();
+  routes.get('/health', healthHandler);
+  routes.get('/metrics', metricsHandler(deps.registry));
+  const conversations = express.Router();
+  conversations.use(requireClaims(), jsonBody());
+  conversations.post('/:id/messages', sendMessage);
+  conversations.use('/', conversationsRouter(deps.store, now));
+  routes.use('/conversations', conversations);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(ROUTE_PREFIXES, routes);
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return { app, inFlight };
+}

@@ -1,0 +1,111 @@
+/**
+ * Serializes the writes to one conversation document.
+ *
+ * Why: FerretDB 1.24 (our MongoDB-wire server) applies an update by reading the document, changing it
+ * in FerretDB's own process and writing the whole document back by `_id`. Two concurrent updates of one
+ * document therefore lose one another's changes, `$push` and `$inc` included, and a conditional filter
+ * (the message cap) is checked against a read that may already be stale. Only an insert with a taken
+ * `_id` is refused atomically (E11000), so the lock is a lease document inserted under the
+ * conversation's id. On MongoDB proper the guarded update is atomic by itself and the lease costs two
+ * small round trips.
+ *
+ * Two layers: a FIFO chain per conversation inside this process (so concurrent sends of one replica
+ * queue instead of polling), then the lease document (so replicas exclude each other).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Collection } from 'mongodb';
+
+export interface LeaseDocument {
+  _id: string;
+  token: string;
+  expires_at: Date;
+}
+
+export interface ConversationLockOptions {
+  /** How long a lease holds before another writer may take it over (a crashed holder). */
+  leaseMs: number;
+  /** How long a writer waits for the lease before giving up. */
+  waitMs: number;
+  /** Base pause between attempts while another replica holds the lease. */
+  pollMs: number;
+}
+
+export const DEFAULT_LOCK_OPTIONS: ConversationLockOptions = { leaseMs: 10_000, waitMs: 15_000, pollMs: 5 };
+
+/** The lease stayed taken for longer than the wait allows. */
+export class LockTimeoutError extends Error {
+  constructor(key: string) {
+    super(`conversation ${key} is busy`);
+    this.name = 'LockTimeoutError';
+  }
+}
+
+const DUPLICATE_KEY = 11000;
+
+function isDuplicateKey(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class ConversationLock {
+  private readonly leases: Collection<LeaseDocument>;
+  private readonly options: ConversationLockOptions;
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(leases: Collection<LeaseDocument>, options: Partial<ConversationLockOptions> = {}) {
+    this.leases = leases;
+    this.options = { ...DEFAULT_LOCK_OPTIONS, ...options };
+  }
+
+  /** Runs `work` while holding the conversation's lock, and releases it afterwards, also on failure. */
+  async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(key) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const tail = previous.then(() => mine);
+    this.queues.set(key, tail);
+    await previous;
+    try {
+      return await this.withLease(key, work);
+    } finally {
+      release();
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    }
+  }
+
+  private async withLease<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const token = await this.acquire(key);
+    try {
+      return await work();
+    } finally {
+      await this.leases.deleteOne({ _id: key, token });
+    }
+  }
+
+  private async acquire(key: string): Promise<string> {
+    const token = randomUUID();
+    const giveUpAt = Date.now() + this.options.waitMs;
+    let attempt = 0;
+    for (;;) {
+      try {
+        await this.leases.insertOne({ _id: key, token, expires_at: new Date(Date.now() + this.options.leaseMs) });
+        return token;
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err;
+      }
+      const holder = await this.leases.findOne({ _id: key });
+      if (holder && holder.expires_at.getTime() <= Date.now()) {
+        // The holder outlived its lease (crashed or hung): remove exactly that lease and race for a new one.
+        await this.leases.deleteOne({ _id: key, token: holder.token });
+        continue;
+      }
+      if (Date.now() >= giveUpAt) throw new LockTimeoutError(key);
+      attempt++;
+      const backoff = Math.min(this.options.pollMs * 2 ** Math.min(attempt, 5), 100);
+      await pause(backoff / 2 + Math.random() * (backoff / 2));
+    }
+  }
+}

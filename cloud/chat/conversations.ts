@@ -1,0 +1,67 @@
+/**
+ * The conversation routes: create, list, get, rename, delete. Every lookup is by id and the caller's
+ * `sub` together, so another user's id, a deleted id and a malformed id all answer the same 404.
+ */
+import express, { type Router } from 'express';
+import { HttpError } from '../../shared/errors.js';
+import { callerOf } from '../../shared/http.js';
+import { DEFAULT_TITLE } from './conversation.js';
+import { CONVERSATION_NOT_FOUND } from './send-message.js';
+import { InvalidCursorError, type ConversationStore } from './store.js';
+import { conversationIdOf, conversationWire, createBodyOf, listQueryOf, renameBodyOf, summaryWire } from './wire.js';
+
+export const LIST_DEFAULT_LIMIT = 100;
+export const LIST_MAX_LIMIT = 500;
+
+/** Header carrying the cursor of the next list page, when there is one. */
+export const NEXT_CURSOR_HEADER = 'x-next-cursor';
+
+export function conversationsRouter(store: ConversationStore, now: () => Date): Router {
+  const router = express.Router();
+
+  const idOf = (raw: unknown): string => {
+    const id = conversationIdOf(raw);
+    if (!id) throw new HttpError(404, CONVERSATION_NOT_FOUND);
+    return id;
+  };
+
+  router.post('/', async (req, res) => {
+    const { title } = createBodyOf(req.body);
+    const conversation = await store.create(callerOf(res).sub, title ?? DEFAULT_TITLE, now());
+    res.status(201).location(`${req.baseUrl}/${conversation.id}`).json(conversationWire(conversation));
+  });
+
+  router.get('/', async (req, res) => {
+    const query = listQueryOf(req.query as Record<string, unknown>, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
+    try {
+      const page = await store.list(callerOf(res).sub, query);
+      if (page.next !== undefined) res.set(NEXT_CURSOR_HEADER, page.next);
+      res.json(page.conversations.map(summaryWire));
+    } catch (err) {
+      if (err instanceof InvalidCursorError) throw new HttpError(400, err.message);
+      throw err;
+    }
+  });
+
+  router.get('/:id', async (req, res) => {
+    const conversation = await store.get(idOf(req.params.id), callerOf(res).sub);
+    if (!conversation) throw new HttpError(404, CONVERSATION_NOT_FOUND);
+    res.json(conversationWire(conversation));
+  });
+
+  router.patch('/:id', async (req, res) => {
+    const id = idOf(req.params.id);
+    const { title } = renameBodyOf(req.body);
+    const renamed = await store.rename(id, callerOf(res).sub, title, now());
+    if (!renamed) throw new HttpError(404, CONVERSATION_NOT_FOUND);
+    res.json(summaryWire(renamed));
+  });
+
+  router.delete('/:id', async (req, res) => {
+    const removed = await store.remove(idOf(req.params.id), callerOf(res).sub);
+    if (!removed) throw new HttpError(404, CONVERSATION_NOT_FOUND);
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,77 @@
+/**
+ * The chat service's composition root: reads the environment, connects MongoDB and the agent client,
+ * serves HTTP, and on SIGTERM stops taking requests, lets running answers finish and be stored, then
+ * closes its connections.
+ */
+import { createServer, type Server } from 'node:http';
+import { MongoClient } from 'mongodb';
+import { runUntilSignal, listen, closeServer, exitOnConfigError } from '../../shared/lifecycle.js';
+import { createLogger } from '../../shared/logger.js';
+import { createRegistry } from '../../shared/prom.js';
+import { createChatApp } from './app.js';
+import { readChatConfig, type ChatConfig } from './config.js';
+import { HttpAgent } from './http-agent.js';
+import { createChatMetrics } from './metrics.js';
+import { MongoConversationStore } from './mongo-store.js';
+
+/** How long a stopping service waits for running answers before it aborts them. */
+const DRAIN_MS = 3_000;
+
+class ChatService {
+  private readonly config: ChatConfig;
+  private readonly logger;
+  private readonly mongo: MongoClient;
+  private readonly agent: HttpAgent;
+  private readonly store: MongoConversationStore;
+  private readonly chat;
+  private readonly server: Server;
+
+  constructor(config: ChatConfig) {
+    this.config = config;
+    this.logger = createLogger('chat', { level: config.LOG_LEVEL });
+    this.mongo = new MongoClient(config.MONGO_URI, { serverSelectionTimeoutMS: 5_000 });
+    this.agent = new HttpAgent({
+      baseUrl: config.AGENT_URL,
+      connectTimeoutMs: config.AGENT_CONNECT_TIMEOUT_MS,
+      responseTimeoutMs: config.AGENT_RESPONSE_TIMEOUT_MS,
+      idleTimeoutMs: config.AGENT_IDLE_TIMEOUT_MS,
+    });
+    this.store = new MongoConversationStore(this.mongo.db());
+    const registry = createRegistry('chat');
+    this.chat = createChatApp({
+      store: this.store,
+      agent: this.agent,
+      registry,
+      metrics: createChatMetrics(registry),
+      logger: this.logger,
+      historyMaxMessages: config.HISTORY_MAX_MESSAGES,
+    });
+    this.server = createServer(this.chat.app);
+  }
+
+  async start(): Promise<void> {
+    await this.mongo.connect();
+    await this.store.start();
+    const port = await listen(this.server, this.config.PORT);
+    this.logger.info({ port, historyMaxMessages: this.config.HISTORY_MAX_MESSAGES }, 'chat listening');
+  }
+
+  async stop(): Promise<void> {
+    const closing = closeServer(this.server);
+    const drained = await this.chat.inFlight.drain(DRAIN_MS);
+    if (!drained) this.logger.warn({ running: this.chat.inFlight.size }, 'aborting answers still streaming');
+    await this.agent.stop();
+    await this.chat.inFlight.drain(1_000);
+    await closing;
+    await this.mongo.close();
+  }
+}
+
+let config: ChatConfig;
+try {
+  config = readChatConfig();
+} catch (err) {
+  exitOnConfigError(err);
+}
+const service = new ChatService(config);
+await runUntilSignal(service, createLogger('chat', { level: config.LOG_LEVEL }), 8_000);

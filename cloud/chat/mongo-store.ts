@@ -1,0 +1,194 @@
+/**
+ * The conversation store on the MongoDB wire protocol (MongoDB 6+, or FerretDB 1.24 in development and
+ * tests). Uses only what FerretDB 1.24 supports: no aggregation `$size`, no `$slice` projection, no
+ * projection on findAndModify, no update pipelines. So the message count is kept beside the messages
+ * in the same update, and the list reads it instead of counting.
+ */
+import { ObjectId, type Collection, type Db, type Filter } from 'mongodb';
+import { ConversationLock, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
+import {
+  DEFAULT_TITLE,
+  MAX_MESSAGES,
+  MESSAGES_PER_EXCHANGE,
+  type ChatMessage,
+  type Citation,
+  type Conversation,
+  type ConversationSummary,
+} from './conversation.js';
+import { InvalidCursorError, type AppendOutcome, type ConversationStore, type Exchange, type ListPage, type ListQuery } from './store.js';
+
+interface MessageDocument {
+  id: string;
+  role: 'user' | 'assistant';
+  content: string;
+  citations?: Citation[];
+  created_at: Date;
+}
+
+interface ConversationDocument {
+  _id: ObjectId;
+  user_id: string;
+  title: string;
+  messages: MessageDocument[];
+  /** Always equal to `messages.length`; kept because FerretDB cannot compute `$size`. */
+  message_count: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface MongoConversationStoreOptions {
+  collection?: string;
+  lockCollection?: string;
+  lock?: Partial<ConversationLockOptions>;
+}
+
+/** The index the list query runs on. */
+export const LIST_INDEX = { key: { user_id: 1, updated_at: -1 } as const, name: 'user_id_1_updated_at_-1' };
+
+/** The last message a conversation may already hold for one more exchange to fit: index 98. */
+const LAST_FREE_INDEX = MAX_MESSAGES - MESSAGES_PER_EXCHANGE;
+
+function objectIdOf(id: string): ObjectId | undefined {
+  return /^[0-9a-f]{24}$/.test(id) ? ObjectId.createFromHexString(id) : undefined;
+}
+
+function messageOf(doc: MessageDocument): ChatMessage {
+  const message: ChatMessage = { id: doc.id, role: doc.role, content: doc.content, createdAt: doc.created_at };
+  if (doc.citations !== undefined) message.citations = doc.citations;
+  return message;
+}
+
+function messageDocumentOf(message: ChatMessage): MessageDocument {
+  const doc: MessageDocument = { id: message.id, role: message.role, content: message.content, created_at: message.createdAt };
+  if (message.citations !== undefined) doc.citations = message.citations;
+  return doc;
+}
+
+function conversationOf(doc: ConversationDocument): Conversation {
+  return {
+    id: doc._id.toHexString(),
+    userId: doc.user_id,
+    title: doc.title,
+    createdAt: doc.created_at,
+    updatedAt: doc.updated_at,
+    messages: (doc.messages ?? []).map(messageOf),
+  };
+}
+
+function summaryOf(doc: Omit<ConversationDocument, 'messages'>): ConversationSummary {
+  return {
+    id: doc._id.toHexString(),
+    userId: doc.user_id,
+    title: doc.title,
+    createdAt: doc.created_at,
+    updatedAt: doc.updated_at,
+    messageCount: doc.message_count,
+  };
+}
+
+function encodeCursor(doc: Omit<ConversationDocument, 'messages'>): string {
+  return Buffer.from(`${doc.updated_at.getTime()}:${doc._id.toHexString()}`, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): { updatedAt: Date; id: ObjectId } {
+  const match = /^(\d{1,15}):([0-9a-f]{24})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match?.[1] || !match[2]) throw new InvalidCursorError();
+  return { updatedAt: new Date(Number(match[1])), id: ObjectId.createFromHexString(match[2]) };
+}
+
+export class MongoConversationStore implements ConversationStore {
+  private readonly conversations: Collection<ConversationDocument>;
+  private readonly lock: ConversationLock;
+
+  constructor(db: Db, options: MongoConversationStoreOptions = {}) {
+    this.conversations = db.collection<ConversationDocument>(options.collection ?? 'conversations');
+    this.lock = new ConversationLock(db.collection<LeaseDocument>(options.lockCollection ?? 'conversation_locks'), options.lock);
+  }
+
+  /** Creates the list index. Idempotent. */
+  async start(): Promise<void> {
+    await this.conversations.createIndex(LIST_INDEX.key, { name: LIST_INDEX.name });
+  }
+
+  async create(userId: string, title: string, at: Date): Promise<Conversation> {
+    const doc: ConversationDocument = {
+      _id: new ObjectId(),
+      user_id: userId,
+      title,
+      messages: [],
+      message_count: 0,
+      created_at: at,
+      updated_at: at,
+    };
+    await this.conversations.insertOne(doc);
+    return conversationOf(doc);
+  }
+
+  async list(userId: string, query: ListQuery): Promise<ListPage> {
+    const filter: Filter<ConversationDocument> = { user_id: userId };
+    if (query.after !== undefined) {
+      const cursor = decodeCursor(query.after);
+      filter.$or = [{ updated_at: { $lt: cursor.updatedAt } }, { updated_at: cursor.updatedAt, _id: { $lt: cursor.id } }];
+    }
+    const docs = await this.conversations
+      .find(filter, { projection: { messages: 0 } })
+      .sort({ updated_at: -1, _id: -1 })
+      .limit(query.limit + 1)
+      .toArray();
+    const page = docs.slice(0, query.limit);
+    const result: ListPage = { conversations: page.map(summaryOf) };
+    const last = page[page.length - 1];
+    if (docs.length > query.limit && last) result.next = encodeCursor(last);
+    return result;
+  }
+
+  async get(id: string, userId: string): Promise<Conversation | undefined> {
+    const _id = objectIdOf(id);
+    if (!_id) return undefined;
+    const doc = await this.conversations.findOne({ _id, user_id: userId });
+    return doc ? conversationOf(doc) : undefined;
+  }
+
+  async rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined> {
+    const _id = objectIdOf(id);
+    if (!_id) return undefined;
+    return this.lock.withLock(id, async () => {
+      const result = await this.conversations.updateOne({ _id, user_id: userId }, { $set: { title, updated_at: at } });
+      if (result.matchedCount === 0) return undefined;
+      const doc = await this.conversations.findOne({ _id, user_id: userId }, { projection: { messages: 0 } });
+      return doc ? summaryOf(doc) : undefined;
+    });
+  }
+
+  async remove(id: string, userId: string): Promise<boolean> {
+    const _id = objectIdOf(id);
+    if (!_id) return false;
+    const result = await this.conversations.deleteOne({ _id, user_id: userId });
+    return result.deletedCount === 1;
+  }
+
+  async appendExchange(id: string, userId: string, exchange: Exchange): Promise<AppendOutcome> {
+    const _id = objectIdOf(id);
+    if (!_id) return 'missing';
+    const owned = { _id, user_id: userId };
+    // The cap lives in the filter: the update only matches while index 98 is still free.
+    const withRoom: Filter<ConversationDocument> = { ...owned, [`messages.${LAST_FREE_INDEX}`]: { $exists: false } };
+    const push = {
+      $push: { messages: { $each: [messageDocumentOf(exchange.question), messageDocumentOf(exchange.answer)] } },
+      $inc: { message_count: MESSAGES_PER_EXCHANGE },
+    };
+    return this.lock.withLock(id, async () => {
+      if (exchange.seededTitle !== undefined) {
+        const seeded = await this.conversations.updateOne(
+          { ...withRoom, title: DEFAULT_TITLE, 'messages.0': { $exists: false } },
+          { ...push, $set: { updated_at: exchange.at, title: exchange.seededTitle } },
+        );
+        if (seeded.matchedCount === 1) return 'appended';
+      }
+      const appended = await this.conversations.updateOne(withRoom, { ...push, $set: { updated_at: exchange.at } });
+      if (appended.matchedCount === 1) return 'appended';
+      const exists = await this.conversations.countDocuments(owned, { limit: 1 });
+      return exists > 0 ? 'full' : 'missing';
+    });
+  }
+}

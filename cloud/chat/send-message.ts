@@ -1,0 +1,216 @@
+/**
+ * POST /conversations/{id}/messages: validate, ask the agent, relay its tokens as SSE, store the
+ * exchange once the agent's final event arrives, then send `done`.
+ *
+ * Everything that can be refused is refused before the agent is called, as a JSON error. Once the
+ * stream has begun, a failure is an `error` frame and nothing of the exchange is stored. A browser that
+ * leaves mid-stream does not stop the answer: it is read to the end and stored, so reopening the
+ * conversation shows it.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Request, RequestHandler, Response } from 'express';
+import { ObjectId } from 'mongodb';
+import type { Logger } from 'pino';
+import { HttpError, describeError } from '../../shared/errors.js';
+import { callerOf, rawClaimsOf } from '../../shared/http.js';
+import { AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort } from './agent.js';
+import {
+  MAX_MESSAGE_LENGTH,
+  MAX_MESSAGES,
+  characterCount,
+  hasRoomForExchange,
+  historyOf,
+  seedsTitle,
+  titleFromQuestion,
+  type ChatMessage,
+  type Citation,
+  type HistoryTurn,
+} from './conversation.js';
+import type { InFlight } from './in-flight.js';
+import type { ChatMetrics, StreamFailureReason } from './metrics.js';
+import { SseStream } from './sse.js';
+import type { ConversationStore } from './store.js';
+import { conversationIdOf, messageWire, sendBodyOf } from './wire.js';
+
+export interface SendMessageDeps {
+  store: ConversationStore;
+  agent: AgentPort;
+  metrics: ChatMetrics;
+  logger: Logger;
+  inFlight: InFlight;
+  /** Messages of history sent to the agent (HISTORY_MAX_MESSAGES). */
+  historyMaxMessages: number;
+  heartbeatMs: number;
+  now: () => Date;
+}
+
+export const CONVERSATION_NOT_FOUND = 'conversation not found';
+
+/** A message id: a fresh ObjectId as 24 hex characters. */
+const newMessageId = () => new ObjectId().toHexString();
+
+class StreamFailed extends Error {
+  readonly reason: StreamFailureReason;
+  constructor(reason: StreamFailureReason, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+const STREAM_FAILURE_OF: Record<AgentStreamError['reason'], StreamFailureReason> = {
+  timeout: 'agent_timeout',
+  interrupted: 'agent_interrupted',
+  malformed: 'agent_malformed',
+  incomplete: 'agent_incomplete',
+};
+
+interface Send {
+  conversationId: string;
+  userId: string;
+  content: string;
+  history: HistoryTurn[];
+  seededTitle: string | undefined;
+  receivedAt: Date;
+  startedAt: number;
+}
+
+export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
+  const { store, agent, metrics } = deps;
+
+  const prepare = async (req: Request, res: Response): Promise<Send> => {
+    const startedAt = performance.now();
+    const receivedAt = deps.now();
+    const userId = callerOf(res).sub;
+    const conversationId = conversationIdOf(req.params.id);
+    if (!conversationId) {
+      metrics.sendsRejected.inc({ reason: 'not_found' });
+      throw new HttpError(404, CONVERSATION_NOT_FOUND);
+    }
+    let content: string;
+    try {
+      content = sendBodyOf(req.body).content;
+    } catch (err) {
+      metrics.sendsRejected.inc({ reason: 'invalid' });
+      throw err;
+    }
+    const conversation = await store.get(conversationId, userId);
+    if (!conversation) {
+      metrics.sendsRejected.inc({ reason: 'not_found' });
+      throw new HttpError(404, CONVERSATION_NOT_FOUND);
+    }
+    if (!hasRoomForExchange(conversation.messages.length)) {
+      metrics.sendsRejected.inc({ reason: 'full' });
+      throw new HttpError(409, `conversation is full: it holds ${conversation.messages.length} of ${MAX_MESSAGES} messages and a send adds 2`);
+    }
+    return {
+      conversationId,
+      userId,
+      content,
+      history: historyOf(conversation.messages, deps.historyMaxMessages),
+      seededTitle: seedsTitle(conversation) ? titleFromQuestion(content) : undefined,
+      receivedAt,
+      startedAt,
+    };
+  };
+
+  const storeExchange = async (send: Send, answerText: string, citations: Citation[] | undefined): Promise<ChatMessage> => {
+    const at = deps.now();
+    const question: ChatMessage = { id: newMessageId(), role: 'user', content: send.content, createdAt: send.receivedAt };
+    const answer: ChatMessage = { id: newMessageId(), role: 'assistant', content: answerText, createdAt: at };
+    if (citations !== undefined) answer.citations = citations;
+    const exchange = send.seededTitle === undefined ? { question, answer, at } : { question, answer, at, seededTitle: send.seededTitle };
+    const stopTimer = metrics.storeSeconds.startTimer();
+    let outcome;
+    try {
+      outcome = await store.appendExchange(send.conversationId, send.userId, exchange);
+    } catch (err) {
+      deps.logger.error({ conversationId: send.conversationId, error: describeError(err) }, 'storing an exchange failed');
+      throw new StreamFailed('store_failed', 'the answer could not be stored; please send the question again');
+    } finally {
+      stopTimer();
+    }
+    if (outcome === 'full') throw new StreamFailed('conversation_full', `the conversation reached ${MAX_MESSAGES} messages while the answer was streaming`);
+    if (outcome === 'missing') throw new StreamFailed('conversation_gone', 'the conversation was deleted while the answer was streaming');
+    return answer;
+  };
+
+  const relay = async (send: Send, answer: AgentAnswer, stream: SseStream): Promise<void> => {
+    let text = '';
+    let length = 0;
+    let firstToken = true;
+    for await (const event of answer.events) {
+      if (event.type === 'token') {
+        length += characterCount(event.text);
+        if (length > MAX_MESSAGE_LENGTH) {
+          throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
+        }
+        text += event.text;
+        stream.send({ type: 'token', text: event.text });
+        metrics.tokensRelayed.inc();
+        if (firstToken) {
+          firstToken = false;
+          metrics.timeToFirstToken.observe((performance.now() - send.startedAt) / 1000);
+        }
+      } else if (event.type === 'error') {
+        metrics.agentErrors.inc({ reason: 'stream_error' });
+        deps.logger.warn({ conversationId: send.conversationId, agentMessage: event.message.slice(0, 200) }, 'agent reported an error');
+        throw new StreamFailed('agent_error', 'the agent could not answer this question');
+      } else {
+        answer.cancel();
+        if (length === 0) throw new StreamFailed('answer_invalid', 'the agent returned an empty answer');
+        const saved = await storeExchange(send, text, event.citations);
+        stream.send({ type: 'done', message: messageWire(saved) });
+        return;
+      }
+    }
+    throw new AgentStreamError('incomplete', 'the agent ended the answer without its final event');
+  };
+
+  const run = async (req: Request, res: Response): Promise<void> => {
+    const send = await prepare(req, res);
+    let answer: AgentAnswer;
+    try {
+      answer = await agent.ask({ question: send.content, history: send.history, claimsHeader: rawClaimsOf(req) });
+    } catch (err) {
+      if (err instanceof AgentUnavailableError) {
+        metrics.agentErrors.inc({ reason: err.reason });
+        throw new HttpError(502, err.message);
+      }
+      throw err;
+    }
+
+    const stream = new SseStream(res, deps.heartbeatMs);
+    stream.open();
+    metrics.streamsStarted.inc();
+    metrics.activeStreams.inc();
+    try {
+      await relay(send, answer, stream);
+      metrics.streamsCompleted.inc();
+      if (stream.disconnected) {
+        metrics.clientDisconnects.inc();
+        metrics.completedAfterDisconnect.inc();
+      }
+    } catch (err) {
+      const failure = failureOf(err, metrics);
+      if (stream.disconnected) metrics.clientDisconnects.inc();
+      metrics.streamsFailed.inc({ reason: failure.reason });
+      deps.logger.info({ conversationId: send.conversationId, reason: failure.reason }, 'answer stream failed');
+      stream.send({ type: 'error', error: failure.reason, message: failure.message });
+    } finally {
+      answer.cancel();
+      stream.end();
+      metrics.activeStreams.dec();
+    }
+  };
+
+  return (req, res) => deps.inFlight.track(run(req, res));
+}
+
+function failureOf(err: unknown, metrics: ChatMetrics): StreamFailed {
+  if (err instanceof StreamFailed) return err;
+  if (err instanceof AgentStreamError) {
+    metrics.agentErrors.inc({ reason: 'stream_broken' });
+    return new StreamFailed(STREAM_FAILURE_OF[err.reason], err.message);
+  }
+  return new StreamFailed('store_failed', 'the answer could not be completed');
+}

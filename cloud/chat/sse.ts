@@ -1,0 +1,72 @@
+/**
+ * The Server-Sent Events stream to the browser: one `data: <json>` frame per event with an increasing
+ * `id:`, a comment every heartbeat interval so proxies keep the connection, and headers that stop
+ * buffering and compression on the way.
+ */
+import type { Response } from 'express';
+
+/** The stream frames of the seed. */
+export type StreamFrame =
+  | { type: 'token'; text: string }
+  | { type: 'done'; message: unknown }
+  | { type: 'error'; error: string; message: string };
+
+export const DEFAULT_HEARTBEAT_MS = 15_000;
+
+export class SseStream {
+  private readonly res: Response;
+  private readonly heartbeatMs: number;
+  private nextId = 1;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private clientGone = false;
+
+  constructor(res: Response, heartbeatMs: number = DEFAULT_HEARTBEAT_MS) {
+    this.res = res;
+    this.heartbeatMs = heartbeatMs;
+  }
+
+  /** Sends the headers at once and starts the heartbeat. */
+  open(): void {
+    const { res } = this;
+    res.on('close', () => {
+      if (!res.writableFinished) this.clientGone = true;
+      this.stopHeartbeat();
+    });
+    res.status(200);
+    res.set({
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.socket?.setNoDelay(true);
+    res.flushHeaders();
+    this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), this.heartbeatMs);
+  }
+
+  /** True once the browser has gone away before the stream ended. */
+  get disconnected(): boolean {
+    return this.clientGone || this.res.destroyed;
+  }
+
+  /** Writes one frame with the next id. Does nothing once the browser is gone. */
+  send(frame: StreamFrame): void {
+    this.write(`id: ${this.nextId++}\ndata: ${JSON.stringify(frame)}\n\n`);
+  }
+
+  /** Ends the stream. */
+  end(): void {
+    this.stopHeartbeat();
+    if (!this.res.writableEnded) this.res.end();
+  }
+
+  private write(text: string): void {
+    if (this.disconnected || this.res.writableEnded) return;
+    this.res.write(text);
+  }
+
+  private stopHeartbeat(): void {
+    if (this.heartbeat !== undefined) clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * The conversation store port: what the chat service needs from its database, and nothing more.
+ * Every call is scoped by the owner, so a document is only ever found by id together with its user.
+ */
+import type { ChatMessage, Conversation, ConversationSummary } from './conversation.js';
+
+/** One exchange to append: the question, the answer, and the title to seed if it is still the default. */
+export interface Exchange {
+  question: ChatMessage;
+  answer: ChatMessage;
+  /** Set when this send should seed the title; applied only if the title is still the default. */
+  seededTitle?: string;
+  at: Date;
+}
+
+/**
+ * The outcome of an append. `appended`: both messages are stored. `full`: the cap would be passed, and
+ * nothing was stored. `missing`: no conversation with that id for that owner (deleted meanwhile).
+ */
+export type AppendOutcome = 'appended' | 'full' | 'missing';
+
+export interface ListPage {
+  conversations: ConversationSummary[];
+  /** Opaque cursor of the next page, when there is one. */
+  next?: string;
+}
+
+export interface ListQuery {
+  limit: number;
+  /** A cursor from a previous page. */
+  after?: string;
+}
+
+export interface ConversationStore {
+  create(userId: string, title: string, at: Date): Promise<Conversation>;
+  /** The owner's conversations, newest first by updatedAt, without message bodies. */
+  list(userId: string, query: ListQuery): Promise<ListPage>;
+  get(id: string, userId: string): Promise<Conversation | undefined>;
+  rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined>;
+  remove(id: string, userId: string): Promise<boolean>;
+  /**
+   * Appends both messages of an exchange in one update, with updatedAt set, and only while the
+   * conversation has room for both. Concurrent appends never lose each other's messages.
+   */
+  appendExchange(id: string, userId: string, exchange: Exchange): Promise<AppendOutcome>;
+}
+
+/** A list cursor that does not decode. The HTTP layer answers 400. */
+export class InvalidCursorError extends Error {
+  constructor() {
+    super('after: not a cursor from a previous page');
+    this.name = 'InvalidCursorError';
+  }
+}
