@@ -1,0 +1,114 @@
+/**
+ * Device identity at rest: a station's MAC is replaced, as soon as it is read, by the HMAC-SHA256 of the
+ * MAC under a 32-byte key that is generated on this gateway and kept in a 0600 file. Without the key, a
+ * stored id cannot be tied back to a MAC (not even by hashing every possible MAC).
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export const DEVICE_KEY_BYTES = 32;
+
+/** A key file problem, with a message that says what to do. Never carries key material. */
+export class DeviceKeyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'DeviceKeyError';
+  }
+}
+
+/**
+ * Reads the device key, creating it (32 random bytes, mode 0600, exclusive create) on first start. A key
+ * file readable by group or others is tightened to 0600 and reported through `onWarning`.
+ *
+ * @example
+ * const key = loadOrCreateDeviceKey('/var/lib/lintel-edge/device.key');
+ */
+export function loadOrCreateDeviceKey(path: string, onWarning: (message: string) => void = () => {}): Buffer {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  let created = false;
+  try {
+    const fd = openSync(path, 'wx', 0o600);
+    try {
+      writeSync(fd, randomBytes(DEVICE_KEY_BYTES));
+      created = true;
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      throw new DeviceKeyError(`cannot create the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+  }
+  let key: Buffer;
+  try {
+    const fd = openSync(path, 'r');
+    try {
+      const mode = fstatSync(fd).mode & 0o777;
+      if (!created && (mode & 0o077) !== 0) {
+        chmodSync(path, 0o600);
+        onWarning(`device key file ${path} was mode ${mode.toString(8)}; tightened to 600`);
+      }
+    } finally {
+      closeSync(fd);
+    }
+    key = readFileSync(path);
+  } catch (err) {
+    throw new DeviceKeyError(`cannot read the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+  if (key.length !== DEVICE_KEY_BYTES) {
+    throw new DeviceKeyError(
+      `device key file ${path} holds ${key.length} bytes, expected ${DEVICE_KEY_BYTES}; remove it to generate a new key (tracked devices will be forgotten)`,
+    );
+  }
+  return key;
+}
+
+/** The mode bits of a file, e.g. 0o600. */
+export function fileMode(path: string): number {
+  return statSync(path).mode & 0o777;
+}
+
+/** `aa:bb:cc:dd:ee:ff` from any common MAC spelling (colons, dashes, dots, none; any case). */
+export function canonicalMac(mac: string): string {
+  const hex = mac.replace(/[^0-9a-fA-F]/g, '').toLowerCase();
+  if (hex.length !== 12) return mac.trim().toLowerCase();
+  return hex.match(/../g)!.join(':');
+}
+
+/** Turns MACs into device ids. Keeps a small in-process cache so a steady building costs no HMACs. */
+export interface DeviceHasher {
+  idOf(mac: string): string;
+  /** Forget cached MACs not asked for since the previous call (call once per poll). */
+  sweep(): void;
+}
+
+/**
+ * A hasher under `key`. The cache lives in this process only and holds the MACs of the last two polls.
+ *
+ * @example
+ * const hasher = createDeviceHasher(key);
+ * hasher.idOf('AA-BB-CC-DD-EE-FF') === hasher.idOf('aa:bb:cc:dd:ee:ff'); // true
+ */
+export function createDeviceHasher(key: Buffer): DeviceHasher {
+  let current = new Map<string, string>();
+  let previous = new Map<string, string>();
+  return {
+    idOf(mac) {
+      let id = current.get(mac);
+      if (id !== undefined) return id;
+      id = previous.get(mac) ?? createHmac('sha256', key).update(canonicalMac(mac)).digest('hex');
+      current.set(mac, id);
+      return id;
+    },
+    sweep() {
+      previous = current;
+      current = new Map();
+    },
+  };
+}
+
+/** A fingerprint of the key (never the key), so the store can tell when the key was replaced. */
+export function keyFingerprint(key: Buffer): string {
+  return createHmac('sha256', key).update('lintel-edge device key fingerprint').digest('hex').slice(0, 32);
+}

@@ -1,0 +1,255 @@
+/**
+ * The zone tracker: a pure state machine from one poll of every AP to who is counted where.
+ *
+ * Rules, per device, in each poll:
+ *
+ * - **Loudest AP, counted once.** All sightings of a device across APs are folded into one: the loudest
+ *   (ties go to the smaller AP name, so AP order never matters). A device is one record, so it is counted
+ *   in exactly one zone however many APs list it.
+ * - **Hysteresis.** A new (challenger) zone takes a device only when
+ *   1. its loudest signal beats the incumbent zone's by at least `switchMarginDb` (the incumbent's signal
+ *      this poll, or the last one known when the incumbent zone does not hear it), or
+ *   2. it has the device for `switchPolls` consecutive polls in which the incumbent zone's APs answered
+ *      and none of them heard the device (the device is "in the new zone" only).
+ *   While the incumbent zone still hears the device within the margin it stays put, so RSSI jitter below
+ *   the margin never moves it.
+ * - **Frozen, not expired.** A device unheard this poll whose AP is silent (failed, timed out, rebooting)
+ *   keeps its zone and is still counted. After `frozenPolls` such polls in a row it is dropped. A device
+ *   that other zones hear while its own AP is silent is frozen too: it only moves by the margin rule, or
+ *   when the frozen ceiling is reached.
+ * - **Absence.** A device unheard while its AP answers is still counted for `absentPolls - 1` polls (one
+ *   missed station-table row is not a departure) and is gone on the `absentPolls`-th.
+ * - **Transitions.** Each move is recorded as (from, to) and summed over the last
+ *   `transitionWindowPolls` polls. An arrival is not a transition.
+ */
+import type {
+  ApObservation,
+  PollObservation,
+  PollOutcome,
+  PollStats,
+  RemovalReason,
+  TrackedDevice,
+  TrackerConfig,
+  TrackerState,
+  TransitionEntry,
+  ZonePairCount,
+} from './types.js';
+
+/** A tracker that has seen nothing. */
+export function emptyTrackerState(): TrackerState {
+  return { poll: 0, devices: new Map(), transitions: [] };
+}
+
+/** The loudest sighting of one device in one poll, and its zone's best signal when it has a zone. */
+interface Heard {
+  ap: string;
+  zone: string;
+  rssiDbm: number;
+  /** The loudest signal from the device's incumbent zone, if that zone heard it. */
+  incumbentRssiDbm: number | undefined;
+  incumbentAp: string | undefined;
+}
+
+function louder(rssi: number, ap: string, than: { rssiDbm: number; ap: string }): boolean {
+  return rssi > than.rssiDbm || (rssi === than.rssiDbm && ap < than.ap);
+}
+
+/** Folds every AP's stations into one loudest sighting per device. */
+function heardDevices(aps: readonly ApObservation[], known: ReadonlyMap<string, TrackedDevice>): Map<string, Heard> {
+  const heard = new Map<string, Heard>();
+  for (const observation of aps) {
+    if (!observation.answered) continue;
+    const { ap, zone } = observation;
+    for (const { device, rssiDbm } of observation.stations) {
+      if (!Number.isFinite(rssiDbm)) continue;
+      let entry = heard.get(device);
+      if (!entry) {
+        entry = { ap, zone, rssiDbm, incumbentRssiDbm: undefined, incumbentAp: undefined };
+        heard.set(device, entry);
+      } else if (louder(rssiDbm, ap, entry)) {
+        entry.ap = ap;
+        entry.zone = zone;
+        entry.rssiDbm = rssiDbm;
+      }
+      const incumbent = known.get(device);
+      if (incumbent && incumbent.zone === zone) {
+        if (entry.incumbentRssiDbm === undefined || louder(rssiDbm, ap, { rssiDbm: entry.incumbentRssiDbm, ap: entry.incumbentAp ?? '' })) {
+          entry.incumbentRssiDbm = rssiDbm;
+          entry.incumbentAp = ap;
+        }
+      }
+    }
+  }
+  return heard;
+}
+
+function settled(zone: string, ap: string, rssiDbm: number, poll: number): TrackedDevice {
+  return { zone, ap, rssiDbm, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
+}
+
+type Step = { device: TrackedDevice; moved: boolean; frozen: boolean };
+
+/** The next record of a known device that was heard this poll. */
+function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): Step {
+  if (heard.zone === current.zone) {
+    return { device: settled(current.zone, heard.ap, heard.rssiDbm, poll), moved: false, frozen: false };
+  }
+  const moveTo = (): Step => ({ device: settled(heard.zone, heard.ap, heard.rssiDbm, poll), moved: true, frozen: false });
+
+  if (heard.incumbentRssiDbm !== undefined) {
+    // Both zones hear it: only a clear margin moves it.
+    if (heard.rssiDbm - heard.incumbentRssiDbm >= config.switchMarginDb) return moveTo();
+    return { device: settled(current.zone, heard.incumbentAp ?? current.ap, heard.incumbentRssiDbm, poll), moved: false, frozen: false };
+  }
+  const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
+  if (silentAps.has(current.ap)) {
+    // Its own AP cannot speak for it: keep it where it was unless the margin or the ceiling says otherwise.
+    const frozenPolls = current.frozenPolls + 1;
+    if (beatsLastKnown || frozenPolls >= config.frozenPolls) return moveTo();
+    return {
+      device: { ...current, challengerZone: null, challengerPolls: 0, frozenPolls, absentPolls: 0, lastHeardPoll: poll },
+      moved: false,
+      frozen: true,
+    };
+  }
+  if (beatsLastKnown) return moveTo();
+  // Its zone answered without it: the dwell rule counts.
+  const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
+  if (challengerPolls >= config.switchPolls) return moveTo();
+  return {
+    device: { ...current, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll },
+    moved: false,
+    frozen: false,
+  };
+}
+
+/** The next record of a known device nobody heard this poll, or why it is removed. */
+function stepUnheard(
+  current: TrackedDevice,
+  silentAps: ReadonlySet<string>,
+  config: TrackerConfig,
+): { device: TrackedDevice; frozen: boolean } | { removed: RemovalReason } {
+  if (silentAps.has(current.ap)) {
+    const frozenPolls = current.frozenPolls + 1;
+    if (frozenPolls >= config.frozenPolls) return { removed: 'expired' };
+    return { device: { ...current, challengerZone: null, challengerPolls: 0, frozenPolls }, frozen: true };
+  }
+  const absentPolls = current.absentPolls + 1;
+  if (absentPolls >= config.absentPolls) return { removed: 'gone' };
+  return { device: { ...current, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls }, frozen: false };
+}
+
+function pairKey(from: string, to: string): string {
+  return `${from}\u0000${to}`;
+}
+
+/**
+ * Applies one poll of every AP to the tracker state. Pure: the input state is not modified, and the same
+ * inputs always give the same outcome. This is the tracker's whole hot path.
+ *
+ * @example
+ * const { state, moves } = applyPoll(emptyTrackerState(), {
+ *   aps: [{ ap: 'ap-1', zone: 'lobby', answered: true, stations: [{ device: 'k1', rssiDbm: -52 }] }],
+ * }, DEFAULT_TRACKER_CONFIG);
+ * zoneCounts(state, ['lobby']); // { lobby: 1 }
+ */
+export function applyPoll(state: TrackerState, observation: PollObservation, config: TrackerConfig): PollOutcome {
+  const poll = state.poll + 1;
+  const silentAps = new Set<string>();
+  for (const ap of observation.aps) if (!ap.answered) silentAps.add(ap.ap);
+  const heard = heardDevices(observation.aps, state.devices);
+
+  const devices = new Map<string, TrackedDevice>();
+  const changed: string[] = [];
+  const removed: Array<{ device: string; reason: RemovalReason }> = [];
+  const movesByPair = new Map<string, ZonePairCount>();
+  const stats: PollStats = { heard: heard.size, arrived: 0, moved: 0, frozen: 0, gone: 0, expired: 0 };
+
+  for (const [id, current] of state.devices) {
+    const sighting = heard.get(id);
+    if (sighting) {
+      const step = stepHeard(current, sighting, silentAps, poll, config);
+      devices.set(id, step.device);
+      changed.push(id);
+      if (step.frozen) stats.frozen++;
+      if (step.moved) {
+        stats.moved++;
+        const key = pairKey(current.zone, step.device.zone);
+        const pair = movesByPair.get(key);
+        if (pair) pair.count++;
+        else movesByPair.set(key, { from: current.zone, to: step.device.zone, count: 1 });
+      }
+      continue;
+    }
+    const step = stepUnheard(current, silentAps, config);
+    if ('removed' in step) {
+      removed.push({ device: id, reason: step.removed });
+      if (step.removed === 'gone') stats.gone++;
+      else stats.expired++;
+      continue;
+    }
+    devices.set(id, step.device);
+    changed.push(id);
+    if (step.frozen) stats.frozen++;
+  }
+  for (const [id, sighting] of heard) {
+    if (state.devices.has(id)) continue;
+    devices.set(id, settled(sighting.zone, sighting.ap, sighting.rssiDbm, poll));
+    changed.push(id);
+    stats.arrived++;
+  }
+
+  const moves = [...movesByPair.values()];
+  // One poll more than the window is kept, so transitionWindow can tell which pairs just fell out of it.
+  const oldest = poll - config.transitionWindowPolls;
+  const transitions: TransitionEntry[] = state.transitions.filter((entry) => entry.poll >= oldest);
+  for (const move of moves) transitions.push({ poll, ...move });
+
+  return { state: { poll, devices, transitions }, changed, removed, moves, stats };
+}
+
+/**
+ * Devices counted per zone. Every zone named in `zones` is present (0 when empty); a device is counted
+ * once, in its own zone.
+ */
+export function zoneCounts(state: TrackerState, zones: readonly string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const zone of zones) counts[zone] = 0;
+  for (const device of state.devices.values()) counts[device.zone] = (counts[device.zone] ?? 0) + 1;
+  return counts;
+}
+
+/** Devices frozen behind a silent AP right now. */
+export function frozenCount(state: TrackerState): number {
+  let n = 0;
+  for (const device of state.devices.values()) if (device.frozenPolls > 0) n++;
+  return n;
+}
+
+/**
+ * Moves per zone pair over the transition window, ending at the state's poll. A pair that had moves in
+ * the window ending one poll earlier but has none now is reported once with 0, so a reader sees it fall.
+ */
+export function transitionWindow(state: TrackerState, config: TrackerConfig): ZonePairCount[] {
+  const now = new Map<string, ZonePairCount>();
+  const before = new Set<string>();
+  const oldest = state.poll - config.transitionWindowPolls;
+  for (const entry of state.transitions) {
+    const key = pairKey(entry.from, entry.to);
+    if (entry.poll > oldest) {
+      const pair = now.get(key);
+      if (pair) pair.count += entry.count;
+      else now.set(key, { from: entry.from, to: entry.to, count: entry.count });
+    }
+    if (entry.poll >= oldest && entry.poll < state.poll) before.add(key);
+  }
+  const out = [...now.values()];
+  for (const entry of state.transitions) {
+    const key = pairKey(entry.from, entry.to);
+    if (before.has(key) && !now.has(key)) {
+      now.set(key, { from: entry.from, to: entry.to, count: 0 });
+      out.push({ from: entry.from, to: entry.to, count: 0 });
+    }
+  }
+  return out.sort((a, b) => (a.from === b.from ? a.to.localeCompare(b.to) : a.from.localeCompare(b.from)));
+}

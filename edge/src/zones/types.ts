@@ -1,0 +1,111 @@
+/**
+ * The zone tracker's vocabulary. Devices are known only by a keyed hash (see device-key.ts); nothing
+ * here ever holds a raw MAC.
+ */
+
+/** The tracker's thresholds, all in polls or dB. */
+export interface TrackerConfig {
+  /** N: consecutive polls in which the new zone hears a device and its zone does not, before it moves. */
+  switchPolls: number;
+  /** A new zone whose signal beats the incumbent's by at least this many dB takes the device at once. */
+  switchMarginDb: number;
+  /** A device behind a silent AP is kept (frozen) this many polls, then dropped. Default 30. */
+  frozenPolls: number;
+  /** A device no longer heard while its AP answers is gone after this many consecutive polls. */
+  absentPolls: number;
+  /** Zone transitions are summed over this many polls. */
+  transitionWindowPolls: number;
+}
+
+export const DEFAULT_TRACKER_CONFIG: TrackerConfig = Object.freeze({
+  switchPolls: 3,
+  switchMarginDb: 8,
+  frozenPolls: 30,
+  absentPolls: 2,
+  transitionWindowPolls: 30,
+});
+
+/** One device as the tracker remembers it. */
+export interface TrackedDevice {
+  /** The zone it is counted in. */
+  zone: string;
+  /** The AP of that zone that heard it loudest most recently. */
+  ap: string;
+  /** That AP's signal, dBm. */
+  rssiDbm: number;
+  /** The zone it may be moving to, while the dwell rule counts. */
+  challengerZone: string | null;
+  /** Consecutive polls the challenger has counted toward the dwell rule. */
+  challengerPolls: number;
+  /** Consecutive polls its AP has been silent without its zone hearing it. */
+  frozenPolls: number;
+  /** Consecutive polls it went unheard while its AP answered. */
+  absentPolls: number;
+  /** The poll number it was last heard in. */
+  lastHeardPoll: number;
+}
+
+/** Moves between two zones recorded in one poll. */
+export interface TransitionEntry {
+  poll: number;
+  from: string;
+  to: string;
+  count: number;
+}
+
+/** Everything the tracker knows. Immutable: {@link applyPoll} returns a new state. */
+export interface TrackerState {
+  /** Polls applied so far. */
+  poll: number;
+  /** By device id (a keyed hash). */
+  devices: ReadonlyMap<string, TrackedDevice>;
+  /** Moves of the last `transitionWindowPolls` polls. */
+  transitions: readonly TransitionEntry[];
+}
+
+/** One station seen by one AP, already identified by its keyed hash. */
+export interface DeviceSighting {
+  device: string;
+  rssiDbm: number;
+}
+
+/** What one AP said in one poll: its stations, or silence (failed or timed out). */
+export type ApObservation =
+  | { ap: string; zone: string; answered: true; stations: readonly DeviceSighting[] }
+  | { ap: string; zone: string; answered: false };
+
+/** One poll of every AP. */
+export interface PollObservation {
+  aps: readonly ApObservation[];
+}
+
+/** Why a device left the tracker. */
+export type RemovalReason = 'gone' | 'expired';
+
+/** The number of devices that moved between two zones. */
+export interface ZonePairCount {
+  from: string;
+  to: string;
+  count: number;
+}
+
+/** What one poll did to the state. */
+export interface PollOutcome {
+  state: TrackerState;
+  /** Device ids whose record is new or changed (what a store must write). */
+  changed: string[];
+  /** Device ids removed, with why (what a store must delete). */
+  removed: Array<{ device: string; reason: RemovalReason }>;
+  /** Moves made in this poll, by zone pair. */
+  moves: ZonePairCount[];
+  stats: PollStats;
+}
+
+export interface PollStats {
+  heard: number;
+  arrived: number;
+  moved: number;
+  frozen: number;
+  gone: number;
+  expired: number;
+}
