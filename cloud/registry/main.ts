@@ -1,0 +1,64 @@
+/**
+ * Registry's composition root: reads the environment, connects PostgreSQL, applies migrations and
+ * serves HTTP on ADDR.
+ *
+ *   DATABASE_URL             required  postgres:// URL
+ *   INTERNAL_SIGNING_SECRET  required  key ring for /internal/*: secrets separated by commas, current first
+ *   ADDR                     optional  [host]:port, default :3000
+ *   LOG_LEVEL                optional  pino level, default info
+ */
+import { createServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { ConfigError, listenAddr, readEnv, str, url } from '../../shared/env.js';
+import { describeError } from '../../shared/errors.js';
+import { keyRingFromEnv } from '../../shared/hmac.js';
+import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { createLogger, type Logger } from '../../shared/logger.js';
+import { runMigrations } from '../tenancy/pg-migrations.js';
+import { createRegistryApp } from './app.js';
+import { PgRegistryStore } from './pg-store.js';
+
+const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
+
+class RegistryService {
+  private pool: pg.Pool | undefined;
+  private server: Server | undefined;
+  private readonly logger: Logger;
+
+  constructor(logger: Logger) {
+    this.logger = logger;
+  }
+
+  async start(): Promise<void> {
+    const env = readEnv({
+      DATABASE_URL: url(['postgres', 'postgresql']),
+      INTERNAL_SIGNING_SECRET: str(),
+      ADDR: listenAddr({ default: ':3000' }),
+    });
+    const keys = keyRingFromEnv(env.INTERNAL_SIGNING_SECRET);
+    if (keys.length === 0) throw new ConfigError(['INTERNAL_SIGNING_SECRET: expected at least one non-empty secret']);
+
+    this.pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 10, connectionTimeoutMillis: 5000 });
+    this.pool.on('error', (err) => this.logger.warn({ error: err.name }, 'idle database connection failed'));
+    const migrated = await runMigrations(this.pool, 'registry', MIGRATIONS);
+    if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
+
+    this.server = createServer(createRegistryApp({ store: new PgRegistryStore(this.pool), keys, logger: this.logger }));
+    const port = await listen(this.server, env.ADDR.port, env.ADDR.host);
+    this.logger.info({ port }, 'listening');
+  }
+
+  async stop(): Promise<void> {
+    if (this.server) await closeServer(this.server);
+    await this.pool?.end();
+  }
+}
+
+const logger = createLogger('registry', { level: process.env.LOG_LEVEL });
+const service = new RegistryService(logger);
+runUntilSignal(service, logger).catch(async (err: unknown) => {
+  logger.fatal({ error: describeError(err) }, 'start failed');
+  await service.stop().catch(() => undefined);
+  process.exit(1);
+});

@@ -1,0 +1,127 @@
+/**
+ * Registry's wire. JSON uses exactly the seed's field names (`ID, Name, DisplayName, Tier, Host,
+ * IdentityMode, Issuer, LicenseStatus, Status, StatusDetail, created_at`); input keys match
+ * case-insensitively, so `name`, `NAME` and `Name` are one key.
+ */
+import * as t from 'io-ts';
+import { HttpError } from '../../shared/errors.js';
+import { decode, NonEmptyString } from '../../shared/kinds.js';
+import type { Organization, Signup } from './model.js';
+import { IDENTITY_MODES, TIERS } from './model.js';
+
+function oneOf<const V extends readonly string[]>(values: V): t.Type<V[number], V[number], unknown> {
+  const accept = (u: unknown): u is V[number] => typeof u === 'string' && values.includes(u);
+  return new t.Type<V[number], V[number], unknown>(
+    `one of ${values.map((v) => JSON.stringify(v)).join(', ')}`,
+    accept,
+    (u, c) => (accept(u) ? t.success(u) : t.failure(u, c)),
+    t.identity,
+  );
+}
+
+const MAX_TEXT = 256;
+const MAX_DETAIL = 4096;
+const Text = new t.Type<string, string, unknown>(
+  `a string of at most ${MAX_TEXT} characters`,
+  (u): u is string => typeof u === 'string' && u.length <= MAX_TEXT,
+  (u, c) => (typeof u === 'string' && u.length <= MAX_TEXT ? t.success(u) : t.failure(u, c)),
+  t.identity,
+);
+const Detail = new t.Type<string | null, string | null, unknown>(
+  `a string of at most ${MAX_DETAIL} characters, or null`,
+  (u): u is string | null => u === null || (typeof u === 'string' && u.length <= MAX_DETAIL),
+  (u, c) => (u === null || (typeof u === 'string' && u.length <= MAX_DETAIL) ? t.success(u) : t.failure(u, c)),
+  t.identity,
+);
+
+export const SignupBody = t.intersection([
+  t.type({ Name: NonEmptyString, Tier: oneOf(TIERS) }),
+  t.partial({ DisplayName: Text, IdentityMode: oneOf(IDENTITY_MODES), Issuer: Text }),
+]);
+const SIGNUP_KEYS = ['Name', 'DisplayName', 'Tier', 'IdentityMode', 'Issuer'] as const;
+
+export const StatusBody = t.intersection([t.type({ status: oneOf(['ready', 'failed'] as const) }), t.partial({ detail: Detail })]);
+const STATUS_KEYS = ['status', 'detail'] as const;
+
+/**
+ * Renames the keys of a body to their canonical spelling, matching case-insensitively. A key given
+ * twice (`name` and `Name`) and a key the request does not have are problems, reported with the rest.
+ *
+ * @example
+ * canonicalKeys({ name: 'acme', TIER: 'pooled' }, ['Name', 'Tier']); // { value: { Name: 'acme', Tier: 'pooled' }, problems: [] }
+ */
+export function canonicalKeys(body: unknown, keys: readonly string[]): { value: Record<string, unknown>; problems: string[] } {
+  if (body === undefined) return { value: {}, problems: [] };
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { value: {}, problems: ['request body: expected a JSON object'] };
+  const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
+  const value: Record<string, unknown> = {};
+  const seen = new Map<string, string>();
+  const problems: string[] = [];
+  for (const [given, v] of Object.entries(body)) {
+    const canonical = byLower.get(given.toLowerCase());
+    if (canonical === undefined) {
+      problems.push(`${given}: not a field of this request (expected ${keys.join(', ')})`);
+      continue;
+    }
+    const earlier = seen.get(canonical);
+    if (earlier !== undefined) {
+      problems.push(`${canonical}: given twice (as ${earlier} and ${given})`);
+      continue;
+    }
+    seen.set(canonical, given);
+    value[canonical] = v;
+  }
+  return { value, problems };
+}
+
+function parse<A>(codec: t.Type<A, unknown, unknown>, keys: readonly string[], body: unknown): A {
+  const { value, problems } = canonicalKeys(body, keys);
+  const decoded = decode(codec, value);
+  const errors = [...(decoded.ok ? [] : decoded.errors), ...problems];
+  if (!decoded.ok || errors.length > 0) throw new HttpError(400, errors.join('; '), { errors });
+  return decoded.value;
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return u.protocol === 'https:' || u.protocol === 'http:';
+  } catch {
+    return false;
+  }
+}
+
+/** Reads a signup body, or throws a 400 naming every problem. */
+export function parseSignup(body: unknown): Signup {
+  const input = parse(SignupBody, SIGNUP_KEYS, body);
+  const identityMode = input.IdentityMode ?? 'platform';
+  const issuer = input.Issuer ?? '';
+  const problems: string[] = [];
+  if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
+  if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL, got ${JSON.stringify(issuer.slice(0, 40))}`);
+  if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });
+  return { name: input.Name.trim(), displayName: input.DisplayName ?? '', tier: input.Tier, identityMode, issuer };
+}
+
+/** Reads a status report `{status, detail}`; anything but ready or failed is a 400. */
+export function parseStatusReport(body: unknown): { status: 'ready' | 'failed'; detail: string | null } {
+  const input = parse(StatusBody, STATUS_KEYS, body);
+  return { status: input.status, detail: input.detail ?? null };
+}
+
+/** The organization as JSON, every field present, named exactly as the seed names them. */
+export function organizationJson(org: Organization): Record<string, unknown> {
+  return {
+    ID: org.id,
+    Name: org.name,
+    DisplayName: org.displayName,
+    Tier: org.tier,
+    Host: org.host,
+    IdentityMode: org.identityMode,
+    Issuer: org.issuer,
+    LicenseStatus: org.licenseStatus,
+    Status: org.status,
+    StatusDetail: org.statusDetail,
+    created_at: org.createdAt.toISOString(),
+  };
+}
