@@ -35,8 +35,8 @@ export interface ChatApp {
   inFlight: InFlight;
 }
 
-/** The prefixes every route is served under. */
-export const ROUTE_PREFIXES = ['/chat', '/'];
+/** The ingress prefix; every route is also served without it. */
+export const INGRESS_PREFIX = '/chat';
 
 export function createChatApp(deps: ChatAppDeps): ChatApp {
   const now = deps.now ?? (() => new Date());
@@ -64,7 +64,8 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.use(ROUTE_PREFIXES, routes);
+  app.use(INGRESS_PREFIX, routes);
+  app.use(routes);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
   return { app, inFlight };

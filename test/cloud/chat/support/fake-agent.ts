@@ -1,0 +1,167 @@
+/**
+ * A fake question-answering agent: a real HTTP server on 127.0.0.1 that answers POST /ask with SSE the
+ * way the contract says (`token` events, then `final` with citations). Each call consumes one script
+ * queued with {@link FakeAgent.expect}; a call nobody scripted, or any other route, answers 500 and is
+ * recorded in `unexpected`, which tests assert is empty.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { listen } from '../../../../shared/lifecycle.js';
+
+export interface AgentScript {
+  /** Tokens to stream, in order. */
+  tokens?: string[];
+  /** Citations of the final event. `undefined`: the final event carries none. */
+  citations?: unknown[];
+  /** Pause between two tokens. */
+  tokenDelayMs?: number;
+  /** Answer with this status and a JSON body instead of a stream. */
+  status?: number;
+  /** After this many tokens, send `{"type":"error"}` and end. */
+  failAfter?: number;
+  /** After this many tokens, destroy the connection. */
+  dropAfter?: number;
+  /** After this many tokens, hold until `release` resolves (or forever, when it is absent: a stall). */
+  holdAfter?: number;
+  release?: Promise<void>;
+  /** End the stream after the tokens without a final event. */
+  omitFinal?: boolean;
+  /** Raw `data:` payloads to send instead of tokens and final. */
+  rawData?: string[];
+  /** Content type of the answer; text/event-stream unless set. */
+  contentType?: string;
+}
+
+export interface RecordedCall {
+  headers: IncomingMessage['headers'];
+  body: unknown;
+  /** Resolves when the fake finished (or abandoned) its answer. */
+  finished: Promise<void>;
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export class FakeAgent {
+  readonly calls: RecordedCall[] = [];
+  readonly unexpected: string[] = [];
+  private readonly scripts: AgentScript[] = [];
+  private readonly server: Server;
+  private port = 0;
+
+  constructor() {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Queues the answers of the next calls, in order. */
+  expect(...scripts: AgentScript[]): this {
+    this.scripts.push(...scripts);
+    return this;
+  }
+
+  /** Scripts queued and not yet called. */
+  get pending(): number {
+    return this.scripts.length;
+  }
+
+  async start(): Promise<this> {
+    this.port = await listen(this.server, 0, '127.0.0.1');
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (req.method !== 'POST' || req.url !== '/ask') {
+      this.refuse(res, `${req.method} ${req.url}`);
+      return;
+    }
+    const script = this.scripts.shift();
+    if (!script) {
+      this.refuse(res, `unscripted POST /ask ${text.slice(0, 200)}`);
+      return;
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = text;
+    }
+    let done!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    this.calls.push({ headers: req.headers, body, finished });
+    try {
+      await this.answer(script, res);
+    } finally {
+      done();
+    }
+  }
+
+  private refuse(res: ServerResponse, what: string): void {
+    this.unexpected.push(what);
+    res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `fake agent: unexpected ${what}` }));
+  }
+
+  private async answer(script: AgentScript, res: ServerResponse): Promise<void> {
+    if (script.status !== undefined) {
+      res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'scripted failure' }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': script.contentType ?? 'text/event-stream', 'cache-control': 'no-cache' });
+    res.flushHeaders();
+    const send = (payload: unknown) => res.write(`data: ${typeof payload === 'string' ? payload : JSON.stringify(payload)}\n\n`);
+    if (script.rawData) {
+      for (const data of script.rawData) send(data);
+      res.end();
+      return;
+    }
+    const tokens = script.tokens ?? [];
+    for (let i = 0; i <= tokens.length; i++) {
+      if (res.destroyed) return;
+      if (script.failAfter === i) {
+        send({ type: 'error', message: 'scripted agent failure' });
+        res.end();
+        return;
+      }
+      if (script.dropAfter === i) {
+        res.socket?.destroy();
+        return;
+      }
+      if (script.holdAfter === i) {
+        if (!script.release) return; // a stall: the connection stays open until the fake stops
+        await script.release;
+      }
+      const token = tokens[i];
+      if (token === undefined) break;
+      if (i > 0 && script.tokenDelayMs) await pause(script.tokenDelayMs);
+      send({ type: 'token', text: token });
+    }
+    if (!script.omitFinal) send(script.citations === undefined ? { type: 'final' } : { type: 'final', citations: script.citations });
+    res.end();
+  }
+}
+
+/** A started fake agent, stopped at teardown. */
+export async function startFakeAgent(t: { teardown(fn: () => unknown): void }): Promise<FakeAgent> {
+  const agent = await new FakeAgent().start();
+  t.teardown(() => agent.stop());
+  return agent;
+}
+
+/** A loopback URL where nothing listens: connections are refused. */
+export async function refusingUrl(): Promise<string> {
+  const server = createServer();
+  const port = await listen(server, 0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}

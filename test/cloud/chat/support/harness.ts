@@ -1,0 +1,294 @@
+/**
+ * Starts the chat app in-process against the real MongoDB-wire server and a fake agent, and talks to
+ * it the way a browser does: fetch, and `eventsource-parser` for the answer stream.
+ */
+import { createServer } from 'node:http';
+import { MongoClient, ObjectId, type Db } from 'mongodb';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { fetch } from 'undici';
+import { encodeClaims } from '../../../../shared/claims.js';
+import { silentLogger } from '../../../../shared/logger.js';
+import { createRegistry, type Registry } from '../../../../shared/prom.js';
+import { createChatApp, type ChatApp } from '../../../../cloud/chat/app.js';
+import { HttpAgent } from '../../../../cloud/chat/http-agent.js';
+import { createChatMetrics } from '../../../../cloud/chat/metrics.js';
+import { MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
+import { closeServer, listen } from '../../../../shared/lifecycle.js';
+import { openChatDatabase } from './mongo.js';
+import { FakeAgent } from './fake-agent.js';
+
+type Teardown = { teardown(fn: () => unknown): void };
+
+export interface ChatUnderTest {
+  url: string;
+  agent: FakeAgent;
+  db: Db;
+  store: MongoConversationStore;
+  registry: Registry;
+  chat: ChatApp;
+}
+
+export interface StartOptions {
+  historyMaxMessages?: number;
+  heartbeatMs?: number;
+  agentUrl?: string;
+  idleTimeoutMs?: number;
+  /** Share a database with another instance (a second replica). */
+  db?: Db;
+}
+
+/** The claims header of a user, as the mesh injects it. */
+export function claimsOf(sub: string): string {
+  return encodeClaims({ sub, accountName: `${sub}@acme.test`, memberships: [{ domainName: 'acme', role: 'member' }] });
+}
+
+export async function startChat(t: Teardown, options: StartOptions = {}): Promise<ChatUnderTest> {
+  // One teardown, run in reverse order of start: running answers drain before anything they use closes.
+  const cleanups: Array<() => unknown> = [];
+  t.teardown(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+  let db = options.db;
+  if (!db) {
+    const fresh = await openChatDatabase();
+    cleanups.push(fresh.drop);
+    db = fresh.db;
+  }
+  const agent = await new FakeAgent().start();
+  cleanups.push(() => agent.stop());
+  const store = new MongoConversationStore(db);
+  await store.start();
+  const httpAgent = new HttpAgent({
+    baseUrl: options.agentUrl ?? agent.url,
+    connectTimeoutMs: 1_000,
+    responseTimeoutMs: 5_000,
+    idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
+  });
+  cleanups.push(() => httpAgent.stop());
+  const registry = createRegistry('chat', { defaults: false });
+  const chat = createChatApp({
+    store,
+    agent: httpAgent,
+    registry,
+    metrics: createChatMetrics(registry),
+    logger: silentLogger(),
+    ...(options.historyMaxMessages !== undefined ? { historyMaxMessages: options.historyMaxMessages } : {}),
+    ...(options.heartbeatMs !== undefined ? { heartbeatMs: options.heartbeatMs } : {}),
+  });
+  const server = createServer(chat.app);
+  const port = await listen(server, 0, '127.0.0.1');
+  cleanups.push(() => closeServer(server));
+  cleanups.push(() => chat.inFlight.drain(5_000));
+  return { url: `http://127.0.0.1:${port}`, agent, db, store, registry, chat };
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+/** Calls a JSON route as `sub` (no claims header when sub is undefined). */
+export async function call(url: string, method: string, path: string, sub: string | undefined, body?: unknown): Promise<JsonResponse> {
+  const headers: Record<string, string> = {};
+  if (sub !== undefined) headers['x-gateway-claims'] = claimsOf(sub);
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers as unknown as Headers, body: parsed };
+}
+
+export interface ConversationWire {
+  id: string;
+  userId: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  messages?: MessageWire[];
+  messageCount?: number;
+}
+
+export interface MessageWire {
+  id: string;
+  role: string;
+  content: string;
+  citations?: unknown[];
+  createdAt: string;
+}
+
+export async function createConversation(url: string, sub: string, title?: string): Promise<ConversationWire> {
+  const res = await call(url, 'POST', '/conversations', sub, title === undefined ? {} : { title });
+  if (res.status !== 201) throw new Error(`create answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body as ConversationWire;
+}
+
+export async function getConversation(url: string, sub: string, id: string): Promise<ConversationWire> {
+  const res = await call(url, 'GET', `/conversations/${id}`, sub);
+  if (res.status !== 200) throw new Error(`get answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body as ConversationWire;
+}
+
+export type Frame =
+  | { type: 'token'; text: string }
+  | { type: 'done'; message: MessageWire }
+  | { type: 'error'; error: string; message: string };
+
+/** One parsed SSE event of the answer stream, with its `id:`. */
+export interface ParsedFrame {
+  id: string | undefined;
+  frame: Frame;
+}
+
+export interface SendResult {
+  status: number;
+  headers: Headers;
+  /** The JSON body when the answer is not a stream. */
+  body?: unknown;
+  frames: ParsedFrame[];
+  comments: string[];
+}
+
+/**
+ * An answer stream read incrementally, as a browser's fetch + SSE parser would. `nextFrame` waits for
+ * the next frame; `abort` is the browser going away.
+ */
+export class OpenStream {
+  readonly frames: ParsedFrame[] = [];
+  readonly comments: string[] = [];
+  readonly status: number;
+  readonly headers: Headers;
+  readonly ended: Promise<void>;
+  private readonly controller: AbortController;
+  private waiters: Array<() => void> = [];
+
+  constructor(response: Response, controller: AbortController) {
+    this.status = response.status;
+    this.headers = response.headers;
+    this.controller = controller;
+    const parser = createParser({
+      onEvent: (event: EventSourceMessage) => {
+        this.frames.push({ id: event.id, frame: JSON.parse(event.data) as Frame });
+        this.wake();
+      },
+      onComment: (comment) => {
+        this.comments.push(comment);
+        this.wake();
+      },
+    });
+    const body = response.body;
+    this.ended = (async () => {
+      if (!body) return;
+      const decoder = new TextDecoder();
+      try {
+        for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+      } catch {
+        // aborted by the test
+      } finally {
+        this.wake();
+      }
+    })();
+  }
+
+  /** Waits until `predicate` holds for what has arrived so far, or fails after `timeoutMs`. */
+  async until(predicate: () => boolean, timeoutMs = 10_000): Promise<void> {
+    const giveUpAt = Date.now() + timeoutMs;
+    let streamEnded = false;
+    void this.ended.then(() => {
+      streamEnded = true;
+    });
+    while (!predicate()) {
+      if (streamEnded) throw new Error('the stream ended before the expected frames arrived');
+      const remaining = giveUpAt - Date.now();
+      if (remaining <= 0) throw new Error('timed out waiting for frames');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.min(remaining, 200));
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  abort(): void {
+    this.controller.abort();
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+}
+
+/** Starts a send and returns the stream as it arrives; a non-stream answer is read as JSON. */
+export async function openSend(url: string, sub: string, id: string, body: unknown, prefix = ''): Promise<OpenStream | JsonResponse> {
+  const controller = new AbortController();
+  const response = await fetch(`${url}${prefix}/conversations/${id}/messages`, {
+    method: 'POST',
+    headers: { 'x-gateway-claims': claimsOf(sub), 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal: controller.signal,
+  });
+  if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // keep text
+    }
+    return { status: response.status, headers: response.headers as unknown as Headers, body: parsed };
+  }
+  return new OpenStream(response as unknown as Response, controller);
+}
+
+/** Sends a message and reads the whole answer. */
+export async function send(url: string, sub: string, id: string, content: unknown, prefix = ''): Promise<SendResult> {
+  const opened = await openSend(url, sub, id, typeof content === 'string' ? { content } : content, prefix);
+  if (!(opened instanceof OpenStream)) return { status: opened.status, headers: opened.headers, body: opened.body, frames: [], comments: [] };
+  await opened.ended;
+  return { status: opened.status, headers: opened.headers, frames: opened.frames, comments: opened.comments };
+}
+
+/** The terminal frame of a finished stream. */
+export function terminalOf(result: { frames: ParsedFrame[] }): Frame | undefined {
+  return result.frames[result.frames.length - 1]?.frame;
+}
+
+/** The text of the token frames, joined. */
+export function answerOf(result: { frames: ParsedFrame[] }): string {
+  return result.frames.map((f) => (f.frame.type === 'token' ? f.frame.text : '')).join('');
+}
+
+/**
+ * Fills a conversation with `count` stored messages (alternating user and assistant) straight in the
+ * database, to test the cap without 50 round trips.
+ */
+export async function fillConversation(db: Db, id: string, count: number): Promise<void> {
+  const at = new Date();
+  const messages = Array.from({ length: count }, (_, i) => ({
+    id: new ObjectId().toHexString(),
+    role: i % 2 === 0 ? 'user' : 'assistant',
+    content: `message ${i}`,
+    created_at: at,
+  }));
+  await db.collection('conversations').updateOne({ _id: ObjectId.createFromHexString(id) }, { $set: { messages, message_count: count } });
+}
+
+/** Reads a counter or gauge value from the registry (0 when the series is absent). */
+export async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) return 0;
+  const data = await metric.get();
+  const match = data.values.find((v) => Object.entries(labels).every(([k, value]) => (v.labels as Record<string, unknown>)[k] === value) && !('metricName' in v && v.metricName !== name));
+  return match?.value ?? 0;
+}
+
+export { MongoClient };
