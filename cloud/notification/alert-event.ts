@@ -1,0 +1,110 @@
+/**
+ * The alert event on the Kafka `alerts` topic, and what the breach path makes of it: its cooldown key
+ * and the in-app notification it becomes.
+ */
+import { createHash } from 'node:crypto';
+import * as t from 'io-ts';
+import { metricOf } from '../../shared/catalog/metrics.js';
+import { NonEmptyString, decode } from '../../shared/kinds.js';
+import type { Notification } from '../../shared/notification.js';
+
+const AlertEventCodec = t.intersection([
+  t.type({ type: NonEmptyString, field: NonEmptyString, buildingId: NonEmptyString, roomId: NonEmptyString }),
+  t.partial({
+    alertId: t.string,
+    value: t.union([t.number, t.null]),
+    bound: t.union([t.string, t.null]),
+    threshold: t.union([t.number, t.null]),
+    timestamp: t.union([t.number, t.string, t.null]),
+  }),
+]);
+
+/** A breach event: type (metric key), field, buildingId and roomId, plus what telemetry adds. */
+export interface AlertEvent {
+  type: string;
+  field: string;
+  buildingId: string;
+  roomId: string;
+  alertId?: string;
+  value?: number | null;
+  bound?: string | null;
+  threshold?: number | null;
+}
+
+export type ParsedAlert = { ok: true; alert: AlertEvent } | { ok: false; reason: string };
+
+const MAX_RECORD_BYTES = 64 * 1024;
+
+/**
+ * Parses a Kafka record value. Never throws; anything unusable gives a reason.
+ *
+ * @example
+ * parseAlertRecord(Buffer.from('{"type":"temperature","field":"temperature","buildingId":"b1","roomId":"r1"}'));
+ */
+export function parseAlertRecord(value: Buffer | null): ParsedAlert {
+  if (value === null || value.length === 0) return { ok: false, reason: 'empty record' };
+  if (value.length > MAX_RECORD_BYTES) return { ok: false, reason: `record larger than ${MAX_RECORD_BYTES} bytes` };
+  let json: unknown;
+  try {
+    json = JSON.parse(value.toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'record is not JSON' };
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return { ok: false, reason: 'record is not a JSON object' };
+  const decoded = decode(AlertEventCodec, json);
+  if (!decoded.ok) return { ok: false, reason: decoded.errors.join('; ') };
+  const { type, field, buildingId, roomId, alertId, value: reading, bound, threshold } = decoded.value;
+  const alert: AlertEvent = { type, field, buildingId, roomId };
+  if (alertId !== undefined) alert.alertId = alertId;
+  if (reading !== undefined) alert.value = reading;
+  if (bound !== undefined) alert.bound = bound;
+  if (threshold !== undefined) alert.threshold = threshold;
+  return { ok: true, alert };
+}
+
+/** `alert:{type}:{field}:{buildingId}:{roomId}`: one delivery per key every 300 s, across replicas. */
+export function cooldownKey(alert: Pick<AlertEvent, 'type' | 'field' | 'buildingId' | 'roomId'>): string {
+  return `alert:${alert.type}:${alert.field}:${alert.buildingId}:${alert.roomId}`;
+}
+
+/** A Web Push topic (at most 32 URL-safe characters) so a newer alert replaces an undelivered one. */
+export function pushTopicOf(key: string): string {
+  return createHash('sha256').update(key).digest('base64url').slice(0, 32);
+}
+
+function formatNumber(value: number): string {
+  return Number.isInteger(value) ? String(value) : value.toFixed(Math.abs(value) < 10 ? 2 : 1).replace(/0+$/, '').replace(/\.$/, '');
+}
+
+/**
+ * The in-app notification for a breach, scoped to a domain or unscoped.
+ *
+ * @example
+ * alertNotification(alert, { id: 'n1', createdAt: '2026-01-01T00:00:00.000Z', domainName: 'acme' });
+ * // { kind: 'alert', severity: 'warning', title: 'Temperature alert', message: 'Maximum temperature exceeded …', … }
+ */
+export function alertNotification(alert: AlertEvent, options: { id: string; createdAt: string; domainName?: string }): Notification {
+  const metric = metricOf(alert.type);
+  const bound = metric?.bounds.find((b) => b.key === alert.bound) ?? metric?.bounds.find((b) => b.field === alert.field);
+  const unit = bound?.unit ?? metric?.unit;
+  const withUnit = (n: number) => (unit ? `${formatNumber(n)} ${unit}` : formatNumber(n));
+  let message = `${bound?.label ?? `${alert.field} limit`} exceeded in room ${alert.roomId} of building ${alert.buildingId}`;
+  if (typeof alert.value === 'number' && Number.isFinite(alert.value)) {
+    message += `: ${withUnit(alert.value)}`;
+    if (typeof alert.threshold === 'number' && Number.isFinite(alert.threshold)) message += ` (limit ${withUnit(alert.threshold)})`;
+  }
+  const notification: Notification = {
+    id: options.id,
+    kind: 'alert',
+    severity: 'warning',
+    title: `${metric?.label ?? alert.type} alert`,
+    message,
+    buildingId: alert.buildingId,
+    roomId: alert.roomId,
+    metric: alert.type,
+    field: alert.field,
+    createdAt: options.createdAt,
+  };
+  if (options.domainName !== undefined) notification.domainName = options.domainName;
+  return notification;
+}

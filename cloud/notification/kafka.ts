@@ -1,0 +1,209 @@
+/**
+ * The Kafka adapter: a consumer-group member on the alerts topic, and the consumer-lag gauge.
+ *
+ * Records are read from the earliest offset, several partitions at once and several records of a batch
+ * at once. An offset is resolved only after its record and every record before it in the partition
+ * are settled, and only resolved offsets are committed. When Kafka is unreachable the consumer is
+ * retried every 5 seconds, at boot and after a crash.
+ */
+import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
+import type { Logger } from 'pino';
+import { describeError } from '../../shared/errors.js';
+import { mapSettled } from './concurrency.js';
+import type { NotificationMetrics } from './metrics.js';
+import type { RecordPosition } from './breach.js';
+
+export const ALERTS_TOPIC = 'alerts';
+export const ALERTS_GROUP = 'alerts';
+
+export interface AlertConsumerOptions {
+  brokers: string[];
+  /** Default `alerts`. */
+  topic?: string;
+  /** Default `alerts`. */
+  groupId?: string;
+  clientId?: string;
+  /** Partitions handled at once. Default 4. */
+  partitionsConsumedConcurrently?: number;
+  /** Records of one batch handled at once. Default 64. */
+  recordsInFlight?: number;
+  /** Delay before a new attempt when Kafka is unreachable or the consumer crashed. Default 5000 ms. */
+  reconnectMs?: number;
+  /** How often the lag gauge is refreshed. Default 15000 ms; 0 refreshes only on demand. */
+  lagIntervalMs?: number;
+  /** Settles one record; rejects when it could not be settled. */
+  handle: (value: Buffer | null, position: RecordPosition) => Promise<unknown>;
+  metrics: NotificationMetrics;
+  logger: Logger;
+}
+
+/** Routes kafkajs's own log lines to pino, at warn and above. */
+function kafkaLogCreator(logger: Logger) {
+  return () =>
+    ({ namespace, level, log }: LogEntry) => {
+      const { message, timestamp: _timestamp, logger: _name, stack: _stack, ...extra } = log as unknown as Record<string, unknown>;
+      const fields = { namespace, ...Object.fromEntries(Object.entries(extra).filter(([, v]) => typeof v !== 'object' || v === null)) };
+      if (level === logLevel.ERROR) logger.error(fields, String(message));
+      else if (level === logLevel.WARN) logger.warn(fields, String(message));
+      else logger.debug(fields, String(message));
+    };
+}
+
+export class KafkaAlertConsumer {
+  readonly topic: string;
+  readonly groupId: string;
+  private readonly kafka: Kafka;
+  private consumer: Consumer | undefined;
+  private admin: Admin | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private lagTimer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private attempt: Promise<void> | undefined;
+
+  constructor(private readonly options: AlertConsumerOptions) {
+    this.topic = options.topic ?? ALERTS_TOPIC;
+    this.groupId = options.groupId ?? ALERTS_GROUP;
+    this.kafka = new Kafka({
+      clientId: options.clientId ?? 'notification-service',
+      brokers: options.brokers,
+      logLevel: logLevel.WARN,
+      logCreator: kafkaLogCreator(options.logger.child({ component: 'kafka' })),
+      retry: { retries: 5 },
+    });
+  }
+
+  /**
+   * Joins the group and starts consuming. Resolves once joined, or once the first attempt failed (a
+   * new attempt is then scheduled every `reconnectMs`), so the HTTP surface starts either way.
+   */
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.connect();
+    const interval = this.options.lagIntervalMs ?? 15_000;
+    if (interval > 0) {
+      this.lagTimer = setInterval(() => void this.refreshLag().catch(() => undefined), interval);
+      this.lagTimer.unref();
+    }
+  }
+
+  /** True while a consumer is joined and running. */
+  get running(): boolean {
+    return this.consumer !== undefined;
+  }
+
+  private connect(): Promise<void> {
+    this.attempt = this.runConsumer();
+    return this.attempt;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.reconnectTimer) return;
+    const delay = this.options.reconnectMs ?? 5000;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      void this.connect();
+    }, delay);
+  }
+
+  private async runConsumer(): Promise<void> {
+    const { logger } = this.options;
+    const consumer = this.kafka.consumer({
+      groupId: this.groupId,
+      retry: { retries: 5, restartOnFailure: async () => true },
+    });
+    consumer.on(consumer.events.CRASH, (event) => {
+      if (event.payload.restart) return;
+      logger.error({ error: event.payload.error.name, topic: this.topic }, 'alert consumer crashed; reconnecting');
+      if (this.consumer === consumer) this.consumer = undefined;
+      void consumer.disconnect().catch(() => undefined);
+      this.scheduleReconnect();
+    });
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topic: this.topic, fromBeginning: true });
+      await consumer.run({
+        partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently ?? 4,
+        eachBatchAutoResolve: false,
+        autoCommit: true,
+        eachBatch: (payload) => this.eachBatch(payload),
+      });
+      if (this.stopped) {
+        await consumer.disconnect();
+        return;
+      }
+      this.consumer = consumer;
+      logger.info({ topic: this.topic, groupId: this.groupId }, 'alert consumer running');
+    } catch (err) {
+      logger.error({ error: describeError(err), topic: this.topic }, `Kafka unreachable; retrying in ${this.options.reconnectMs ?? 5000} ms`);
+      await consumer.disconnect().catch(() => undefined);
+      this.scheduleReconnect();
+    }
+  }
+
+  private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const { topic, partition, messages } = batch;
+    const results = await mapSettled(
+      messages,
+      this.options.recordsInFlight ?? 64,
+      async (message) => {
+        await this.options.handle(message.value, { topic, partition, offset: message.offset });
+        await heartbeat();
+      },
+      () => isRunning() && !isStale(),
+    );
+    for (let i = 0; i < results.length; i++) {
+      const result = results[i];
+      const message = messages[i];
+      if (!result || !message) break;
+      if (!result.ok) {
+        if ('error' in result) {
+          // Settled records before this one stay resolved; this one and the rest are read again.
+          throw result.error;
+        }
+        return;
+      }
+      resolveOffset(message.offset);
+    }
+  }
+
+  /**
+   * Sets the lag gauge: per partition, the high watermark minus the group's committed offset (the
+   * earliest offset when nothing is committed yet, since the group starts from the beginning).
+   */
+  async refreshLag(): Promise<number> {
+    this.admin ??= this.kafka.admin();
+    await this.admin.connect();
+    const [ends, committed] = await Promise.all([
+      this.admin.fetchTopicOffsets(this.topic),
+      this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] }),
+    ]);
+    const committedByPartition = new Map<number, bigint>();
+    for (const p of committed.find((c) => c.topic === this.topic)?.partitions ?? []) committedByPartition.set(p.partition, BigInt(p.offset));
+    let total = 0;
+    for (const end of ends) {
+      const high = BigInt(end.high);
+      const low = BigInt(end.low);
+      const done = committedByPartition.get(end.partition) ?? -1n;
+      const from = done >= 0n ? done : low;
+      const lag = Number(high > from ? high - from : 0n);
+      total += lag;
+      this.options.metrics.consumerLag.set({ topic: this.topic, partition: String(end.partition) }, lag);
+    }
+    this.options.metrics.consumerLagTotal.set({ topic: this.topic }, total);
+    return total;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    if (this.lagTimer) clearInterval(this.lagTimer);
+    this.lagTimer = undefined;
+    await this.attempt?.catch(() => undefined);
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    await consumer?.disconnect().catch(() => undefined);
+    await this.admin?.disconnect().catch(() => undefined);
+    this.admin = undefined;
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * Composition root of the notification service: reads the environment, creates the clients, wires the
+ * ports, runs until SIGTERM. `npm run notification -- vapid-keys` prints a fresh VAPID key pair.
+ */
+import { createServer, type Server } from 'node:http';
+import { Redis } from 'ioredis';
+import { MongoClient } from 'mongodb';
+import webpush from 'web-push';
+import { encodeClaims, systemClaims } from '../../shared/claims.js';
+import { createBuildingDirectory } from '../../shared/directory.js';
+import { ConfigError, hostPorts, int, readEnv, str, url, type EnvVar } from '../../shared/env.js';
+import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { createLogger } from '../../shared/logger.js';
+import { createApp } from './app.js';
+import { BreachHandler } from './breach.js';
+import { Semaphore } from './concurrency.js';
+import { Delivery } from './delivery.js';
+import { KafkaAlertConsumer } from './kafka.js';
+import { createMetrics } from './metrics.js';
+import { migrateAlertableMetrics } from './migration.js';
+import { WebPushSender, vapidProblems, type VapidKeys } from './push.js';
+import { RedisCooldown, RedisPublisher } from './redis.js';
+import { MongoNotificationStore } from './store.js';
+
+/** The identity the breach path looks buildings up with. */
+export const SERVICE_IDENTITY = 'notification-service';
+const LOOKUP_CACHE_MS = 15 * 60 * 1000;
+const LOOKUP_TIMEOUT_MS = 2000;
+
+function bool(options: { default: boolean }): EnvVar<boolean> {
+  return {
+    read: (raw) => {
+      if (raw === undefined || raw === '') return { ok: true, value: options.default };
+      if (/^(true|1|yes)$/i.test(raw)) return { ok: true, value: true };
+      if (/^(false|0|no)$/i.test(raw)) return { ok: true, value: false };
+      return { ok: false, problem: `expected true or false, got ${JSON.stringify(raw)}` };
+    },
+  };
+}
+
+function readConfig() {
+  const env = readEnv({
+    PORT: int({ default: 3000, min: 0, max: 65535 }),
+    MONGO_URI: url(['mongodb', 'mongodb+srv'], { default: 'mongodb://127.0.0.1:27017/notificationdb' }),
+    REDIS_URL: url(['redis', 'rediss'], { default: 'redis://127.0.0.1:6379' }),
+    KAFKA_BROKERS: hostPorts({ default: '127.0.0.1:9092' }),
+    DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://127.0.0.1:3000' }),
+    VAPID_PUBLIC_KEY: str({ optional: true }),
+    VAPID_PRIVATE_KEY: str({ optional: true }),
+    VAPID_SUBJECT: str({ default: 'mailto:alerts@lintel.invalid' }),
+    NOTIFICATIONS_CHANNEL: str({ default: 'notifications' }),
+    ALERTS_TOPIC: str({ default: 'alerts' }),
+    ALERTS_GROUP: str({ default: 'alerts' }),
+    PUSH_CONCURRENCY: int({ default: 16, min: 1, max: 1024 }),
+    WEB_PUSH_ALLOW_HTTP: bool({ default: false }),
+    LOG_LEVEL: str({ default: 'info' }),
+  });
+  let vapid: VapidKeys | undefined;
+  if (env.VAPID_PUBLIC_KEY && env.VAPID_PRIVATE_KEY) {
+    vapid = { subject: env.VAPID_SUBJECT, publicKey: env.VAPID_PUBLIC_KEY, privateKey: env.VAPID_PRIVATE_KEY };
+    const problems = vapidProblems(vapid);
+    if (problems.length > 0) throw new ConfigError(problems);
+  }
+  const database = decodeURIComponent(new URL(env.MONGO_URI).pathname.replace(/^\/+/, '')) || 'notificationdb';
+  return { ...env, vapid, database };
+}
+
+async function main(): Promise<void> {
+  if (process.argv[2] === 'vapid-keys') {
+    const keys = webpush.generateVAPIDKeys();
+    process.stdout.write(`VAPID_PUBLIC_KEY=${keys.publicKey}\nVAPID_PRIVATE_KEY=${keys.privateKey}\n`);
+    return;
+  }
+  let config: ReturnType<typeof readConfig>;
+  try {
+    config = readConfig();
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+  const logger = createLogger('notification', { level: config.LOG_LEVEL });
+  if (!config.vapid) {
+    logger.warn(
+      { publicKeySet: Boolean(config.VAPID_PUBLIC_KEY), privateKeySet: Boolean(config.VAPID_PRIVATE_KEY) },
+      'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are not both set: every push will fail and be logged',
+    );
+  }
+
+  const metrics = createMetrics();
+  const mongo = new MongoClient(config.MONGO_URI, { serverSelectionTimeoutMS: 10_000 });
+  const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, lazyConnect: true });
+  redis.on('error', (err: Error) => logger.error({ error: err.name }, 'redis connection error'));
+  const store = new MongoNotificationStore(mongo.db(config.database));
+  const push = new WebPushSender({ vapid: config.vapid });
+  const delivery = new Delivery({
+    publisher: new RedisPublisher(redis, { channel: config.NOTIFICATIONS_CHANNEL }),
+    store,
+    push,
+    pushPool: new Semaphore(config.PUSH_CONCURRENCY),
+    metrics,
+    logger,
+  });
+  const breach = new BreachHandler({
+    cooldown: new RedisCooldown(redis),
+    directory: createBuildingDirectory({ baseUrl: config.DIGITAL_TWIN_URL, timeoutMs: LOOKUP_TIMEOUT_MS, cacheTtlMs: LOOKUP_CACHE_MS }),
+    systemClaimsHeader: encodeClaims(systemClaims(SERVICE_IDENTITY)),
+    delivery,
+    metrics,
+    logger,
+  });
+  const consumer = new KafkaAlertConsumer({
+    brokers: config.KAFKA_BROKERS,
+    topic: config.ALERTS_TOPIC,
+    groupId: config.ALERTS_GROUP,
+    handle: (value, position) => breach.handle(value, position),
+    metrics,
+    logger,
+  });
+  const app = createApp({
+    store,
+    delivery,
+    directory: createBuildingDirectory({ baseUrl: config.DIGITAL_TWIN_URL, timeoutMs: LOOKUP_TIMEOUT_MS, cacheTtlMs: 0 }),
+    metrics,
+    logger,
+    vapidPublicKey: config.vapid?.publicKey,
+    allowHttpPushEndpoints: config.WEB_PUSH_ALLOW_HTTP,
+  });
+  let server: Server | undefined;
+
+  await runUntilSignal(
+    {
+      async start() {
+        await mongo.connect();
+        await store.start();
+        const migration = await migrateAlertableMetrics(store, logger);
+        logger.info(migration, 'startup migration finished');
+        await redis.connect();
+        server = createServer(app);
+        const port = await listen(server, config.PORT);
+        logger.info({ port, database: config.database, topic: consumer.topic, groupId: consumer.groupId }, 'notification service listening');
+        await consumer.start();
+      },
+      async stop() {
+        await consumer.stop();
+        if (server) await closeServer(server);
+        await push.close();
+        await redis.quit().catch(() => redis.disconnect());
+        await mongo.close();
+      },
+    },
+    logger,
+  );
+}
+
+main().catch((err: unknown) => {
+  // Driver messages name hosts and ports, which helps; credentials inside a URI are cut out.
+  const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  process.stderr.write(`notification service failed to start: ${text.replace(/\/\/[^@/\s]*@/g, '//[redacted]@')}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,147 @@
+/**
+ * The Web Push adapter. The web-push library encrypts the payload (RFC 8291) and signs the VAPID JWT;
+ * the request itself goes out with undici, with a whole-request timeout, so an endpoint that never
+ * answers costs one timeout and nothing more.
+ */
+import { createECDH } from 'node:crypto';
+import { Agent, request, type Dispatcher } from 'undici';
+import webpush, { type Urgency } from 'web-push';
+
+export interface VapidKeys {
+  /** A `mailto:` or `https:` contact the push service may use. */
+  subject: string;
+  publicKey: string;
+  privateKey: string;
+}
+
+export type PushFailureReason = 'not_configured' | 'rejected' | 'unreachable' | 'timeout';
+
+/** What one push attempt came to. `gone` means the push service answered 404 or 410. */
+export type PushResult =
+  | { kind: 'sent'; status: number }
+  | { kind: 'gone'; status: number }
+  | { kind: 'failed'; reason: PushFailureReason; status?: number; detail: string };
+
+export interface PushMessage {
+  payload: string;
+  urgency?: Urgency;
+  /** Coalescing key: a newer message with the same topic replaces an undelivered one. */
+  topic?: string;
+}
+
+/** The port delivery uses. */
+export interface PushSender {
+  send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult>;
+  close(): Promise<void>;
+}
+
+export interface WebPushSenderOptions {
+  /** Without keys every push fails with `not_configured`. */
+  vapid?: VapidKeys | undefined;
+  /** Whole-request timeout per push. Default 10 s. */
+  timeoutMs?: number;
+  /** How long the push service keeps an undelivered message, seconds. Default 1 hour. */
+  ttlSeconds?: number;
+}
+
+/**
+ * Checks a VAPID key pair the way web-push will use it. Returns the problems, each naming its variable.
+ *
+ * @example
+ * vapidProblems({ subject: 'mailto:ops@example.com', publicKey: 'x', privateKey: 'y' });
+ * // ['VAPID_PUBLIC_KEY: …']
+ */
+export function vapidProblems(keys: VapidKeys): string[] {
+  const good = webpush.generateVAPIDKeys();
+  const probes: Array<[string, VapidKeys]> = [
+    ['VAPID_SUBJECT', { subject: keys.subject, publicKey: good.publicKey, privateKey: good.privateKey }],
+    ['VAPID_PUBLIC_KEY', { subject: 'mailto:check@example.invalid', publicKey: keys.publicKey, privateKey: good.privateKey }],
+    ['VAPID_PRIVATE_KEY', { subject: 'mailto:check@example.invalid', publicKey: good.publicKey, privateKey: keys.privateKey }],
+  ];
+  const problems: string[] = [];
+  for (const [name, probe] of probes) {
+    try {
+      webpush.getVapidHeaders('https://push.example.invalid', probe.subject, probe.publicKey, probe.privateKey, 'aes128gcm');
+    } catch (err) {
+      problems.push(`${name}: ${(err as Error).message}`);
+    }
+  }
+  if (problems.length === 0) {
+    try {
+      const derived = createECDH('prime256v1');
+      derived.setPrivateKey(Buffer.from(keys.privateKey, 'base64url'));
+      if (derived.getPublicKey().toString('base64url') !== keys.publicKey.replace(/=+$/, '')) {
+        problems.push('VAPID_PUBLIC_KEY: does not belong to VAPID_PRIVATE_KEY (generate a pair with `npm run notification -- vapid-keys`)');
+      }
+    } catch {
+      problems.push('VAPID_PRIVATE_KEY: not a P-256 private key');
+    }
+  }
+  return problems;
+}
+
+/** The origin of an endpoint: what is safe to log (the path is a bearer capability). */
+export function endpointOrigin(endpoint: string): string {
+  try {
+    return new URL(endpoint).origin;
+  } catch {
+    return 'invalid-endpoint';
+  }
+}
+
+export class WebPushSender implements PushSender {
+  private readonly timeoutMs: number;
+  private readonly ttlSeconds: number;
+  private readonly dispatcher: Dispatcher;
+
+  constructor(private readonly options: WebPushSenderOptions) {
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.ttlSeconds = options.ttlSeconds ?? 3600;
+    this.dispatcher = new Agent({ connectTimeout: this.timeoutMs, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32 });
+  }
+
+  async send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult> {
+    const vapid = this.options.vapid;
+    if (!vapid) return { kind: 'failed', reason: 'not_configured', detail: 'VAPID keys are not configured' };
+    let details: webpush.RequestDetails;
+    try {
+      details = webpush.generateRequestDetails(subscription, message.payload, {
+        vapidDetails: { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey },
+        TTL: this.ttlSeconds,
+        contentEncoding: 'aes128gcm',
+        ...(message.urgency ? { urgency: message.urgency } : {}),
+        ...(message.topic ? { topic: message.topic } : {}),
+      });
+    } catch (err) {
+      return { kind: 'failed', reason: 'rejected', detail: `could not encrypt for this subscription (${(err as Error).name})` };
+    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(details.headers)) {
+      if (name.toLowerCase() !== 'content-length' && value !== undefined) headers[name] = String(value);
+    }
+    try {
+      const response = await request(details.endpoint, {
+        method: 'POST',
+        headers,
+        body: details.body ?? undefined,
+        dispatcher: this.dispatcher,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      await response.body.dump();
+      const status = response.statusCode;
+      if (status >= 200 && status < 300) return { kind: 'sent', status };
+      if (status === 404 || status === 410) return { kind: 'gone', status };
+      return { kind: 'failed', reason: 'rejected', status, detail: `push service answered ${status}` };
+    } catch (err) {
+      const name = (err as Error).name;
+      if (name === 'TimeoutError' || name === 'AbortError' || /Timeout/.test(name)) {
+        return { kind: 'failed', reason: 'timeout', detail: `push service did not answer within ${this.timeoutMs} ms` };
+      }
+      return { kind: 'failed', reason: 'unreachable', detail: `push service unreachable (${(err as { code?: string }).code ?? name})` };
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+}

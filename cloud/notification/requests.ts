@@ -1,0 +1,228 @@
+/**
+ * Request bodies of the HTTP routes, validated once at the boundary. Every problem is reported with its
+ * path. `domainId` is accepted as a deprecated alias of `domainName`; an account name or user id in a
+ * body is never read (the account always comes from the claims).
+ */
+import * as t from 'io-ts';
+import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
+import { NonEmptyString, decode, describeValue } from '../../shared/kinds.js';
+import { Severity } from '../../shared/notification.js';
+import type { PreferenceChange } from './preferences.js';
+
+export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: string[] };
+
+/** A browser's PushSubscription JSON. */
+export interface DeviceSubscription {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+}
+
+export interface SubscribeRequest {
+  subscription: DeviceSubscription;
+  domainName?: string;
+  /** The alertable metrics to switch on; every alertable metric when absent. */
+  types: string[];
+}
+
+export interface PreferencesRequest {
+  domainName: string;
+  changes: PreferenceChange[];
+}
+
+export interface TriggerRequest {
+  buildingId: string;
+  severity: Severity;
+  title: string;
+  message: string;
+}
+
+const MAX_ENDPOINT_LENGTH = 2048;
+const MAX_TITLE_LENGTH = 200;
+const MAX_MESSAGE_LENGTH = 2000;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function base64UrlBytes(value: string): number | undefined {
+  if (!/^[A-Za-z0-9_-]+={0,2}$/.test(value)) return undefined;
+  return Buffer.from(value.replace(/=+$/, ''), 'base64url').length;
+}
+
+/**
+ * The domain a body names: `domainName`, or its deprecated alias `domainId`. Both given and different
+ * is an error, since either could be what the caller meant.
+ */
+function domainOf(body: Record<string, unknown>, errors: string[], required: boolean): string | undefined {
+  const check = (key: 'domainName' | 'domainId'): string | undefined => {
+    const value = body[key];
+    if (value === undefined) return undefined;
+    const decoded = decode(NonEmptyString, value, key);
+    if (!decoded.ok) {
+      errors.push(...decoded.errors);
+      return undefined;
+    }
+    return decoded.value;
+  };
+  const name = check('domainName');
+  const alias = check('domainId');
+  if (name !== undefined && alias !== undefined && name !== alias) {
+    errors.push(`domainId: deprecated alias of domainName, and it disagrees with domainName (${describeValue(alias)} vs ${describeValue(name)})`);
+  }
+  const domain = name ?? alias;
+  if (domain === undefined && required && body.domainName === undefined && body.domainId === undefined) {
+    errors.push('domainName: required, got nothing');
+  }
+  return domain;
+}
+
+function alertableType(value: unknown, path: string, errors: string[]): string | undefined {
+  if (typeof value === 'string' && ALERTABLE_METRICS.includes(value)) return value;
+  errors.push(`${path}: expected an alertable metric (one of ${ALERTABLE_METRICS.join(', ')}), got ${describeValue(value)}`);
+  return undefined;
+}
+
+function booleanAt(body: Record<string, unknown>, key: string, path: string, errors: string[]): boolean | undefined {
+  const value = body[key];
+  if (typeof value === 'boolean') return value;
+  errors.push(`${path}: expected a boolean, got ${describeValue(value)}`);
+  return undefined;
+}
+
+/**
+ * Checks a device subscription as a push service will use it: an absolute http(s) endpoint, a P-256
+ * public key (65 bytes, uncompressed) and a 16-byte auth secret, both base64url.
+ */
+export function parseDeviceSubscription(value: unknown, options: { allowHttp: boolean }, path = 'subscription'): Parsed<DeviceSubscription> {
+  const errors: string[] = [];
+  if (!isObject(value)) return { ok: false, errors: [`${path}: expected an object with endpoint and keys, got ${describeValue(value)}`] };
+  let endpoint: string | undefined;
+  if (typeof value.endpoint !== 'string' || value.endpoint.length > MAX_ENDPOINT_LENGTH) {
+    errors.push(`${path}.endpoint: expected a URL of at most ${MAX_ENDPOINT_LENGTH} characters, got ${describeValue(value.endpoint)}`);
+  } else {
+    try {
+      const url = new URL(value.endpoint);
+      const allowed = options.allowHttp ? ['https:', 'http:'] : ['https:'];
+      if (!allowed.includes(url.protocol) || url.username !== '' || url.password !== '') {
+        errors.push(`${path}.endpoint: expected an ${options.allowHttp ? 'http or https' : 'https'} URL without credentials, got ${describeValue(value.endpoint)}`);
+      } else endpoint = value.endpoint;
+    } catch {
+      errors.push(`${path}.endpoint: expected an absolute URL, got ${describeValue(value.endpoint)}`);
+    }
+  }
+  const keys = value.keys;
+  let p256dh: string | undefined;
+  let auth: string | undefined;
+  if (!isObject(keys)) {
+    errors.push(`${path}.keys: expected an object with p256dh and auth, got ${describeValue(keys)}`);
+  } else {
+    if (typeof keys.p256dh === 'string' && base64UrlBytes(keys.p256dh) === 65 && Buffer.from(keys.p256dh, 'base64url')[0] === 4) p256dh = keys.p256dh;
+    else errors.push(`${path}.keys.p256dh: expected a base64url P-256 public key (65 bytes), got ${describeValue(keys.p256dh)}`);
+    if (typeof keys.auth === 'string' && base64UrlBytes(keys.auth) === 16) auth = keys.auth;
+    else errors.push(`${path}.keys.auth: expected a base64url 16-byte auth secret, got ${describeValue(keys.auth)}`);
+  }
+  if (value.expirationTime !== undefined && value.expirationTime !== null && typeof value.expirationTime !== 'number') {
+    errors.push(`${path}.expirationTime: expected a number or null, got ${describeValue(value.expirationTime)}`);
+  }
+  if (errors.length > 0 || endpoint === undefined || p256dh === undefined || auth === undefined) return { ok: false, errors };
+  return { ok: true, value: { endpoint, keys: { p256dh, auth } } };
+}
+
+/** POST /subscribe: `{subscription, domainName?, types?}`. */
+export function parseSubscribe(body: unknown, options: { allowHttp: boolean }): Parsed<SubscribeRequest> {
+  if (!isObject(body)) return { ok: false, errors: ['(root): expected a JSON object'] };
+  const errors: string[] = [];
+  const subscription = parseDeviceSubscription(body.subscription, options);
+  if (!subscription.ok) errors.push(...subscription.errors);
+  const domainName = domainOf(body, errors, false);
+  let types: string[] = [...ALERTABLE_METRICS];
+  if (body.types !== undefined) {
+    if (!Array.isArray(body.types) || body.types.length === 0) {
+      errors.push(`types: expected a non-empty list of alertable metrics, got ${describeValue(body.types)}`);
+    } else {
+      types = [...new Set(body.types.map((type, i) => alertableType(type, `types[${i}]`, errors)).filter((x): x is string => x !== undefined))];
+    }
+    if (domainName === undefined && body.domainName === undefined && body.domainId === undefined) {
+      errors.push('domainName: required when types are named, got nothing');
+    }
+  }
+  if (errors.length > 0 || !subscription.ok) return { ok: false, errors };
+  return { ok: true, value: { subscription: subscription.value, ...(domainName !== undefined ? { domainName } : {}), types } };
+}
+
+/**
+ * POST /preferences, in one of three forms:
+ * `{domainName, type, enabled}`, `{domainName, types: [...], enabled}` or
+ * `{domainName, preferences: [{notificationType, isSubscribed}]}`.
+ */
+export function parsePreferences(body: unknown): Parsed<PreferencesRequest> {
+  if (!isObject(body)) return { ok: false, errors: ['(root): expected a JSON object'] };
+  const errors: string[] = [];
+  const domainName = domainOf(body, errors, true);
+  const forms = (['type', 'types', 'preferences'] as const).filter((key) => body[key] !== undefined);
+  const changes: PreferenceChange[] = [];
+  if (forms.length !== 1) {
+    errors.push(
+      forms.length === 0
+        ? 'type: name the preference with one of type, types or preferences, got none'
+        : `${forms.join(', ')}: give exactly one of type, types or preferences`,
+    );
+  } else if (forms[0] === 'type') {
+    const type = alertableType(body.type, 'type', errors);
+    const enabled = booleanAt(body, 'enabled', 'enabled', errors);
+    if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
+  } else if (forms[0] === 'types') {
+    const enabled = booleanAt(body, 'enabled', 'enabled', errors);
+    if (!Array.isArray(body.types) || body.types.length === 0) {
+      errors.push(`types: expected a non-empty list of alertable metrics, got ${describeValue(body.types)}`);
+    } else {
+      body.types.forEach((value, i) => {
+        const type = alertableType(value, `types[${i}]`, errors);
+        if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
+      });
+    }
+  } else {
+    if (!Array.isArray(body.preferences) || body.preferences.length === 0) {
+      errors.push(`preferences: expected a non-empty list of {notificationType, isSubscribed}, got ${describeValue(body.preferences)}`);
+    } else {
+      body.preferences.forEach((entry: unknown, i) => {
+        if (!isObject(entry)) {
+          errors.push(`preferences[${i}]: expected an object {notificationType, isSubscribed}, got ${describeValue(entry)}`);
+          return;
+        }
+        const type = alertableType(entry.notificationType, `preferences[${i}].notificationType`, errors);
+        const enabled = booleanAt(entry, 'isSubscribed', `preferences[${i}].isSubscribed`, errors);
+        if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
+      });
+    }
+  }
+  if (errors.length > 0 || domainName === undefined) return { ok: false, errors };
+  return { ok: true, value: { domainName, changes } };
+}
+
+const TriggerBody = t.intersection([
+  t.type({ buildingId: NonEmptyString }),
+  t.partial({ title: t.string, message: t.string }),
+]);
+
+/** POST /trigger: `{buildingId, type?, title?, message?}`; type is a severity, default danger. */
+export function parseTrigger(body: unknown): Parsed<TriggerRequest> {
+  if (!isObject(body)) return { ok: false, errors: ['(root): expected a JSON object'] };
+  const decoded = decode(TriggerBody, body);
+  const errors = decoded.ok ? [] : decoded.errors;
+  const type = body.type === undefined ? 'danger' : body.type;
+  if (!Severity.is(type)) errors.push(`type: expected a severity (info, warning or danger), got ${describeValue(body.type)}`);
+  if (typeof body.title === 'string' && body.title.length > MAX_TITLE_LENGTH) errors.push(`title: expected at most ${MAX_TITLE_LENGTH} characters`);
+  if (typeof body.message === 'string' && body.message.length > MAX_MESSAGE_LENGTH) errors.push(`message: expected at most ${MAX_MESSAGE_LENGTH} characters`);
+  if (!decoded.ok || !Severity.is(type) || errors.length > 0) return { ok: false, errors };
+  const { buildingId, title, message } = decoded.value;
+  return {
+    ok: true,
+    value: {
+      buildingId,
+      severity: type,
+      title: title !== undefined && title.trim() !== '' ? title : `Building ${buildingId}`,
+      message: message ?? '',
+    },
+  };
+}

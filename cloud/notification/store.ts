@@ -1,0 +1,334 @@
+/**
+ * The document store adapter: device subscriptions, per-domain preferences and migration markers in a
+ * MongoDB-wire database. Uses only what FerretDB 1.24 also supports: no array dot-paths or $elemMatch
+ * on fields, no $lookup, no transactions. Query-side fields (`subscribedTypes`, `configuredTypes`) are
+ * derived from `preferences` and written with it.
+ *
+ * FerretDB 1.x applies an update as read-then-write without isolation, so writes to one preferences
+ * record are also serialized in process; on MongoDB the revision check alone is enough.
+ */
+import { MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
+import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
+import { systemClock, type Clock } from '../../shared/ttl-cache.js';
+import { applyPreferenceChanges, configuredTypesOf, subscribedTypesOf, type PreferenceChange, type PreferenceEntry } from './preferences.js';
+import type { DeviceSubscription } from './requests.js';
+
+export const COLLECTIONS = {
+  devices: 'webpushsubscriptions',
+  preferences: 'notificationsubscriptions',
+  migrations: 'notificationmigrations',
+} as const;
+
+/** A preferences record as the API shows it. */
+export interface PreferencesRecord {
+  accountName: string;
+  domainName: string;
+  preferences: PreferenceEntry[];
+  createdAt: string;
+  updatedAt?: string;
+}
+
+/** A device that should receive a push. */
+export interface Recipient {
+  accountName: string;
+  subscription: DeviceSubscription;
+}
+
+interface PreferencesDoc {
+  _id: ObjectId;
+  accountName: string;
+  domainName: string;
+  preferences: PreferenceEntry[];
+  createdAt: string;
+  updatedAt?: string;
+  revision?: number;
+  subscribedTypes?: string[];
+  configuredTypes?: string[];
+}
+
+interface DeviceDoc {
+  _id: ObjectId;
+  accountName: string;
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface MigrationDoc {
+  _id: string;
+  state: 'running' | 'done';
+  owner: string;
+  claimedAt: Date;
+  completedAt?: Date;
+  modified?: number;
+}
+
+/** How a claim on a migration marker went. */
+export type MarkerClaim = 'claimed' | 'done' | 'held';
+
+/** The port the routes, the delivery and the migration use. */
+export interface NotificationStore {
+  saveDevice(accountName: string, subscription: DeviceSubscription): Promise<void>;
+  removeDevice(endpoint: string): Promise<boolean>;
+  setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord>;
+  preferencesOf(accountName: string): Promise<PreferencesRecord[]>;
+  /**
+   * Devices of accounts opted in to `metric` in `domainName`; with no metric, of accounts with any
+   * alertable metric on there (manual alerts).
+   */
+  recipientsIn(domainName: string, metric: string | undefined): Promise<Recipient[]>;
+  backfillDerivedFields(): Promise<number>;
+  claimMarker(id: string, owner: string, leaseMs: number): Promise<MarkerClaim>;
+  completeMarker(id: string, owner: string, modified: number): Promise<void>;
+  /** Switches `metric` on where temperature is on and no choice for `metric` is stored. */
+  enableWhereTemperatureOn(metric: string): Promise<number>;
+}
+
+export interface MongoStoreOptions {
+  clock?: Clock;
+  /** How long a recipient list is reused; local writes clear it at once. 0 disables. Default 5000 ms. */
+  recipientsCacheMs?: number;
+}
+
+const DUPLICATE_KEY = 11000;
+const WRITE_ATTEMPTS = 20;
+const IN_CHUNK = 500;
+
+function isDuplicateKey(err: unknown): boolean {
+  return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+}
+
+function toRecord(doc: PreferencesDoc): PreferencesRecord {
+  const record: PreferencesRecord = {
+    accountName: doc.accountName,
+    domainName: doc.domainName,
+    preferences: (doc.preferences ?? []).map((p) => ({ notificationType: p.notificationType, isSubscribed: p.isSubscribed })),
+    createdAt: doc.createdAt,
+  };
+  if (doc.updatedAt !== undefined) record.updatedAt = doc.updatedAt;
+  return record;
+}
+
+/** Raised when a preferences record keeps changing under a write. */
+export class WriteConflictError extends Error {
+  constructor() {
+    super('preferences record changed concurrently too many times');
+    this.name = 'WriteConflictError';
+  }
+}
+
+/**
+ * The MongoDB adapter. `start()` creates the indexes; the client is owned by the caller.
+ *
+ * @example
+ * const store = new MongoNotificationStore(client.db('notificationdb'));
+ * await store.start();
+ */
+export class MongoNotificationStore implements NotificationStore {
+  private readonly devices: Collection<DeviceDoc>;
+  private readonly records: Collection<PreferencesDoc>;
+  private readonly markers: Collection<MigrationDoc>;
+  private readonly clock: Clock;
+  private readonly cacheMs: number;
+  private readonly writeQueues = new Map<string, Promise<unknown>>();
+  private readonly recipientCache = new Map<string, { at: number; value: Promise<Recipient[]> }>();
+
+  constructor(db: Db, options: MongoStoreOptions = {}) {
+    this.devices = db.collection<DeviceDoc>(COLLECTIONS.devices);
+    this.records = db.collection<PreferencesDoc>(COLLECTIONS.preferences);
+    this.markers = db.collection<MigrationDoc>(COLLECTIONS.migrations);
+    this.clock = options.clock ?? systemClock;
+    this.cacheMs = options.recipientsCacheMs ?? 5000;
+  }
+
+  async start(): Promise<void> {
+    await this.devices.createIndex({ endpoint: 1 }, { unique: true, name: 'endpoint_unique' });
+    await this.devices.createIndex({ accountName: 1 }, { name: 'accountName' });
+    await this.records.createIndex({ accountName: 1, domainName: 1 }, { unique: true, name: 'account_domain_unique' });
+    await this.records.createIndex({ domainName: 1 }, { name: 'domainName' });
+  }
+
+  private now(): string {
+    return new Date(this.clock()).toISOString();
+  }
+
+  private changed(): void {
+    this.recipientCache.clear();
+  }
+
+  async saveDevice(accountName: string, subscription: DeviceSubscription): Promise<void> {
+    const now = this.now();
+    const update = {
+      $set: { accountName, keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth }, updatedAt: now },
+      $setOnInsert: { endpoint: subscription.endpoint, createdAt: now },
+    };
+    try {
+      await this.devices.updateOne({ endpoint: subscription.endpoint }, update, { upsert: true });
+    } catch (err) {
+      // Two upserts of a new endpoint at once: the loser's insert hits the unique index; it is now an update.
+      if (!isDuplicateKey(err)) throw err;
+      await this.devices.updateOne({ endpoint: subscription.endpoint }, { $set: update.$set });
+    }
+    this.changed();
+  }
+
+  async removeDevice(endpoint: string): Promise<boolean> {
+    const result = await this.devices.deleteOne({ endpoint });
+    this.changed();
+    return result.deletedCount > 0;
+  }
+
+  /** Runs writes to one record one after another within this process. */
+  private serialized<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.writeQueues.get(key) ?? Promise.resolve();
+    const run = previous.then(task, task);
+    const tail = run.catch(() => undefined);
+    this.writeQueues.set(key, tail);
+    void tail.then(() => {
+      if (this.writeQueues.get(key) === tail) this.writeQueues.delete(key);
+    });
+    return run;
+  }
+
+  setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord> {
+    return this.serialized(`${accountName}\u0000${domainName}`, async () => {
+      try {
+        return await this.writePreferences(accountName, domainName, changes);
+      } finally {
+        this.changed();
+      }
+    });
+  }
+
+  private async writePreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord> {
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      const existing = await this.records.findOne({ accountName, domainName });
+      const now = this.now();
+      if (!existing) {
+        const preferences = applyPreferenceChanges([], changes);
+        const doc: PreferencesDoc = {
+          _id: new ObjectId(),
+          accountName,
+          domainName,
+          preferences,
+          createdAt: now,
+          updatedAt: now,
+          revision: 1,
+          subscribedTypes: subscribedTypesOf(preferences),
+          configuredTypes: configuredTypesOf(preferences),
+        };
+        try {
+          await this.records.insertOne(doc);
+          return toRecord(doc);
+        } catch (err) {
+          if (isDuplicateKey(err)) continue; // created meanwhile: apply the change to it
+          throw err;
+        }
+      }
+      const preferences = applyPreferenceChanges(existing.preferences ?? [], changes);
+      const revision = existing.revision ?? 0;
+      const result = await this.records.updateOne(
+        { _id: existing._id, revision: existing.revision === undefined ? { $exists: false } : existing.revision },
+        {
+          $set: {
+            preferences,
+            updatedAt: now,
+            revision: revision + 1,
+            subscribedTypes: subscribedTypesOf(preferences),
+            configuredTypes: configuredTypesOf(preferences),
+          },
+        },
+      );
+      if (result.matchedCount === 1) return toRecord({ ...existing, preferences, updatedAt: now });
+    }
+    throw new WriteConflictError();
+  }
+
+  async preferencesOf(accountName: string): Promise<PreferencesRecord[]> {
+    const docs = await this.records.find({ accountName }).sort({ domainName: 1 }).toArray();
+    return docs.map(toRecord);
+  }
+
+  recipientsIn(domainName: string, metric: string | undefined): Promise<Recipient[]> {
+    if (this.cacheMs <= 0) return this.queryRecipients(domainName, metric);
+    const key = `${domainName}\u0000${metric ?? ''}`;
+    const now = this.clock();
+    const hit = this.recipientCache.get(key);
+    if (hit && now - hit.at < this.cacheMs) return hit.value;
+    const value = this.queryRecipients(domainName, metric);
+    this.recipientCache.set(key, { at: now, value });
+    value.catch(() => {
+      if (this.recipientCache.get(key)?.value === value) this.recipientCache.delete(key);
+    });
+    return value;
+  }
+
+  private async queryRecipients(domainName: string, metric: string | undefined): Promise<Recipient[]> {
+    const opted = await this.records
+      .find({ domainName, subscribedTypes: metric !== undefined ? metric : { $in: [...ALERTABLE_METRICS] } })
+      .project<{ accountName: string }>({ _id: 0, accountName: 1 })
+      .toArray();
+    const accounts = [...new Set(opted.map((r) => r.accountName))];
+    const recipients: Recipient[] = [];
+    for (let i = 0; i < accounts.length; i += IN_CHUNK) {
+      const devices = await this.devices.find({ accountName: { $in: accounts.slice(i, i + IN_CHUNK) } }).toArray();
+      for (const device of devices) {
+        recipients.push({ accountName: device.accountName, subscription: { endpoint: device.endpoint, keys: { p256dh: device.keys.p256dh, auth: device.keys.auth } } });
+      }
+    }
+    return recipients;
+  }
+
+  async backfillDerivedFields(): Promise<number> {
+    let updated = 0;
+    const legacy = this.records.find({ $or: [{ subscribedTypes: { $exists: false } }, { configuredTypes: { $exists: false } }] });
+    for await (const doc of legacy) {
+      const preferences = Array.isArray(doc.preferences) ? doc.preferences : [];
+      const result = await this.records.updateOne(
+        { _id: doc._id, $or: [{ subscribedTypes: { $exists: false } }, { configuredTypes: { $exists: false } }] },
+        { $set: { subscribedTypes: subscribedTypesOf(preferences), configuredTypes: configuredTypesOf(preferences) } },
+      );
+      updated += result.modifiedCount;
+    }
+    if (updated > 0) this.changed();
+    return updated;
+  }
+
+  async claimMarker(id: string, owner: string, leaseMs: number): Promise<MarkerClaim> {
+    const now = new Date(this.clock());
+    try {
+      await this.markers.insertOne({ _id: id, state: 'running', owner, claimedAt: now });
+      return 'claimed';
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+    }
+    const marker = await this.markers.findOne({ _id: id });
+    if (!marker) return this.claimMarker(id, owner, leaseMs);
+    if (marker.state === 'done') return 'done';
+    if (now.getTime() - marker.claimedAt.getTime() < leaseMs) return 'held';
+    // The holder stopped without finishing: take the claim over, then check we are the one holding it.
+    await this.markers.updateOne({ _id: id, state: 'running', owner: marker.owner }, { $set: { owner, claimedAt: now } });
+    const after = await this.markers.findOne({ _id: id });
+    if (after?.state === 'done') return 'done';
+    return after?.owner === owner ? 'claimed' : 'held';
+  }
+
+  async completeMarker(id: string, owner: string, modified: number): Promise<void> {
+    await this.markers.updateOne({ _id: id, owner }, { $set: { state: 'done', completedAt: new Date(this.clock()), modified } });
+  }
+
+  async enableWhereTemperatureOn(metric: string): Promise<number> {
+    const result = await this.records.updateMany(
+      { $and: [{ subscribedTypes: 'temperature' }, { configuredTypes: { $ne: metric } }] },
+      {
+        $push: { preferences: { notificationType: metric, isSubscribed: true } },
+        $addToSet: { subscribedTypes: metric, configuredTypes: metric },
+        $inc: { revision: 1 },
+        $set: { updatedAt: this.now() },
+      },
+    );
+    if (result.modifiedCount > 0) this.changed();
+    return result.modifiedCount;
+  }
+}
