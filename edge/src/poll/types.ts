@@ -10,10 +10,22 @@ export interface StationSighting {
   rssiDbm: number;
 }
 
+/**
+ * Why an AP gave nothing this tick (optional, for `doctor` and metrics labels):
+ * - `timeout`: no complete answer within the tick's timeout (an SNMP agent with a wrong v2c community also
+ *   stays silent, so it lands here);
+ * - `unreachable`: connection refused or reset;
+ * - `auth`: credentials or the pinned host key were refused;
+ * - `bad_output`: the AP answered something the dialect cannot read;
+ * - `config`: the AP's configuration cannot work with its dialect;
+ * - `error`: anything else.
+ */
+export type PollFailureReason = 'timeout' | 'unreachable' | 'auth' | 'bad_output' | 'config' | 'error';
+
 /** The outcome of polling one configured access point in one tick. */
 export type ApPollResult =
   | { ap: string; zone: string; ok: true; stations: StationSighting[]; durationMs: number }
-  | { ap: string; zone: string; ok: false; error: string; durationMs: number };
+  | { ap: string; zone: string; ok: false; error: string; durationMs: number; reason?: PollFailureReason };
 
 /** How an access point is reached; credentials are read from files, never inline. */
 export interface SnmpTarget {

@@ -1,0 +1,40 @@
+/**
+ * Station MACs in one form, lowercase `aa:bb:cc:dd:ee:ff`, whatever the AP wrote, so one device heard by
+ * several APs (of different vendors) is one key.
+ */
+
+const HEX12 = /^[0-9a-f]{12}$/;
+
+/**
+ * Normalises a MAC written as `AA:BB:CC:DD:EE:FF`, `aa-bb-cc-dd-ee-ff`, `aabb.ccdd.eeff`, `aabbccddeeff`,
+ * or given as 6 octets (an SNMP MacAddress or OID index). Returns undefined for anything else.
+ *
+ * @example
+ * normalizeMac('00-1A-2B-3C-4D-5E'); // '00:1a:2b:3c:4d:5e'
+ * normalizeMac([0, 26, 43, 60, 77, 94]); // '00:1a:2b:3c:4d:5e'
+ */
+export function normalizeMac(input: string | Uint8Array | readonly number[]): string | undefined {
+  let hex: string;
+  if (typeof input === 'string') {
+    hex = input.trim().toLowerCase().replace(/[:.-]/g, '');
+    if (!/^[0-9a-f:.-]+$/i.test(input.trim())) return undefined;
+  } else {
+    if (input.length !== 6) return undefined;
+    const octets = Array.from(input);
+    if (octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) return undefined;
+    hex = octets.map((o) => o.toString(16).padStart(2, '0')).join('');
+  }
+  if (!HEX12.test(hex)) return undefined;
+  return hex.replace(/(..)(?!$)/g, '$1:');
+}
+
+/** Anything that looks like a MAC, in any of the usual spellings. */
+const MAC_LIKE = /\b[0-9a-f]{2}([:-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}\b|\b[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}\b/gi;
+
+/**
+ * Blanks MAC-like substrings, for text taken from an AP (stderr, a parse error) that may end up in a log:
+ * device identifiers never leave the process.
+ */
+export function scrubMacs(text: string): string {
+  return text.replace(MAC_LIKE, '<mac>');
+}

@@ -1,0 +1,56 @@
+/**
+ * `iw dev <if> station dump` (nl80211): one `Station <mac> (on <if>)` line per station, then indented
+ * `key:<tab>value` lines. The instant `signal:` is preferred; `signal avg:` when the driver has no instant one.
+ */
+import { normalizeMac } from '../mac.js';
+import { ParseError, type ParsedStations, type RawStation } from './types.js';
+
+const STATION = /^Station\s+(\S+)\s+\(on\s+[^)]+\)\s*$/;
+const SIGNAL = /^\s+signal:\s*(-?\d+)/;
+const SIGNAL_AVG = /^\s+signal avg:\s*(-?\d+)/;
+
+/**
+ * @example
+ * parseIwStationDump('Station 04:d3:b0:12:34:56 (on wlan0)\n\tsignal:  \t-52 [-54, -56] dBm\n');
+ * // { stations: [{ mac: '04:d3:b0:12:34:56', signal: -52 }], skipped: 0 }
+ */
+export function parseIwStationDump(output: string): ParsedStations {
+  const stations: RawStation[] = [];
+  let skipped = 0;
+  let current: { mac: string | undefined; signal?: number; avg?: number } | undefined;
+  let sawContent = false;
+
+  const finish = () => {
+    if (!current) return;
+    const signal = current.signal ?? current.avg;
+    if (current.mac === undefined || signal === undefined) skipped++;
+    else stations.push({ mac: current.mac, signal });
+    current = undefined;
+  };
+
+  for (const line of output.split('\n')) {
+    if (line.trim() === '') continue;
+    sawContent = true;
+    const station = STATION.exec(line);
+    if (station) {
+      finish();
+      current = { mac: normalizeMac(station[1] ?? '') };
+      continue;
+    }
+    if (!current) {
+      throw new ParseError('iw station dump: expected a "Station <mac> (on <if>)" line first');
+    }
+    const signal = SIGNAL.exec(line);
+    if (signal) {
+      current.signal = Number(signal[1]);
+      continue;
+    }
+    const avg = SIGNAL_AVG.exec(line);
+    if (avg) current.avg = Number(avg[1]);
+  }
+  finish();
+  if (sawContent && stations.length === 0 && skipped === 0) {
+    throw new ParseError('iw station dump: no Station block in the output');
+  }
+  return { stations, skipped };
+}

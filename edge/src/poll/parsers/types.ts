@@ -1,0 +1,28 @@
+/**
+ * What a generic parser turns an AP's command output into: stations with the signal in the dialect's raw
+ * unit (converted to dBm by the caller), and how many entries could not be read.
+ */
+
+export interface RawStation {
+  /** Normalised `aa:bb:cc:dd:ee:ff`. */
+  mac: string;
+  /** As the AP reported it, in the dialect's unit. */
+  signal: number;
+}
+
+export interface ParsedStations {
+  stations: RawStation[];
+  /** Entries that named a station but had no usable MAC or signal. */
+  skipped: number;
+}
+
+/** The output is not what the parser reads: wrong dialect, truncated output, an error page. */
+export class ParseError extends Error {
+  readonly code = 'bad_output';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ParseError';
+  }
+}
+
+export type StationParser = (output: string) => ParsedStations;

@@ -1,0 +1,322 @@
+/**
+ * The poller: each tick, every configured AP at once, each bounded by the timeout. A failing or silent AP
+ * gives `{ok: false}` for itself and never delays or stops the others; `pollAll` never rejects.
+ *
+ * Controllers (a dialect with `controller: true`, or any AP given `apZones` whose dialect names the AP
+ * in each row): one session to the controller, then its rows are grouped by the AP identity column
+ * (AP name or AP MAC) and each group becomes the result of one physical AP, named by that identity, in
+ * the zone `apZones` maps it to. Every AP listed in `apZones` gets a result each tick (empty when it
+ * carries nobody; the same failure when the controller fails, so the tracker freezes its devices);
+ * rows of APs not listed are ignored.
+ */
+import { performance } from 'node:perf_hooks';
+import type { Dialect, DialectCatalog, SnmpDialect, SshDialect } from './dialects.js';
+import { normalizeMac, scrubMacs } from './mac.js';
+import { PARSERS, ParseError } from './parsers/index.js';
+import { toDbm } from './signal.js';
+import { openNetSnmpSession, type OpenSnmpSession } from './snmp/session.js';
+import { decodeStationTable, walkStationTable } from './snmp/table.js';
+import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
+import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
+
+export interface PollerOptions {
+  /** The dialects the APs name (see `loadDialects`). */
+  dialects: DialectCatalog;
+  /** SNMP port; default net-snmp. */
+  openSnmp?: OpenSnmpSession;
+  /** SSH port; default ssh2. */
+  openSsh?: OpenSshSession;
+  /** GETBULK max-repetitions. Default 25. */
+  maxRepetitions?: number;
+  /** Bound on one SSH command's output. Default 4 MiB. */
+  maxOutputBytes?: number;
+}
+
+/** A failure with its reason, raised inside one AP's poll and turned into `{ok: false}`. */
+class PollFailure extends Error {
+  constructor(
+    readonly reason: PollFailureReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** One AP's stations before zoning: the loudest reading per MAC, in dBm. */
+type Grouped = { kind: 'single'; stations: StationSighting[] } | { kind: 'byAp'; stations: Map<string, StationSighting[]> };
+
+const INTERFACE_NAME = /^[A-Za-z0-9_.@-]{1,32}$/;
+
+/** Loudest reading per MAC, so one device is one sighting per AP whatever the radios and antennas. */
+export function loudestPerMac(sightings: Iterable<StationSighting>): StationSighting[] {
+  const best = new Map<string, number>();
+  for (const { mac, rssiDbm } of sightings) {
+    const seen = best.get(mac);
+    if (seen === undefined || rssiDbm > seen) best.set(mac, rssiDbm);
+  }
+  return [...best].map(([mac, rssiDbm]) => ({ mac, rssiDbm }));
+}
+
+/** apZones with MAC-looking keys normalised, so `AA-BB-…` in a config matches `aa:bb:…` from a table. */
+function normalizedApZones(apZones: Record<string, string>): Map<string, { name: string; zone: string }> {
+  const out = new Map<string, { name: string; zone: string }>();
+  for (const [name, zone] of Object.entries(apZones)) out.set(normalizeMac(name) ?? name, { name, zone });
+  return out;
+}
+
+function splitsByAp(ap: AccessPoint, dialect: Dialect): boolean {
+  if (dialect.transport !== 'snmp') return false;
+  return dialect.controller || (ap.apZones !== undefined && dialect.tables.some((table) => table.apIdentity));
+}
+
+/**
+ * What is wrong with an AP's configuration for its dialect, one line each (empty when it can be polled).
+ * Config loading calls this at start, so problems surface before the first tick.
+ *
+ * @example
+ * checkAccessPoint({ name: 'wlc', zone: 'lobby', dialect: 'cisco-wlc', target: snmpTarget }, dialects);
+ * // ['dialect cisco-wlc is a controller: apZones must map each AP behind it to a zone']
+ */
+export function checkAccessPoint(ap: AccessPoint, dialects: DialectCatalog): string[] {
+  const dialect = dialects.get(ap.dialect);
+  if (!dialect) return [`unknown dialect "${ap.dialect}" (known: ${[...dialects.keys()].sort().join(', ')})`];
+  const problems: string[] = [];
+  if (dialect.transport !== ap.target.transport) {
+    problems.push(`dialect ${dialect.name} is read over ${dialect.transport}, but the target is ${ap.target.transport}`);
+  }
+  if (dialect.transport === 'snmp' && dialect.controller && Object.keys(ap.apZones ?? {}).length === 0) {
+    problems.push(`dialect ${dialect.name} is a controller: apZones must map each AP behind it to a zone`);
+  }
+  if (ap.apZones && dialect.transport === 'snmp' && !splitsByAp(ap, dialect)) {
+    problems.push(`dialect ${dialect.name} does not say which AP heard a station, so apZones cannot be used`);
+  }
+  if (ap.apZones && dialect.transport === 'ssh') problems.push(`apZones is only for SNMP controllers, not ${dialect.name}`);
+  const target = ap.target;
+  if (target.transport === 'snmp') {
+    if (target.version === '2c' && !target.community) problems.push('SNMP v2c needs a community');
+    if (target.version === '3' && !target.user) problems.push('SNMP v3 needs a user');
+    if (target.version === '3' && target.privKey && !target.authKey) problems.push('SNMP v3 privacy needs an auth key too');
+  }
+  if (target.transport === 'ssh' && dialect.transport === 'ssh') {
+    try {
+      commandsFor(dialect, target.interface);
+    } catch (err) {
+      problems.push((err as Error).message);
+    }
+  }
+  return problems;
+}
+
+/** The commands to run: the dialect's command once per interface, `{if}` substituted. */
+function commandsFor(dialect: SshDialect, interfaces: string | undefined): string[] {
+  if (!dialect.command.includes('{if}')) return [dialect.command];
+  const names = (interfaces ?? dialect.defaultInterface ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  if (names.length === 0) throw new PollFailure('config', `dialect ${dialect.name} needs an interface name`);
+  const bad = names.find((name) => !INTERFACE_NAME.test(name));
+  // the command runs in the AP's shell: anything but a plain interface name is refused
+  if (bad !== undefined) throw new PollFailure('config', `interface "${scrubMacs(bad).slice(0, 40)}" is not a plain interface name`);
+  return names.map((name) => dialect.command.replaceAll('{if}', name));
+}
+
+function toSightings(raw: Iterable<{ mac: string; signal: number }>, dialect: Dialect): { sightings: StationSighting[]; unusable: number } {
+  const sightings: StationSighting[] = [];
+  let unusable = 0;
+  for (const { mac, signal } of raw) {
+    const rssiDbm = toDbm(signal, dialect.signal);
+    if (rssiDbm === undefined) unusable++;
+    else sightings.push({ mac, rssiDbm });
+  }
+  return { sightings, unusable };
+}
+
+const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
+  auth_failed: 'auth',
+  host_key_mismatch: 'auth',
+  bad_key: 'config',
+  unreachable: 'unreachable',
+  output_too_large: 'bad_output',
+  closed: 'error',
+  failed: 'error',
+};
+
+function describeFailure(error: unknown): PollFailure {
+  if (error instanceof PollFailure) return error;
+  if (error instanceof ParseError) return new PollFailure('bad_output', scrubMacs(error.message));
+  if (error instanceof SshError) {
+    return new PollFailure(SSH_REASONS[error.code], scrubMacs(error.message));
+  }
+  const err = error as Error & { name?: string; code?: unknown };
+  const message = scrubMacs(String(err?.message ?? error)).slice(0, 300);
+  if (err?.name === 'RequestTimedOutError') return new PollFailure('timeout', 'no SNMP answer (request timed out)');
+  if (err?.name === 'ResponseInvalidError' && /auth|digest|decrypt|unknown user|usm/i.test(message)) {
+    return new PollFailure('auth', `SNMP credentials refused: ${message}`);
+  }
+  if (/ECONNREFUSED/.test(message)) return new PollFailure('unreachable', message);
+  return new PollFailure('error', `${err?.name && err.name !== 'Error' ? `${err.name}: ` : ''}${message}`);
+}
+
+/**
+ * Creates the poller. Sessions are opened per poll and always closed when the AP's poll settles,
+ * including on timeout.
+ *
+ * @example
+ * const poller = createPoller({ dialects: loadDialects() });
+ * const results = await poller.pollAll(config.accessPoints, config.requestTimeoutS * 1000);
+ * await poller.close();
+ */
+export function createPoller(options: PollerOptions): Poller {
+  const dialects = options.dialects;
+  const openSnmp = options.openSnmp ?? openNetSnmpSession;
+  const openSsh = options.openSsh ?? openSsh2Session;
+  const maxRepetitions = options.maxRepetitions ?? 25;
+  const maxOutputBytes = options.maxOutputBytes ?? 4 * 1024 * 1024;
+  const inFlight = new Set<AbortController>();
+  let closed = false;
+
+  async function pollSnmp(ap: AccessPoint, dialect: SnmpDialect, timeoutMs: number, signal: AbortSignal): Promise<Grouped> {
+    if (ap.target.transport !== 'snmp') throw new PollFailure('config', `dialect ${dialect.name} needs an SNMP target`);
+    const byAp = splitsByAp(ap, dialect);
+    const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs });
+    const abort = () => session.close();
+    signal.addEventListener('abort', abort, { once: true });
+    try {
+      const decoded = await Promise.all(
+        dialect.tables.map(async (table) =>
+          decodeStationTable(table, await walkStationTable(session, table, { withIdentity: byAp, maxRepetitions })),
+        ),
+      );
+      let rows = 0;
+      let unreadable = 0;
+      const raw: Array<{ mac: string; signal: number; apIdentity?: string }> = [];
+      for (const table of decoded) {
+        rows += table.rows;
+        unreadable += table.skipped;
+        raw.push(...table.sightings);
+      }
+      const { unusable } = toSightings(raw, dialect);
+      unreadable += unusable;
+      if (rows > 0 && raw.length - unusable === 0 && unreadable > 0) {
+        throw new PollFailure('bad_output', `${rows} station rows, none readable with dialect ${dialect.name}`);
+      }
+      if (!byAp) return { kind: 'single', stations: loudestPerMac(toSightings(raw, dialect).sightings) };
+      const perAp = new Map<string, StationSighting[]>();
+      for (const row of raw) {
+        const rssiDbm = toDbm(row.signal, dialect.signal);
+        if (rssiDbm === undefined || row.apIdentity === undefined) continue;
+        const list = perAp.get(row.apIdentity) ?? [];
+        list.push({ mac: row.mac, rssiDbm });
+        perAp.set(row.apIdentity, list);
+      }
+      return { kind: 'byAp', stations: new Map([...perAp].map(([id, list]) => [id, loudestPerMac(list)])) };
+    } finally {
+      signal.removeEventListener('abort', abort);
+      session.close();
+    }
+  }
+
+  async function pollSsh(ap: AccessPoint, dialect: SshDialect, timeoutMs: number, signal: AbortSignal): Promise<Grouped> {
+    if (ap.target.transport !== 'ssh') throw new PollFailure('config', `dialect ${dialect.name} needs an SSH target`);
+    const commands = commandsFor(dialect, ap.target.interface);
+    const parse = PARSERS[dialect.parser];
+    const session = await openSsh(ap.target, { timeoutMs, signal });
+    const abort = () => session.close();
+    signal.addEventListener('abort', abort, { once: true });
+    try {
+      const sightings: StationSighting[] = [];
+      let unreadable = 0;
+      let found = 0;
+      for (const command of commands) {
+        const result = await session.exec(command, { maxOutputBytes });
+        if (result.exitCode !== 0) {
+          const firstLine = scrubMacs(result.stderr.trim().split('\n')[0] ?? '').slice(0, 200);
+          throw new PollFailure(
+            'bad_output',
+            `\`${command}\` ${result.exitCode === null ? 'was killed' : `exited with ${result.exitCode}`}${firstLine ? `: ${firstLine}` : ''}`,
+          );
+        }
+        const parsed = parse(result.stdout);
+        const converted = toSightings(parsed.stations, dialect);
+        found += parsed.stations.length + parsed.skipped;
+        unreadable += parsed.skipped + converted.unusable;
+        sightings.push(...converted.sightings);
+      }
+      if (found > 0 && sightings.length === 0 && unreadable > 0) {
+        throw new PollFailure('bad_output', `${found} stations listed, none with a usable signal (dialect ${dialect.name})`);
+      }
+      return { kind: 'single', stations: loudestPerMac(sightings) };
+    } finally {
+      signal.removeEventListener('abort', abort);
+      session.close();
+    }
+  }
+
+  /** Expands one AP's outcome into results: one for a plain AP, one per mapped AP behind a controller. */
+  function resultsOf(ap: AccessPoint, dialect: Dialect | undefined, outcome: Grouped | PollFailure, durationMs: number): ApPollResult[] {
+    const mapped = dialect && splitsByAp(ap, dialect) && ap.apZones ? normalizedApZones(ap.apZones) : undefined;
+    if (outcome instanceof PollFailure) {
+      const failure = { ok: false as const, error: outcome.message, reason: outcome.reason, durationMs };
+      if (!mapped || mapped.size === 0) return [{ ap: ap.name, zone: ap.zone, ...failure }];
+      return [...mapped.values()].map(({ name, zone }) => ({ ap: name, zone, ...failure }));
+    }
+    if (outcome.kind === 'single' || !mapped) {
+      const stations = outcome.kind === 'single' ? outcome.stations : loudestPerMac([...outcome.stations.values()].flat());
+      return [{ ap: ap.name, zone: ap.zone, ok: true, stations, durationMs }];
+    }
+    return [...mapped].map(([identity, { name, zone }]) => ({
+      ap: name,
+      zone,
+      ok: true as const,
+      stations: outcome.stations.get(identity) ?? [],
+      durationMs,
+    }));
+  }
+
+  async function pollOne(ap: AccessPoint, timeoutMs: number): Promise<ApPollResult[]> {
+    const started = performance.now();
+    const dialect = dialects.get(ap.dialect);
+    const controller = new AbortController();
+    inFlight.add(controller);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      if (closed) throw new PollFailure('error', 'poller closed');
+      const problems = checkAccessPoint(ap, dialects);
+      if (problems.length > 0 || !dialect) throw new PollFailure('config', problems.join('; '));
+      const work =
+        dialect.transport === 'snmp'
+          ? pollSnmp(ap, dialect, timeoutMs, controller.signal)
+          : pollSsh(ap, dialect, timeoutMs, controller.signal);
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new PollFailure('timeout', `no complete answer within ${timeoutMs} ms`)), timeoutMs);
+      });
+      const aborted = new Promise<never>((_, reject) => {
+        controller.signal.addEventListener('abort', () => reject(new PollFailure('error', 'poller closed')), { once: true });
+      });
+      // the losers of the race reject later; nobody waits for them
+      for (const loser of [work, deadline, aborted]) loser.catch(() => undefined);
+      const grouped = await Promise.race([work, deadline, aborted]);
+      return resultsOf(ap, dialect, grouped, performance.now() - started);
+    } catch (error) {
+      return resultsOf(ap, dialect, describeFailure(error), performance.now() - started);
+    } finally {
+      clearTimeout(timer);
+      // closes whatever the poll still holds open (a walk or an SSH connect past the deadline)
+      controller.abort();
+      inFlight.delete(controller);
+    }
+  }
+
+  return {
+    async pollAll(aps, timeoutMs) {
+      const results = await Promise.all(aps.map((ap) => pollOne(ap, timeoutMs)));
+      return results.flat();
+    },
+    async close() {
+      closed = true;
+      for (const controller of inFlight) controller.abort();
+      inFlight.clear();
+    },
+  };
+}

@@ -1,0 +1,123 @@
+/**
+ * The SNMP port: the one thing polling needs from an SNMP agent (walk a subtree with GETBULK), and its
+ * net-snmp adapter. Domain code sees plain `{oid, value}` cells, never net-snmp.
+ */
+import snmp from 'net-snmp';
+import type { SnmpTarget } from '../types.js';
+
+/** A cell value as walked: integers as numbers, OCTET STRINGs as bytes, OIDs and IP addresses as text. */
+export type SnmpValue = number | string | boolean | Buffer | null;
+
+export interface SnmpCell {
+  oid: string;
+  value: SnmpValue;
+}
+
+/** An open SNMP session to one agent. */
+export interface SnmpSession {
+  /** Every varbind under `oid`, in order, fetched with GETBULK (`maxRepetitions` per request). */
+  walk(oid: string, maxRepetitions: number): Promise<SnmpCell[]>;
+  /** Closes the socket; walks still running reject. Safe to call twice. */
+  close(): void;
+}
+
+/** Opens a session to a target; `requestTimeoutMs` bounds one request (with its retries). */
+export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: number }) => SnmpSession;
+
+/** A walk stops with an error beyond this many varbinds under one column: a runaway or looping agent. */
+const MAX_CELLS_PER_WALK = 100_000;
+
+function userOf(target: SnmpTarget): snmp.User {
+  if (!target.user) throw new Error('SNMPv3 target without a user');
+  const user: snmp.User = { name: target.user, level: snmp.SecurityLevel.noAuthNoPriv };
+  if (target.authKey) {
+    user.level = snmp.SecurityLevel.authNoPriv;
+    user.authProtocol = snmp.AuthProtocols[target.authProtocol ?? 'sha'];
+    user.authKey = target.authKey;
+    if (target.privKey) {
+      user.level = snmp.SecurityLevel.authPriv;
+      user.privProtocol = snmp.PrivProtocols[target.privProtocol ?? 'aes'];
+      user.privKey = target.privKey;
+    }
+  }
+  return user;
+}
+
+/**
+ * The net-snmp adapter. The version is always explicit (net-snmp defaults to SNMPv1, which has no
+ * GETBULK): `2c` uses the community, `3` uses USM with the level implied by the keys given.
+ */
+export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }) => {
+  const retries = 2;
+  const options: snmp.SessionOptions = {
+    port: target.port,
+    // a lost datagram is retried well inside the AP's deadline
+    timeout: Math.max(50, Math.floor(requestTimeoutMs / (retries + 1))),
+    retries,
+    transport: 'udp4',
+    // an agent that answers an OID at or before the one asked for would make a walk loop forever
+    backwardsGetNexts: false,
+  };
+  const session =
+    target.version === '3'
+      ? snmp.createV3Session(target.host, userOf(target), { ...options, version: snmp.Version3 })
+      : snmp.createSession(target.host, target.community ?? '', { ...options, version: snmp.Version2c });
+
+  let closed = false;
+  let socketError: Error | undefined;
+  const failWalks = new Set<(error: Error) => void>();
+  session.on('error', (error) => {
+    socketError = error;
+    for (const fail of failWalks) fail(error);
+  });
+
+  return {
+    walk(oid, maxRepetitions) {
+      return new Promise<SnmpCell[]>((resolve, reject) => {
+        if (closed) return reject(new Error('session closed'));
+        if (socketError) return reject(socketError);
+        const cells: SnmpCell[] = [];
+        let settled = false;
+        const settle = (error: Error | null) => {
+          if (settled) return;
+          settled = true;
+          failWalks.delete(fail);
+          if (error) reject(error);
+          else resolve(cells);
+        };
+        const fail = (error: Error) => settle(error);
+        failWalks.add(fail);
+        try {
+          session.subtree(
+            oid,
+            maxRepetitions,
+            (varbinds) => {
+              for (const varbind of varbinds) {
+                if (snmp.isVarbindError(varbind)) continue;
+                cells.push({ oid: varbind.oid, value: varbind.value });
+              }
+              if (cells.length > MAX_CELLS_PER_WALK) {
+                settle(new Error(`more than ${MAX_CELLS_PER_WALK} values under ${oid}`));
+                return true;
+              }
+              return false;
+            },
+            (error) => settle(error),
+          );
+        } catch (error) {
+          settle(error as Error);
+        }
+      });
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const fail of failWalks) fail(new Error('session closed'));
+      try {
+        session.close();
+      } catch {
+        // already closed by a socket error
+      }
+    },
+  };
+};

@@ -1,0 +1,146 @@
+/**
+ * Reading a dialect's station table: which columns to walk, and how walked cells become sightings.
+ * `decodeStationTable` is pure (plain cells in, plain rows out), so every dialect is testable with data.
+ */
+import type { SnmpTableSpec } from '../dialects.js';
+import { normalizeMac } from '../mac.js';
+import type { SnmpCell, SnmpSession, SnmpValue } from './session.js';
+
+/** One decoded row: a station as one AP hears it, the signal still in the dialect's unit. */
+export interface TableSighting {
+  mac: string;
+  signal: number;
+  /** AP name or AP MAC (normalised), when the table says which AP heard the station. */
+  apIdentity?: string;
+}
+
+export interface DecodedTable {
+  sightings: TableSighting[];
+  /** Rows seen in the walk (by index). */
+  rows: number;
+  /** Rows that could not be read (bad index, missing or non-numeric signal, bad MAC). */
+  skipped: number;
+  /** Rows dropped because the AP last heard the station too long ago. */
+  stale: number;
+}
+
+/** Cells of one walked column, keyed by the row index (the OID after `<entry>.<column>.`). */
+export type WalkedColumns = ReadonlyMap<number, ReadonlyMap<string, SnmpValue>>;
+
+/** The columns a walk needs: signal always; station, identity and freshness when the spec takes them from columns. */
+export function columnsToWalk(spec: SnmpTableSpec, withIdentity: boolean): number[] {
+  const columns = new Set<number>([spec.signal.column]);
+  if ('column' in spec.station) columns.add(spec.station.column);
+  if (withIdentity && spec.apIdentity && 'column' in spec.apIdentity) columns.add(spec.apIdentity.column);
+  if (spec.lastHeard) columns.add(spec.lastHeard.column);
+  return [...columns].sort((a, b) => a - b);
+}
+
+/**
+ * Walks the needed columns of a table concurrently (one GETBULK subtree walk per column on the same
+ * session), and keys each column's cells by row index.
+ */
+export async function walkStationTable(
+  session: SnmpSession,
+  spec: SnmpTableSpec,
+  options: { withIdentity: boolean; maxRepetitions: number },
+): Promise<WalkedColumns> {
+  const columns = columnsToWalk(spec, options.withIdentity);
+  const walked = await Promise.all(
+    columns.map(async (column) => {
+      const prefix = `${spec.oid}.${column}.`;
+      const cells = await session.walk(`${spec.oid}.${column}`, options.maxRepetitions);
+      return [column, indexCells(cells, prefix)] as const;
+    }),
+  );
+  return new Map(walked);
+}
+
+function indexCells(cells: readonly SnmpCell[], prefix: string): Map<string, SnmpValue> {
+  const byIndex = new Map<string, SnmpValue>();
+  for (const cell of cells) {
+    if (cell.oid.startsWith(prefix)) byIndex.set(cell.oid.slice(prefix.length), cell.value);
+  }
+  return byIndex;
+}
+
+const PART_LENGTH = { mac: 6, int: 1 } as const;
+
+/** Splits a row index into the spec's parts; undefined when the length or a sub-id is wrong. */
+function splitIndex(spec: SnmpTableSpec, index: string): Map<string, number[]> | undefined {
+  const ids = index.split('.').map(Number);
+  if (ids.some((id) => !Number.isInteger(id) || id < 0)) return undefined;
+  const parts = new Map<string, number[]>();
+  let at = 0;
+  for (const part of spec.index) {
+    const length = PART_LENGTH[part.kind];
+    parts.set(part.name, ids.slice(at, at + length));
+    at += length;
+  }
+  return at === ids.length ? parts : undefined;
+}
+
+function macOf(value: SnmpValue | number[] | undefined): string | undefined {
+  if (value === undefined || value === null || typeof value === 'boolean' || typeof value === 'number') return undefined;
+  if (Array.isArray(value) || Buffer.isBuffer(value)) return normalizeMac(value);
+  return normalizeMac(value);
+}
+
+function textOf(value: SnmpValue | undefined): string | undefined {
+  if (Buffer.isBuffer(value)) {
+    const text = value.toString('utf8').replace(/\0+$/, '').trim();
+    return text === '' ? undefined : text;
+  }
+  if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
+  return undefined;
+}
+
+/**
+ * Turns walked columns into sightings, by the dialect's table spec.
+ *
+ * @example
+ * decodeStationTable(arubaTable, new Map([[14, new Map([['4.211.176.18.52.86', 40]])]]));
+ * // { sightings: [{ mac: '04:d3:b0:12:34:56', signal: 40 }], rows: 1, skipped: 0, stale: 0 }
+ */
+export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): DecodedTable {
+  const signalColumn = walked.get(spec.signal.column) ?? new Map<string, SnmpValue>();
+  const stationColumn = 'column' in spec.station ? walked.get(spec.station.column) : undefined;
+  const identity = spec.apIdentity;
+  const identityColumn = identity && 'column' in identity ? walked.get(identity.column) : undefined;
+  const lastHeardColumn = spec.lastHeard ? walked.get(spec.lastHeard.column) : undefined;
+
+  const indexes = new Set(signalColumn.keys());
+  if (stationColumn) for (const index of stationColumn.keys()) indexes.add(index);
+
+  const sightings: TableSighting[] = [];
+  let skipped = 0;
+  let stale = 0;
+  for (const index of indexes) {
+    const parts = splitIndex(spec, index);
+    const signal = signalColumn.get(index);
+    const mac =
+      'index' in spec.station ? macOf(parts?.get(spec.station.index)) : macOf(stationColumn?.get(index) ?? undefined);
+    if (!parts || mac === undefined || typeof signal !== 'number') {
+      skipped++;
+      continue;
+    }
+    if (spec.lastHeard && lastHeardColumn) {
+      const age = lastHeardColumn.get(index);
+      if (typeof age === 'number' && age > spec.lastHeard.maxSeconds) {
+        stale++;
+        continue;
+      }
+    }
+    const sighting: TableSighting = { mac, signal };
+    if (identity && 'index' in identity) {
+      const apMac = macOf(parts.get(identity.index));
+      if (apMac) sighting.apIdentity = apMac;
+    } else if (identity && identityColumn) {
+      const raw = identityColumn.get(index);
+      const apIdentity = identity.format === 'mac' ? macOf(raw) : textOf(raw);
+      if (apIdentity) sighting.apIdentity = apIdentity;
+    }
+    sightings.push(sighting);
+  }
+  return { sightings, rows: indexes.size, skipped, stale };
+}
