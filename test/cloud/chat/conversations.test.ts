@@ -1,0 +1,145 @@
+import t from 'tap';
+import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
+import { call, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+t.test('create: default title, an optional title, camelCase fields and a Location', async (t) => {
+  const chat = await startChat(t);
+  const res = await call(chat.url, 'POST', '/conversations', 'ana', {});
+  t.equal(res.status, 201);
+  const created = res.body as ConversationWire;
+  t.match(created, { userId: 'ana', title: 'New chat', messages: [] });
+  t.match(created.id, /^[0-9a-f]{24}$/);
+  t.match(created.createdAt, ISO);
+  t.equal(created.updatedAt, created.createdAt);
+  t.equal(res.headers.get('location'), `/conversations/${created.id}`);
+
+  const bodiless = await fetch(`${chat.url}/chat/conversations`, { method: 'POST', headers: { 'x-gateway-claims': (await import('./support/harness.js')).claimsOf('ana') } });
+  t.equal(bodiless.status, 201, 'no body at all is a default conversation');
+  t.equal(bodiless.headers.get('location')?.startsWith('/chat/conversations/'), true);
+  t.equal(((await bodiless.json()) as ConversationWire).title, 'New chat');
+
+  const named = await createConversation(chat.url, 'ana', '  Boiler room  ');
+  t.equal(named.title, 'Boiler room', 'trimmed');
+});
+
+t.test('create and rename refuse bad titles with 400 and the shared error body', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana', 'Keep me');
+  const cases: Array<[unknown, RegExp]> = [
+    [{ title: '' }, /title: expected 1 to 120 characters, got 0/],
+    [{ title: '   ' }, /title: expected 1 to 120 characters, got 0/],
+    [{ title: 'x'.repeat(121) }, /got 121/],
+    [{ title: 42 }, /title: expected a string, got 42/],
+    [{ title: null }, /title: expected a string, got null/],
+    [{ titel: 'typo' }, /titel: unknown field/],
+    [[], /body: expected a JSON object/],
+    ['{"title":', /not valid JSON/],
+  ];
+  for (const [body, message] of cases) {
+    const created = await call(chat.url, 'POST', '/conversations', 'ana', body);
+    t.equal(created.status, 400, `create ${JSON.stringify(body)}`);
+    t.match(created.body, { type: 'Validation Error', message });
+    const renamed = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', body);
+    t.equal(renamed.status, 400, `rename ${JSON.stringify(body)}`);
+  }
+  const missing = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', {});
+  t.match(missing, { status: 400, body: { message: /title: expected a string, got nothing/ } });
+  t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Keep me', 'nothing stored was lost');
+  const longest = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', { title: '🏢'.repeat(120) });
+  t.equal(longest.status, 200, '120 characters, counted as a reader counts them');
+});
+
+t.test('rename: the new title, updatedAt moved, the summary shape back', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  const res = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', { title: ' Night setback ' });
+  t.equal(res.status, 200);
+  t.match(res.body, { id: conversation.id, userId: 'ana', title: 'Night setback', messageCount: 0, createdAt: conversation.createdAt });
+  t.notOk('messages' in (res.body as object));
+  t.ok((res.body as ConversationWire).updatedAt >= conversation.updatedAt);
+  t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Night setback');
+});
+
+t.test('delete: 204, then 404 everywhere, and it leaves the list', async (t) => {
+  const chat = await startChat(t);
+  const gone = await createConversation(chat.url, 'ana', 'Gone');
+  const kept = await createConversation(chat.url, 'ana', 'Kept');
+  const del = await call(chat.url, 'DELETE', `/conversations/${gone.id}`, 'ana');
+  t.equal(del.status, 204);
+  t.equal(del.body, undefined);
+  t.equal((await call(chat.url, 'GET', `/conversations/${gone.id}`, 'ana')).status, 404);
+  t.equal((await call(chat.url, 'DELETE', `/conversations/${gone.id}`, 'ana')).status, 404);
+  const list = (await call(chat.url, 'GET', '/conversations', 'ana')).body as ConversationWire[];
+  t.same(list.map((c) => c.id), [kept.id]);
+});
+
+t.test('list: newest first by updatedAt, no message bodies, a messageCount', async (t) => {
+  const chat = await startChat(t);
+  const a = await createConversation(chat.url, 'ana', 'A');
+  const b = await createConversation(chat.url, 'ana', 'B');
+  const c = await createConversation(chat.url, 'ana', 'C');
+  await fillConversation(chat.db, c.id, 4);
+  chat.agent.expect({ tokens: ['answer'] });
+  await send(chat.url, 'ana', a.id, 'bump A to the top');
+  const list = (await call(chat.url, 'GET', '/conversations', 'ana')).body as ConversationWire[];
+  t.same(list.map((x) => x.title), ['A', 'C', 'B'], 'A was updated last; C and B by creation');
+  for (const item of list) {
+    t.notOk('messages' in item, `${item.title} carries no messages`);
+    t.same(Object.keys(item).sort(), ['createdAt', 'id', 'messageCount', 'title', 'updatedAt', 'userId']);
+  }
+  t.same(list.map((x) => x.messageCount), [2, 4, 0]);
+  t.ok(b.id);
+});
+
+t.test('list pages with limit and the x-next-cursor header, without gaps or repeats', async (t) => {
+  const chat = await startChat(t);
+  const created: string[] = [];
+  for (let i = 0; i < 7; i++) created.push((await createConversation(chat.url, 'ana', `C${i}`)).id);
+  const seen: string[] = [];
+  let path = '/conversations?limit=3';
+  for (let page = 0; page < 5; page++) {
+    const res = await call(chat.url, 'GET', path, 'ana');
+    t.equal(res.status, 200);
+    seen.push(...(res.body as ConversationWire[]).map((c) => c.id));
+    const next = res.headers.get('x-next-cursor');
+    if (!next) break;
+    path = `/conversations?limit=3&after=${encodeURIComponent(next)}`;
+  }
+  t.same(seen, [...created].reverse(), 'every conversation once, newest first');
+  t.equal((await call(chat.url, 'GET', '/conversations?limit=0', 'ana')).status, 400);
+  t.equal((await call(chat.url, 'GET', '/conversations?limit=501', 'ana')).status, 400);
+  t.equal((await call(chat.url, 'GET', '/conversations?limit=abc', 'ana')).status, 400);
+  t.match(await call(chat.url, 'GET', '/conversations?after=garbage', 'ana'), { status: 400, body: { type: 'Validation Error' } });
+});
+
+t.test('the list index (user_id, updated_at) exists', async (t) => {
+  const chat = await startChat(t);
+  const indexes = await chat.db.collection('conversations').listIndexes().toArray();
+  t.ok(indexes.some((index) => JSON.stringify(index.key) === JSON.stringify(LIST_INDEX.key)), JSON.stringify(indexes.map((i) => i.key)));
+});
+
+t.test('health and metrics are public, under both prefixes; unknown routes are a JSON 404', async (t) => {
+  const chat = await startChat(t);
+  for (const prefix of ['', '/chat']) {
+    const health = await call(chat.url, 'GET', `${prefix}/health`, undefined);
+    t.same([health.status, health.body], [200, { status: 'ok' }]);
+    const metrics = await fetch(`${chat.url}${prefix}/metrics`);
+    t.equal(metrics.status, 200);
+    const text = await metrics.text();
+    for (const series of [
+      'chat_streams_started_total',
+      'chat_streams_completed_total',
+      'chat_streams_failed_total{reason="agent_error"',
+      'chat_streams_completed_after_disconnect_total',
+      'chat_agent_errors_total{reason="unreachable"',
+      'chat_store_append_seconds_bucket',
+      'chat_active_streams',
+    ]) {
+      t.match(text, series, `${prefix}/metrics has ${series} from startup`);
+    }
+  }
+  const nowhere = await call(chat.url, 'GET', '/nowhere', 'ana');
+  t.same([nowhere.status, (nowhere.body as { type: string }).type], [404, 'Not Found']);
+});
