@@ -134,7 +134,7 @@ export class KafkaAlertConsumer {
       this.consumer = consumer;
       logger.info({ topic: this.topic, groupId: this.groupId }, 'alert consumer running');
     } catch (err) {
-      logger.error({ error: describeError(err), topic: this.topic }, `Kafka unreachable; retrying in ${this.options.reconnectMs ?? 5000} ms`);
+      logger.error({ error: describeError(err), topic: this.topic }, `alert consumer could not start; retrying in ${this.options.reconnectMs ?? 5000} ms`);
       await consumer.disconnect().catch(() => undefined);
       this.scheduleReconnect();
     }

@@ -1,0 +1,106 @@
+/**
+ * The local servers (`bash tools/stack up`) and per-test isolation: a unique MongoDB database, unique
+ * Kafka topics and groups, unique Redis key prefixes and channels. Everything is removed at teardown.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { MongoClient, type Db } from 'mongodb';
+
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export const STACK = {
+  mongoUri: process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel',
+  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:56379',
+  kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(','),
+};
+
+/** `prefix-<random>`: unique across parallel test files and repeated runs. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(5).toString('hex')}`;
+}
+
+/** A fresh database, dropped at teardown, with its client. */
+export async function freshMongo(t: Teardown): Promise<{ client: MongoClient; db: Db; uri: string }> {
+  const name = uniqueName('notif_test').replace(/-/g, '_');
+  const base = new URL(STACK.mongoUri);
+  base.pathname = `/${name}`;
+  const client = new MongoClient(base.toString(), { serverSelectionTimeoutMS: 10_000 });
+  await client.connect();
+  const db = client.db(name);
+  t.teardown(async () => {
+    await db.dropDatabase().catch(() => undefined);
+    await client.close();
+  });
+  return { client, db, uri: base.toString() };
+}
+
+/** A Redis client closed at teardown. */
+export function redisClient(t: Teardown, options: { autoPipelining?: boolean } = {}): Redis {
+  const redis = new Redis(STACK.redisUrl, { enableAutoPipelining: options.autoPipelining ?? true });
+  t.teardown(() => redis.quit().catch(() => redis.disconnect()));
+  return redis;
+}
+
+/** Deletes every key under a prefix (never FLUSHALL: other test files share the server). */
+export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+/** Subscribes to a channel and keeps every message, parsed as JSON. */
+export async function channelRecorder(t: Teardown, channel: string): Promise<{ messages: unknown[]; raw: string[] }> {
+  const subscriber = new Redis(STACK.redisUrl);
+  const raw: string[] = [];
+  const messages: unknown[] = [];
+  subscriber.on('message', (from: string, message: string) => {
+    if (from !== channel) return;
+    raw.push(message);
+    messages.push(JSON.parse(message));
+  });
+  await subscriber.subscribe(channel);
+  t.teardown(() => subscriber.quit().catch(() => subscriber.disconnect()));
+  return { messages, raw };
+}
+
+export function kafka(): Kafka {
+  return new Kafka({ clientId: uniqueName('notif-test'), brokers: STACK.kafkaBrokers, logLevel: logLevel.NOTHING });
+}
+
+/** A fresh topic with `partitions` partitions, deleted at teardown, and an admin client. */
+export async function freshTopic(t: Teardown, prefix: string, partitions: number): Promise<{ topic: string; admin: Admin }> {
+  const admin = kafka().admin();
+  await admin.connect();
+  const topic = uniqueName(prefix);
+  await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  t.teardown(async () => {
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+  });
+  return { topic, admin };
+}
+
+/** A connected producer, disconnected at teardown. */
+export async function producer(t: Teardown): Promise<Producer> {
+  const p = kafka().producer({ allowAutoTopicCreation: false });
+  await p.connect();
+  t.teardown(() => p.disconnect());
+  return p;
+}
+
+/** Polls until `check` returns a value that is not undefined/false, or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
