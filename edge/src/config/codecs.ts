@@ -1,0 +1,135 @@
+/**
+ * io-ts building blocks for the gateway config: closed objects (an unknown key is an error that says what
+ * to write instead), and value kinds whose names read as the expectation in `path: expected X, got Y`.
+ */
+import { isIP } from 'node:net';
+import * as t from 'io-ts';
+import { looksLikeIdentifier } from '../report/identifiers.js';
+
+/** `accessPoints[2].snmp`: the keys of a context, skipping union and intersection member indexes. */
+export function pathOf(context: t.Context): string {
+  let out = '';
+  for (let i = 1; i < context.length; i++) {
+    const parent = context[i - 1]?.type as unknown as { _tag?: string };
+    const key = context[i]?.key ?? '';
+    if (key === '' || parent._tag === 'UnionType' || parent._tag === 'IntersectionType') continue;
+    if (parent._tag === 'ArrayType' || parent._tag === 'ReadonlyArrayType') out += `[${key}]`;
+    else out += out ? `.${key}` : key;
+  }
+  return out || '(root)';
+}
+
+/** What to say about a key that is not accepted: a replacement, or why it is refused. */
+export type KeyAdvice = Readonly<Record<string, string>>;
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
+
+type Shape<R extends t.Props, O extends t.Props> = { [K in keyof R]: t.TypeOf<R[K]> } & { [K in keyof O]?: t.TypeOf<O[K]> };
+
+/**
+ * An object codec with required and optional keys that refuses any other key. `advice` maps refused keys
+ * to a message (e.g. an inline secret: "put it in a file and set communityFile"). The refused value is
+ * never echoed, since it may be a secret. Decoding returns only the declared keys.
+ */
+export function closed<R extends t.Props, O extends t.Props>(name: string, required: R, optional: O, advice: KeyAdvice = {}) {
+  const allowed = [...Object.keys(required), ...Object.keys(optional)];
+  const is = (u: unknown): u is Shape<R, O> =>
+    isRecord(u) &&
+    Object.keys(u).every((k) => allowed.includes(k)) &&
+    Object.entries(required).every(([k, c]) => c.is(u[k])) &&
+    Object.entries(optional).every(([k, c]) => u[k] === undefined || c.is(u[k]));
+  return new t.Type<Shape<R, O>, Shape<R, O>, unknown>(
+    name,
+    is,
+    (input, context) => {
+      if (!isRecord(input)) return t.failure(input, context);
+      const errors: t.ValidationError[] = [];
+      const out: Record<string, unknown> = {};
+      const field = (key: string, codec: t.Mixed) => {
+        const result = codec.validate(input[key], t.appendContext(context, key, codec, input[key]));
+        if (result._tag === 'Left') errors.push(...result.left);
+        else out[key] = result.right;
+      };
+      for (const [key, codec] of Object.entries(required)) field(key, codec);
+      for (const [key, codec] of Object.entries(optional)) if (input[key] !== undefined) field(key, codec);
+      for (const key of Object.keys(input)) {
+        if (allowed.includes(key)) continue;
+        const at = pathOf(context);
+        const message = advice[key] ?? `unknown key; expected one of ${allowed.join(', ')}`;
+        errors.push({ value: undefined, context, message: `${at === '(root)' ? '' : `${at}.`}${key}: ${message}` });
+      }
+      return errors.length > 0 ? t.failures(errors) : t.success(out as Shape<R, O>);
+    },
+    t.identity,
+  );
+}
+
+/** `codec`, where an empty YAML value (null) stands for `{}`. */
+export function emptyAllowed<A>(codec: t.Type<A, A, unknown>) {
+  return new t.Type<A, A, unknown>(codec.name, codec.is, (u, c) => codec.validate(u === null ? {} : u, c), t.identity);
+}
+
+/** A refinement with a readable expectation as its name. */
+function kind<A>(name: string, base: t.Type<A, A, unknown>, ok: (a: A) => boolean) {
+  return new t.Type<A, A, unknown>(
+    name,
+    (u): u is A => base.is(u) && ok(u),
+    (u, c) => (base.is(u) && ok(u) ? t.success(u) : t.failure(u, c)),
+    t.identity,
+  );
+}
+
+export const PositiveSeconds = kind('a positive number of seconds', t.number, (n) => Number.isFinite(n) && n > 0);
+export const PositiveInt = kind('a positive integer', t.number, (n) => Number.isSafeInteger(n) && n >= 1);
+export const NonNegativeNumber = kind('a number of dB, 0 or more', t.number, (n) => Number.isFinite(n) && n >= 0);
+export const PositiveFactor = kind('a positive number (devices per person, e.g. 1.5)', t.number, (n) => Number.isFinite(n) && n > 0);
+export const Port = kind('a port number (1-65535)', t.number, (n) => Number.isInteger(n) && n >= 1 && n <= 65535);
+export const FilePath = kind('a file path', t.string, (s) => s.trim().length > 0 && !s.includes('\0'));
+
+const HOST_LABEL = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
+/** A DNS name or an IPv4/IPv6 address. */
+export const Hostname = kind('a hostname', t.string, (s) => isIP(s) !== 0 || (s.length <= 253 && s.replace(/\.$/, '').split('.').every((l) => HOST_LABEL.test(l))));
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/;
+/**
+ * A name that is sent off the gateway (building, zone, AP): letters, digits, space, dot, dash,
+ * underscore. It must not look like an identifier (MAC, UUID, long hex), so `ledger audit` can prove
+ * every exported value is an aggregate.
+ */
+export const ExportedName = kind(
+  'a name of letters, digits, spaces, dots, dashes or underscores (at most 128) that does not look like a MAC, UUID or hash',
+  t.string,
+  (s) => NAME.test(s) && !looksLikeIdentifier(s),
+);
+
+export const HttpUrl = kind('an http:// or https:// URL', t.string, (s) => {
+  try {
+    const url = new URL(s);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+  } catch {
+    return false;
+  }
+});
+
+/** `host:port` for a local listener, e.g. 127.0.0.1:9464. */
+export const ListenAddress = kind('an address as host:port, e.g. 127.0.0.1:9464', t.string, (s) => {
+  const m = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d+)$/.exec(s);
+  if (!m) return false;
+  const port = Number(m[2]);
+  return port >= 0 && port <= 65535 && Hostname.is(m[1]!.replace(/^\[|\]$/g, ''));
+});
+
+/** A SHA-256 host key fingerprint, as `ssh-keygen -l` prints it (the `SHA256:` prefix is optional). */
+export const HostKeySha256 = kind('a SHA-256 host key fingerprint (43 base64 characters, as ssh-keygen -l prints)', t.string, (s) =>
+  /^(SHA256:)?[A-Za-z0-9+/]{43}=?$/.test(s),
+);
+
+export const LogLevel = t.keyof({ fatal: null, error: null, warn: null, info: null, debug: null, trace: null, silent: null }, 'one of fatal, error, warn, info, debug, trace, silent');
+
+/** YAML reads `3` as a number and `2c` as a string; both spellings are accepted. */
+export const SnmpVersion = new t.Type<'2c' | '3', '2c' | '3', unknown>(
+  'an SNMP version: 2c or 3',
+  (u): u is '2c' | '3' => u === '2c' || u === '3',
+  (u, c) => (u === '2c' || u === '3' ? t.success(u) : u === 3 ? t.success('3') : t.failure(u, c)),
+  t.identity,
+);

@@ -1,0 +1,17 @@
+/** The dialects a config may name: those shipped in firmware-bindings/access-points. */
+import { loadDialects, type DialectCatalog } from '../poll/dialects.js';
+import type { DialectInfo } from './load.js';
+
+/** What the config checks need of each dialect in a catalog. */
+export function dialectInfoOf(catalog: DialectCatalog): Map<string, DialectInfo> {
+  const out = new Map<string, DialectInfo>();
+  for (const [name, dialect] of catalog) {
+    out.set(name, { transport: dialect.transport, controller: dialect.transport === 'snmp' && dialect.controller });
+  }
+  return out;
+}
+
+/** The shipped dialects (throws DialectError listing every broken dialect file). */
+export function shippedDialects(): Map<string, DialectInfo> {
+  return dialectInfoOf(loadDialects());
+}

@@ -1,0 +1,283 @@
+/**
+ * Reads the gateway's YAML config once, at start, and reports every problem at once with its path:
+ * YAML syntax, shapes and kinds, cross-field rules, dialects, and secret files.
+ */
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { formatErrors } from '../../../shared/kinds.js';
+import type { AccessPoint } from '../poll/types.js';
+import type { TrackerConfig } from '../zones/types.js';
+import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
+import { EdgeConfigFile, type AccessPointConfig } from './schema.js';
+
+/** What the config needs to know of an AP dialect. */
+export interface DialectInfo {
+  transport: 'snmp' | 'ssh';
+  /** A controller answers for many APs, each mapped to a zone with apZones. */
+  controller?: boolean;
+}
+
+export interface EdgeConfig {
+  /** The file it was read from (absolute). */
+  source: string;
+  buildingId: string;
+  pollIntervalMs: number;
+  requestTimeoutMs: number;
+  stateDir: string;
+  /** Every zone, with its devices-per-person factor where set. */
+  zones: Array<{ id: string; devicesPerPerson?: number }>;
+  tracker: TrackerConfig;
+  ingest?: { url: string; secret: string; keyId?: string; timeoutMs: number };
+  metrics?: { host: string; port: number };
+  logLevel: string;
+  /** The APs with their secrets read from their files. */
+  accessPoints: AccessPoint[];
+}
+
+export type ConfigResult = { ok: true; config: EdgeConfig; warnings: string[] } | { ok: false; errors: string[] };
+
+export interface LoadOptions {
+  /** The dialects available, by name. */
+  dialects: ReadonlyMap<string, DialectInfo>;
+  /** Overrides tracker.frozenPolls (the `--frozen-polls` flag). */
+  frozenPolls?: number;
+  /** Default state directory when the file sets none (systemd's $STATE_DIRECTORY, else /var/lib/lintel-edge). */
+  defaultStateDir?: string;
+}
+
+const DEFAULT_INGEST_TIMEOUT_S = 5;
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
+
+/**
+ * Reads, checks and resolves a config file.
+ *
+ * @example
+ * const result = loadConfig('/etc/lintel-edge/config.yaml', { dialects });
+ * if (!result.ok) console.error(result.errors.join('\n'));
+ */
+export function loadConfig(path: string, options: LoadOptions): ConfigResult {
+  const source = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(source, 'utf8');
+  } catch (err) {
+    return { ok: false, errors: [`${path}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? 'error'})`] };
+  }
+  return parseConfig(text, source, options);
+}
+
+/** {@link loadConfig} over text already read; `source` anchors relative secret file paths. */
+export function parseConfig(text: string, source: string, options: LoadOptions): ConfigResult {
+  const doc = parseDocument(text, { uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      errors: doc.errors.map((e) => {
+        const at = e.linePos?.[0];
+        return `${at ? `line ${at.line}, column ${at.col}` : 'YAML'}: ${(e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '')}`;
+      }),
+    };
+  }
+  const raw: unknown = doc.toJS();
+  const baseDir = dirname(source);
+  const errors: string[] = [];
+  const warnings: string[] = [];
+
+  const decoded = EdgeConfigFile.decode(raw);
+  if (decoded._tag === 'Left') errors.push(...formatErrors(decoded.left));
+  errors.push(...crossCheck(raw, options, baseDir, warnings));
+  if (options.frozenPolls !== undefined && !(Number.isSafeInteger(options.frozenPolls) && options.frozenPolls >= 1)) {
+    errors.push(`--frozen-polls: expected a positive integer, got ${options.frozenPolls}`);
+  }
+  if (errors.length > 0 || decoded._tag === 'Left') return { ok: false, errors: [...new Set(errors)] };
+
+  const file = decoded.right;
+  const pollIntervalMs = Math.round(file.pollIntervalS * 1000);
+  const windowS = file.tracker?.transitionWindowS ?? 300;
+  const tracker: TrackerConfig = {
+    switchPolls: file.tracker?.switchPolls ?? DEFAULT_TRACKER_CONFIG.switchPolls,
+    switchMarginDb: file.tracker?.switchMarginDb ?? DEFAULT_TRACKER_CONFIG.switchMarginDb,
+    frozenPolls: options.frozenPolls ?? file.tracker?.frozenPolls ?? DEFAULT_TRACKER_CONFIG.frozenPolls,
+    absentPolls: file.tracker?.absentPolls ?? DEFAULT_TRACKER_CONFIG.absentPolls,
+    transitionWindowPolls: Math.max(1, Math.ceil(windowS / file.pollIntervalS)),
+  };
+  const config: EdgeConfig = {
+    source,
+    buildingId: file.buildingId,
+    pollIntervalMs,
+    requestTimeoutMs: Math.round(file.requestTimeoutS * 1000),
+    stateDir: file.stateDir ? resolve(baseDir, file.stateDir) : (options.defaultStateDir ?? '/var/lib/lintel-edge'),
+    zones: Object.entries(file.zones).map(([id, zone]) => (zone?.devicesPerPerson !== undefined ? { id, devicesPerPerson: zone.devicesPerPerson } : { id })),
+    tracker,
+    logLevel: file.logLevel ?? 'info',
+    accessPoints: file.accessPoints.map((ap) => resolveAccessPoint(ap, baseDir, options.dialects)),
+  };
+  if (file.ingest) {
+    config.ingest = {
+      url: file.ingest.url,
+      secret: readSecret(resolve(baseDir, file.ingest.secretFile)),
+      timeoutMs: Math.round((file.ingest.timeoutS ?? Math.min(DEFAULT_INGEST_TIMEOUT_S, file.pollIntervalS)) * 1000),
+      ...(file.ingest.keyId ? { keyId: file.ingest.keyId } : {}),
+    };
+  }
+  if (file.metrics) {
+    const m = /^(\[[0-9a-fA-F:]+\]|[^:]+):(\d+)$/.exec(file.metrics.listen)!;
+    config.metrics = { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+  }
+  return { ok: true, config, warnings };
+}
+
+/** A secret file's contents, without the trailing newline editors add. */
+function readSecret(path: string): string {
+  return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
+}
+
+function resolveAccessPoint(ap: AccessPointConfig, baseDir: string, dialects: ReadonlyMap<string, DialectInfo>): AccessPoint {
+  const file = (p: string) => resolve(baseDir, p);
+  const controller = dialects.get(ap.dialect)?.controller === true;
+  const zone = ap.zone ?? (controller ? Object.values(ap.apZones ?? {})[0] : undefined) ?? '';
+  const out: AccessPoint = { name: ap.name, zone, dialect: ap.dialect, target: { transport: 'snmp', host: ap.host, port: 161, version: '2c' } };
+  if (ap.apZones) out.apZones = { ...ap.apZones };
+  if (ap.transport === 'snmp' && ap.snmp) {
+    const s = ap.snmp;
+    out.target = {
+      transport: 'snmp',
+      host: ap.host,
+      port: s.port ?? 161,
+      version: s.version,
+      ...(s.communityFile ? { community: readSecret(file(s.communityFile)) } : {}),
+      ...(s.user !== undefined ? { user: s.user } : {}),
+      ...(s.authKeyFile ? { authProtocol: s.authProtocol ?? 'sha', authKey: readSecret(file(s.authKeyFile)) } : {}),
+      ...(s.privKeyFile ? { privProtocol: s.privProtocol ?? 'aes', privKey: readSecret(file(s.privKeyFile)) } : {}),
+    };
+  } else if (ap.transport === 'ssh' && ap.ssh) {
+    const s = ap.ssh;
+    out.target = {
+      transport: 'ssh',
+      host: ap.host,
+      port: s.port ?? 22,
+      username: s.username,
+      privateKey: readFileSync(file(s.privateKeyFile), 'utf8'),
+      ...(s.hostKeySha256 ? { hostKeySha256: s.hostKeySha256.replace(/^SHA256:/, '') } : {}),
+      ...(s.interface ? { interface: s.interface } : {}),
+    };
+  }
+  return out;
+}
+
+/**
+ * Rules across fields, run on the raw document so they are reported together with shape errors. Each
+ * check guards its own inputs; a value of the wrong kind is already reported by the codec.
+ */
+function crossCheck(raw: unknown, options: LoadOptions, baseDir: string, warnings: string[]): string[] {
+  if (!isRecord(raw)) return [];
+  const errors: string[] = [];
+  const { pollIntervalS, requestTimeoutS } = raw;
+  if (typeof pollIntervalS === 'number' && typeof requestTimeoutS === 'number' && requestTimeoutS > pollIntervalS) {
+    errors.push(`requestTimeoutS: expected at most pollIntervalS (${pollIntervalS}), got ${requestTimeoutS}; an AP request must end before the next tick`);
+  }
+  const ingest = raw.ingest;
+  if (isRecord(ingest)) {
+    if (typeof ingest.timeoutS === 'number' && typeof pollIntervalS === 'number' && ingest.timeoutS > pollIntervalS) {
+      errors.push(`ingest.timeoutS: expected at most pollIntervalS (${pollIntervalS}), got ${ingest.timeoutS}`);
+    }
+    checkSecretFile(ingest.secretFile, 'ingest.secretFile', baseDir, errors, warnings);
+  }
+  const zones = isRecord(raw.zones) ? new Set(Object.keys(raw.zones)) : undefined;
+  if (zones && zones.size === 0) errors.push('zones: expected at least one zone');
+  if (Array.isArray(raw.accessPoints)) {
+    if (raw.accessPoints.length === 0) errors.push('accessPoints: expected at least one access point');
+    const names = new Map<string, number>();
+    raw.accessPoints.forEach((ap, i) => {
+      if (!isRecord(ap)) return;
+      const at = `accessPoints[${i}]`;
+      if (typeof ap.name === 'string') {
+        const first = names.get(ap.name);
+        if (first !== undefined) errors.push(`${at}.name: "${ap.name}" is already the name of accessPoints[${first}]; names must be unique`);
+        else names.set(ap.name, i);
+      }
+      errors.push(...checkAccessPoint(ap, at, zones, options.dialects, baseDir, warnings));
+    });
+  }
+  return errors;
+}
+
+function checkAccessPoint(
+  ap: Record<string, unknown>,
+  at: string,
+  zones: ReadonlySet<string> | undefined,
+  dialects: ReadonlyMap<string, DialectInfo>,
+  baseDir: string,
+  warnings: string[],
+): string[] {
+  const errors: string[] = [];
+  const dialect = typeof ap.dialect === 'string' ? dialects.get(ap.dialect) : undefined;
+  if (typeof ap.dialect === 'string' && !dialect) {
+    errors.push(`${at}.dialect: expected one of ${[...dialects.keys()].sort().join(', ')}, got ${JSON.stringify(ap.dialect)}`);
+  }
+  const transport = ap.transport;
+  if (dialect && (transport === 'snmp' || transport === 'ssh') && dialect.transport !== transport) {
+    errors.push(`${at}.transport: the ${String(ap.dialect)} dialect is read over ${dialect.transport}, got ${transport}`);
+  }
+  if (transport === 'snmp' && ap.snmp === undefined) errors.push(`${at}.snmp: required for transport snmp (version and credentials files)`);
+  if (transport === 'ssh' && ap.ssh === undefined) errors.push(`${at}.ssh: required for transport ssh (username and privateKeyFile)`);
+  if (transport === 'snmp' && ap.ssh !== undefined) errors.push(`${at}.ssh: not used with transport snmp; remove it`);
+  if (transport === 'ssh' && ap.snmp !== undefined) errors.push(`${at}.snmp: not used with transport ssh; remove it`);
+
+  const checkZone = (zone: unknown, where: string) => {
+    if (typeof zone === 'string' && zones && !zones.has(zone)) {
+      errors.push(`${where}: "${zone}" is not a zone declared under zones (have: ${[...zones].join(', ')})`);
+    }
+  };
+  if (dialect?.controller) {
+    if (!isRecord(ap.apZones) || Object.keys(ap.apZones).length === 0) {
+      errors.push(`${at}.apZones: the ${String(ap.dialect)} dialect is a controller; map each AP behind it to a zone`);
+    }
+  } else if (dialect && ap.apZones !== undefined) {
+    errors.push(`${at}.apZones: only controller dialects use apZones; set zone instead`);
+  }
+  if (dialect && !dialect.controller && ap.zone === undefined) errors.push(`${at}.zone: required (the zone this AP covers)`);
+  checkZone(ap.zone, `${at}.zone`);
+  if (isRecord(ap.apZones)) for (const [name, zone] of Object.entries(ap.apZones)) checkZone(zone, `${at}.apZones.${name}`);
+
+  const snmp = ap.snmp;
+  if (isRecord(snmp)) {
+    const version = snmp.version === 3 ? '3' : snmp.version;
+    if (version === '2c' && snmp.communityFile === undefined) errors.push(`${at}.snmp.communityFile: required for SNMP v2c`);
+    if (version === '3') {
+      if (typeof snmp.user !== 'string' || snmp.user === '') errors.push(`${at}.snmp.user: required for SNMP v3`);
+      if (snmp.authKeyFile === undefined) errors.push(`${at}.snmp.authKeyFile: required for SNMP v3 (authNoPriv or authPriv)`);
+      if (snmp.communityFile !== undefined) errors.push(`${at}.snmp.communityFile: not used with SNMP v3; remove it`);
+    }
+    if (version === '2c') {
+      for (const key of ['user', 'authKeyFile', 'privKeyFile', 'authProtocol', 'privProtocol']) {
+        if (snmp[key] !== undefined) errors.push(`${at}.snmp.${key}: only used with SNMP v3; remove it or set version: 3`);
+      }
+    }
+    for (const key of ['communityFile', 'authKeyFile', 'privKeyFile']) checkSecretFile(snmp[key], `${at}.snmp.${key}`, baseDir, errors, warnings);
+  }
+  const ssh = ap.ssh;
+  if (isRecord(ssh)) checkSecretFile(ssh.privateKeyFile, `${at}.ssh.privateKeyFile`, baseDir, errors, warnings);
+  return errors;
+}
+
+/** A secret file must be a readable, non-empty regular file; one others can read is a warning. */
+function checkSecretFile(value: unknown, at: string, baseDir: string, errors: string[], warnings: string[]): void {
+  if (typeof value !== 'string' || value.trim() === '') return;
+  const path = resolve(baseDir, value);
+  try {
+    const stat = statSync(path);
+    if (!stat.isFile()) {
+      errors.push(`${at}: ${path} is not a regular file`);
+      return;
+    }
+    accessSync(path, constants.R_OK);
+    if (stat.size === 0) errors.push(`${at}: ${path} is empty`);
+    if ((stat.mode & 0o077) !== 0) warnings.push(`${at}: ${path} is readable by others (mode ${(stat.mode & 0o777).toString(8)}); chmod 600 it`);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    errors.push(`${at}: cannot read ${path} (${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? 'error')})`);
+  }
+}

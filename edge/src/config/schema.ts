@@ -1,0 +1,106 @@
+/**
+ * The shape of the gateway's YAML config. Secrets are file references only: an inline secret key is
+ * refused with the name of the key to use instead.
+ */
+import * as t from 'io-ts';
+import {
+  closed,
+  emptyAllowed,
+  ExportedName,
+  FilePath,
+  Hostname,
+  HostKeySha256,
+  HttpUrl,
+  ListenAddress,
+  LogLevel,
+  NonNegativeNumber,
+  Port,
+  PositiveFactor,
+  PositiveInt,
+  PositiveSeconds,
+  SnmpVersion,
+} from './codecs.js';
+
+const inline = (fileKey: string) => `inline secrets are not accepted; put the value in a file (mode 600) and set ${fileKey} to its path`;
+
+const Snmp = closed(
+  'the snmp settings (an object)',
+  { version: SnmpVersion },
+  {
+    port: Port,
+    communityFile: FilePath,
+    user: t.string,
+    authProtocol: t.keyof({ sha: null, md5: null }, 'one of sha, md5'),
+    authKeyFile: FilePath,
+    privProtocol: t.keyof({ aes: null, des: null }, 'one of aes, des'),
+    privKeyFile: FilePath,
+  },
+  {
+    community: inline('communityFile'),
+    authKey: inline('authKeyFile'),
+    authPassword: inline('authKeyFile'),
+    privKey: inline('privKeyFile'),
+    privPassword: inline('privKeyFile'),
+  },
+);
+
+const Ssh = closed(
+  'the ssh settings (an object)',
+  { username: t.string, privateKeyFile: FilePath },
+  { port: Port, hostKeySha256: HostKeySha256, interface: t.string },
+  { password: 'password login is not supported; use key authentication with privateKeyFile', privateKey: inline('privateKeyFile') },
+);
+
+export const AccessPointConfig = closed(
+  'an access point (an object)',
+  { name: ExportedName, host: Hostname, dialect: t.string, transport: t.keyof({ snmp: null, ssh: null }, 'one of snmp, ssh') },
+  { zone: ExportedName, snmp: Snmp, ssh: Ssh, apZones: t.record(t.string, ExportedName, 'a map from AP name (or MAC) to zone') },
+  { zones: 'use apZones (AP behind the controller → zone) or zone (this AP’s zone)', port: 'set the port inside the snmp or ssh block' },
+);
+export type AccessPointConfig = t.TypeOf<typeof AccessPointConfig>;
+
+const Zone = emptyAllowed(closed('a zone (an object, or empty)', {}, { devicesPerPerson: PositiveFactor }, { useDevicesPerPerson: 'set devicesPerPerson to the factor' }));
+
+const Tracker = closed(
+  'the tracker settings (an object)',
+  {},
+  {
+    switchPolls: PositiveInt,
+    switchMarginDb: NonNegativeNumber,
+    frozenPolls: PositiveInt,
+    absentPolls: PositiveInt,
+    transitionWindowS: PositiveSeconds,
+  },
+);
+
+const Ingest = closed(
+  'the ingest settings (an object)',
+  { url: HttpUrl, secretFile: FilePath },
+  { keyId: ExportedName, timeoutS: PositiveSeconds },
+  { secret: inline('secretFile'), signingSecret: inline('secretFile') },
+);
+
+export const EdgeConfigFile = closed(
+  'the configuration (a YAML mapping)',
+  {
+    buildingId: ExportedName,
+    pollIntervalS: PositiveSeconds,
+    requestTimeoutS: PositiveSeconds,
+    zones: t.record(ExportedName, Zone, 'a map from zone id to its settings'),
+    accessPoints: t.array(AccessPointConfig, 'a list of access points'),
+  },
+  {
+    stateDir: FilePath,
+    tracker: Tracker,
+    ingest: Ingest,
+    metrics: closed('the metrics settings (an object)', { listen: ListenAddress }, {}),
+    logLevel: LogLevel,
+  },
+  {
+    pollInterval: 'renamed to pollIntervalS (seconds)',
+    requestTimeout: 'renamed to requestTimeoutS (seconds)',
+    frozenPolls: 'set it under tracker: (tracker.frozenPolls)',
+    devicesPerPerson: 'set it per zone: zones.<zone>.devicesPerPerson',
+  },
+);
+export type EdgeConfigFile = t.TypeOf<typeof EdgeConfigFile>;

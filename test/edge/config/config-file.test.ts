@@ -1,0 +1,236 @@
+import t, { type Test } from 'tap';
+import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig, parseConfig, shippedDialects, type DialectInfo } from '../../../edge/src/config/index.js';
+
+const SAMPLE = new URL('../../../edge/config.sample.yaml', import.meta.url);
+
+const dialects = new Map<string, DialectInfo>([
+  ['aruba-aos', { transport: 'snmp' }],
+  ['cisco-wlc', { transport: 'snmp', controller: true }],
+  ['openwrt-iw', { transport: 'ssh' }],
+]);
+
+/** A directory holding the given secret files (mode 600). */
+function secrets(t: Test, files: Record<string, string>): string {
+  const dir = t.testdir({});
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(join(dir, name, '..'), { recursive: true });
+    writeFileSync(join(dir, name), content, { mode: 0o600 });
+  }
+  return dir;
+}
+
+const minimal = (extra = '') => `
+buildingId: hq
+pollIntervalS: 10
+requestTimeoutS: 5
+zones:
+  lobby:
+accessPoints:
+  - name: lobby-1
+    zone: lobby
+    dialect: aruba-aos
+    transport: snmp
+    host: 10.0.0.5
+    snmp: { version: 2c, communityFile: community }
+${extra}`;
+
+t.test('the sample config parses with the shipped dialects', async (t) => {
+  const dir = secrets(t, {
+    'secrets/ingest.key': 'ingest-signing-key\n',
+    'secrets/snmp-community': 'public\n',
+    'secrets/snmp-auth': 'auth-pass-phrase\n',
+    'secrets/snmp-priv': 'priv-pass-phrase\n',
+    'secrets/ssh/id_ed25519': '-----BEGIN OPENSSH PRIVATE KEY-----\nfake\n-----END OPENSSH PRIVATE KEY-----\n',
+  });
+  copyFileSync(SAMPLE, join(dir, 'config.yaml'));
+  const result = loadConfig(join(dir, 'config.yaml'), { dialects: shippedDialects() });
+  if (!result.ok) t.fail(result.errors.join('\n'));
+  t.ok(result.ok);
+  if (!result.ok) return;
+  const { config } = result;
+  t.equal(config.buildingId, 'hq-amsterdam');
+  t.equal(config.pollIntervalMs, 10_000);
+  t.equal(config.requestTimeoutMs, 5_000);
+  t.same(config.zones, [{ id: 'lobby', devicesPerPerson: 1.6 }, { id: 'cafe', devicesPerPerson: 1.4 }, { id: 'office-2f' }, { id: 'meeting-rooms' }]);
+  t.same(config.tracker, { switchPolls: 3, switchMarginDb: 8, frozenPolls: 30, absentPolls: 2, transitionWindowPolls: 30 });
+  t.same(config.ingest, { url: 'https://telemetry.example.net/ingest', secret: 'ingest-signing-key', keyId: 'gw-hq-amsterdam', timeoutMs: 5000 });
+  t.same(config.metrics, { host: '127.0.0.1', port: 9464 });
+  t.equal(config.accessPoints.length, 4);
+  t.same(config.accessPoints[0]!.target, { transport: 'snmp', host: '10.20.0.11', port: 161, version: '2c', community: 'public' });
+  t.same(config.accessPoints[1]!.target, {
+    transport: 'snmp',
+    host: '10.20.0.21',
+    port: 161,
+    version: '3',
+    user: 'lintel',
+    authProtocol: 'sha',
+    authKey: 'auth-pass-phrase',
+    privProtocol: 'aes',
+    privKey: 'priv-pass-phrase',
+  });
+  t.same(config.accessPoints[2]!.apZones, { 'AP-Office-2F-North': 'office-2f', 'AP-Office-2F-South': 'office-2f', 'AP-Meeting-1': 'meeting-rooms' });
+  const ssh = config.accessPoints[3]!.target;
+  t.equal(ssh.transport, 'ssh');
+  if (ssh.transport === 'ssh') {
+    t.equal(ssh.port, 22);
+    t.match(ssh.privateKey, /BEGIN OPENSSH PRIVATE KEY/);
+    t.equal(ssh.interface, 'phy0-ap0');
+  }
+});
+
+t.test('every problem is reported at once, each with its path', async (t) => {
+  const dir = secrets(t, {});
+  const text = `
+buildingId: ""
+pollIntervalS: 5
+requestTimeoutS: 8
+zones:
+  lobby:
+    devicesPerPerson: 0
+accessPoints:
+  - name: a1
+    zone: lobby
+    dialect: aruba-aos
+    transport: snmp
+    host: 10.0.0.1
+    snmp: { version: 1, communityFile: missing-file }
+  - name: a1
+    zone: kitchen
+    dialect: fritzbox
+    transport: ssh
+    host: 10.0.0.2
+    ssh: { username: root, privateKeyFile: key }
+  - name: a3
+    zone: lobby
+    dialect: openwrt-iw
+    transport: snmp
+    host: ""
+    colour: blue
+`;
+  const result = parseConfig(text, join(dir, 'config.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  const errors = result.errors;
+  t.comment(errors.join('\n'));
+  const expectLine = (pattern: RegExp | string) =>
+    t.ok(
+      errors.some((e) => (typeof pattern === 'string' ? e === pattern : pattern.test(e))),
+      `reports ${String(pattern)}`,
+    );
+  expectLine('accessPoints[2].host: expected a hostname, got ""');
+  expectLine(/^buildingId: expected a name/);
+  expectLine(/^requestTimeoutS: expected at most pollIntervalS \(5\), got 8/);
+  expectLine(/^zones\.lobby\.devicesPerPerson: expected a positive number/);
+  expectLine(/^accessPoints\[0\]\.snmp\.version: expected an SNMP version: 2c or 3, got 1$/);
+  expectLine(/^accessPoints\[0\]\.snmp\.communityFile: cannot read .*missing-file \(no such file\)$/);
+  expectLine(/^accessPoints\[1\]\.name: "a1" is already the name of accessPoints\[0\]/);
+  expectLine(/^accessPoints\[1\]\.dialect: expected one of aruba-aos, cisco-wlc, openwrt-iw, got "fritzbox"$/);
+  expectLine(/^accessPoints\[1\]\.zone: "kitchen" is not a zone declared under zones/);
+  expectLine(/^accessPoints\[1\]\.ssh\.privateKeyFile: cannot read/);
+  expectLine(/^accessPoints\[2\]\.transport: the openwrt-iw dialect is read over ssh, got snmp$/);
+  expectLine(/^accessPoints\[2\]\.snmp: required for transport snmp/);
+  expectLine(/^accessPoints\[2\]\.colour: unknown key; expected one of name, host, dialect, transport, zone/);
+  t.ok(errors.length >= 13);
+});
+
+t.test('requestTimeoutS may equal pollIntervalS but not exceed it', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const equal = parseConfig(minimal().replace('requestTimeoutS: 5', 'requestTimeoutS: 10'), join(dir, 'c.yaml'), { dialects });
+  t.ok(equal.ok);
+  const over = parseConfig(minimal().replace('requestTimeoutS: 5', 'requestTimeoutS: 10.5'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(over.ok);
+  if (!over.ok) t.match(over.errors, [/^requestTimeoutS: expected at most pollIntervalS \(10\), got 10\.5/]);
+});
+
+t.test('an inline secret is refused without echoing it', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const text = minimal().replace('snmp: { version: 2c, communityFile: community }', 'snmp: { version: 2c, community: s3cr3t-community }');
+  const result = parseConfig(`${text}\ningest: { url: "http://127.0.0.1:1/ingest", secret: hunter2-signing }\n`, join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  t.ok(result.errors.includes('accessPoints[0].snmp.community: inline secrets are not accepted; put the value in a file (mode 600) and set communityFile to its path'));
+  t.ok(result.errors.some((e) => e.startsWith('ingest.secret: inline secrets are not accepted')));
+  t.ok(result.errors.some((e) => e.startsWith('ingest.secretFile: required') || /ingest\.secretFile: expected a file path, got nothing/.test(e)));
+  t.notOk(result.errors.join('\n').includes('s3cr3t'), 'the community is not echoed');
+  t.notOk(result.errors.join('\n').includes('hunter2'), 'the signing secret is not echoed');
+});
+
+t.test('secrets are read from files relative to the config, trailing newline dropped', async (t) => {
+  const dir = secrets(t, { community: 'public\n', 'keys/ingest': 'k3y\n' });
+  const result = parseConfig(minimal('ingest: { url: "http://127.0.0.1:9/ingest", secretFile: keys/ingest }'), join(dir, 'c.yaml'), { dialects });
+  t.ok(result.ok);
+  if (!result.ok) return;
+  t.equal(result.config.ingest?.secret, 'k3y');
+  t.equal(result.config.ingest?.timeoutMs, 5000);
+  t.same(result.warnings, []);
+  t.equal(result.config.accessPoints[0]!.target.transport === 'snmp' && result.config.accessPoints[0]!.target.community, 'public');
+});
+
+t.test('a secret file others can read is a warning', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  chmodSync(join(dir, 'community'), 0o644);
+  const result = parseConfig(minimal(), join(dir, 'c.yaml'), { dialects });
+  t.ok(result.ok);
+  if (result.ok) t.match(result.warnings, [/accessPoints\[0\]\.snmp\.communityFile: .* is readable by others \(mode 644\); chmod 600 it/]);
+});
+
+t.test('a controller maps its APs to declared zones', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const controller = `
+  - name: wlc
+    dialect: cisco-wlc
+    transport: snmp
+    host: wlc.example.net
+    snmp: { version: 2c, communityFile: community }
+`;
+  const missing = parseConfig(minimal(controller), join(dir, 'c.yaml'), { dialects });
+  t.notOk(missing.ok);
+  if (!missing.ok) t.match(missing.errors, [/^accessPoints\[1\]\.apZones: the cisco-wlc dialect is a controller; map each AP behind it to a zone$/]);
+  const wrongZone = parseConfig(minimal(`${controller}    apZones: { AP-1: lobby, AP-2: roof }\n`), join(dir, 'c.yaml'), { dialects });
+  t.notOk(wrongZone.ok);
+  if (!wrongZone.ok) t.match(wrongZone.errors, [/^accessPoints\[1\]\.apZones\.AP-2: "roof" is not a zone declared under zones/]);
+  const good = parseConfig(minimal(`${controller}    apZones: { AP-1: lobby }\n`), join(dir, 'c.yaml'), { dialects });
+  t.ok(good.ok);
+  const plain = parseConfig(minimal().replace('    zone: lobby\n', '    zone: lobby\n    apZones: { x: lobby }\n'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(plain.ok);
+  if (!plain.ok) t.match(plain.errors, [/^accessPoints\[0\]\.apZones: only controller dialects use apZones/]);
+});
+
+t.test('names that look like identifiers are refused (the audit would flag them)', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const result = parseConfig(minimal().replace('name: lobby-1', 'name: 00-11-22-33-44-55'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (!result.ok) t.match(result.errors, [/^accessPoints\[0\]\.name: expected a name .* does not look like a MAC, UUID or hash/]);
+});
+
+t.test('YAML syntax errors name the line', async (t) => {
+  const result = parseConfig('buildingId: hq\nzones: [lobby\n', '/nowhere/c.yaml', { dialects });
+  t.notOk(result.ok);
+  if (!result.ok) t.match(result.errors[0], /^line \d+, column \d+: /);
+});
+
+t.test('--frozen-polls overrides tracker.frozenPolls; the window is in polls', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const result = parseConfig(minimal('tracker: { frozenPolls: 12, transitionWindowS: 95 }'), join(dir, 'c.yaml'), { dialects, frozenPolls: 4 });
+  t.ok(result.ok);
+  if (!result.ok) return;
+  t.equal(result.config.tracker.frozenPolls, 4);
+  t.equal(result.config.tracker.transitionWindowPolls, 10);
+  const bad = parseConfig(minimal(), join(dir, 'c.yaml'), { dialects, frozenPolls: 0 });
+  t.notOk(bad.ok);
+});
+
+t.test('a renamed key points to its replacement', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const result = parseConfig(minimal('pollInterval: 10'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (!result.ok) t.ok(result.errors.includes('pollInterval: renamed to pollIntervalS (seconds)'));
+});
+
+t.test('a missing config file is one clear error', async (t) => {
+  const result = loadConfig('/nonexistent/lintel.yaml', { dialects });
+  t.notOk(result.ok);
+  if (!result.ok) t.same(result.errors, ['/nonexistent/lintel.yaml: cannot read the config file (ENOENT)']);
+});
