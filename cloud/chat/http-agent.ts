@@ -74,6 +74,8 @@ export class HttpAgent implements AgentPort {
       throw unavailable(err);
     }
     const { statusCode, headers, body } = response;
+    // Destroying an unfinished body emits an abort error; reads report failures through the iterator.
+    body.on('error', () => undefined);
     const contentType = String(headers['content-type'] ?? '');
     if (statusCode !== 200 || !contentType.toLowerCase().startsWith('text/event-stream')) {
       body.destroy();

@@ -27,6 +27,8 @@ export interface AgentScript {
   omitFinal?: boolean;
   /** Raw `data:` payloads to send instead of tokens and final. */
   rawData?: string[];
+  /** Never send response headers (the connection stays open until the fake stops). */
+  neverAnswer?: boolean;
   /** Content type of the answer; text/event-stream unless set. */
   contentType?: string;
 }
@@ -113,6 +115,7 @@ export class FakeAgent {
   }
 
   private async answer(script: AgentScript, res: ServerResponse): Promise<void> {
+    if (script.neverAnswer) return;
     if (script.status !== undefined) {
       res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'scripted failure' }));
       return;
@@ -134,6 +137,8 @@ export class FakeAgent {
         return;
       }
       if (script.dropAfter === i) {
+        // Let the tokens already written leave first, then cut the connection mid-answer.
+        await new Promise<void>((resolve) => res.write('', () => resolve()));
         res.socket?.destroy();
         return;
       }

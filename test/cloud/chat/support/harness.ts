@@ -33,6 +33,7 @@ export interface StartOptions {
   heartbeatMs?: number;
   agentUrl?: string;
   idleTimeoutMs?: number;
+  responseTimeoutMs?: number;
   /** Share a database with another instance (a second replica). */
   db?: Db;
 }
@@ -61,7 +62,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   const httpAgent = new HttpAgent({
     baseUrl: options.agentUrl ?? agent.url,
     connectTimeoutMs: 1_000,
-    responseTimeoutMs: 5_000,
+    responseTimeoutMs: options.responseTimeoutMs ?? 5_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
   });
   cleanups.push(() => httpAgent.stop());

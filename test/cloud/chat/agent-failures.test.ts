@@ -1,0 +1,149 @@
+import t from 'tap';
+import { refusingUrl } from './support/fake-agent.js';
+import { openChatDatabase } from './support/mongo.js';
+import { answerOf, createConversation, getConversation, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
+
+async function nothingStored(t: Tap.Test, chat: ChatUnderTest, id: string): Promise<void> {
+  const stored = await getConversation(chat.url, 'ana', id);
+  t.equal(stored.messages?.length, 0, 'nothing of the exchange is stored');
+  t.equal(stored.title, 'New chat', 'not even the title');
+}
+
+t.test('an agent that refuses connections: 502 JSON, before any stream bytes', async (t) => {
+  const chat = await startChat(t, { agentUrl: await refusingUrl() });
+  const conversation = await createConversation(chat.url, 'ana');
+  const result = await send(chat.url, 'ana', conversation.id, 'anyone there?');
+  t.equal(result.status, 502);
+  t.match(result.headers.get('content-type'), /^application\/json/);
+  t.same(result.body, { type: 'Bad Gateway', message: 'agent is unreachable' });
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'unreachable' }), 1);
+  t.equal(await metricValue(chat.registry, 'chat_streams_started_total'), 0);
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('an agent answering an error status or no event stream: 502', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ status: 503 }, { status: 401 }, { contentType: 'application/json', tokens: ['x'] });
+  const unavailable = await send(chat.url, 'ana', conversation.id, 'q');
+  t.same([unavailable.status, unavailable.body], [502, { type: 'Bad Gateway', message: 'agent answered 503' }]);
+  const unauthorized = await send(chat.url, 'ana', conversation.id, 'q');
+  t.same([unauthorized.status, unauthorized.body], [502, { type: 'Bad Gateway', message: 'agent answered 401' }]);
+  const notStream = await send(chat.url, 'ana', conversation.id, 'q');
+  t.same([notStream.status, notStream.body], [502, { type: 'Bad Gateway', message: 'agent did not answer with an event stream' }]);
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'bad_status' }), 2);
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'not_event_stream' }), 1);
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('an agent that never answers: 502 after the response timeout', async (t) => {
+  const chat = await startChat(t, { responseTimeoutMs: 300 });
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ neverAnswer: true });
+  const result = await send(chat.url, 'ana', conversation.id, 'hello?');
+  t.same([result.status, result.body], [502, { type: 'Bad Gateway', message: 'agent did not answer in time' }]);
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'timeout' }), 1);
+});
+
+t.test('an error event mid-stream: the tokens so far, then an error frame, and nothing stored', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['Partial ', 'answer ', 'never'], failAfter: 2 });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(result.status, 200);
+  t.equal(answerOf(result), 'Partial answer ');
+  t.same(terminalOf(result), { type: 'error', error: 'agent_error', message: 'the agent could not answer this question' });
+  t.equal(result.frames.length, 3);
+  t.equal(result.frames[2]?.id, '3', 'the error frame carries the next id');
+  t.equal(await metricValue(chat.registry, 'chat_streams_failed_total', { reason: 'agent_error' }), 1);
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'stream_error' }), 1);
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('the agent connection dropping mid-stream: an error frame, nothing stored', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['one ', 'two ', 'three'], dropAfter: 2 });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(answerOf(result), 'one two ');
+  t.same(terminalOf(result), { type: 'error', error: 'agent_interrupted', message: 'agent connection broke in the middle of the answer' });
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('an agent that stalls mid-stream: an error frame after the idle timeout', async (t) => {
+  const chat = await startChat(t, { idleTimeoutMs: 300 });
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['thinking', ' forever'], holdAfter: 1 });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(answerOf(result), 'thinking');
+  t.same(terminalOf(result), { type: 'error', error: 'agent_timeout', message: 'agent stopped sending in the middle of the answer' });
+  t.equal(await metricValue(chat.registry, 'chat_streams_failed_total', { reason: 'agent_timeout' }), 1);
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('a stream that ends without its final event: an error frame', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['cut ', 'short'], omitFinal: true });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  t.same(terminalOf(result), { type: 'error', error: 'agent_incomplete', message: 'the agent ended the answer without its final event' });
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('malformed agent events: not JSON, a bad token, bad citations', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect(
+    { rawData: ['{"type":"token","text":"ok"}', 'not json'] },
+    { rawData: ['{"type":"token","text":7}'] },
+    { rawData: ['{"type":"token","text":"ok"}', '{"type":"final","citations":[{"chunk_id":"c","document_id":"d","source":"s","section_path":"not a list"}]}'] },
+    { rawData: ['[1,2]'] },
+  );
+  for (let i = 0; i < 4; i++) {
+    const result = await send(chat.url, 'ana', conversation.id, 'q');
+    const terminal = terminalOf(result);
+    t.equal(terminal?.type === 'error' && terminal.error, 'agent_malformed', `case ${i}: ${JSON.stringify(terminal)}`);
+  }
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('unknown agent event types are skipped', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ rawData: ['{"type":"token","text":"a"}', '{"type":"progress","step":"retrieval"}', '{"type":"token","text":"b"}', '{"type":"final","citations":[]}'] });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(answerOf(result), 'ab');
+  t.equal(terminalOf(result)?.type, 'done');
+});
+
+t.test('an answer that cannot be stored: empty, or over 8000 characters', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: [] }, { tokens: Array.from({ length: 30 }, () => 'x'.repeat(300)) });
+  const empty = await send(chat.url, 'ana', conversation.id, 'q');
+  t.same(terminalOf(empty), { type: 'error', error: 'answer_invalid', message: 'the agent returned an empty answer' });
+  const long = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(answerOf(long).length, 7800, 'relayed up to the limit');
+  t.same(terminalOf(long), { type: 'error', error: 'answer_invalid', message: 'the answer is longer than 8000 characters and cannot be stored' });
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('a store failure at the end: an error frame, and the conversation is as it was', async (t) => {
+  const shared = await openChatDatabase();
+  t.teardown(shared.drop);
+  const writer = await openChatDatabase();
+  const broken = writer.client.db(shared.db.databaseName);
+  const chat = await startChat(t, { db: broken });
+  const conversation = await createConversation(chat.url, 'ana');
+  let release!: () => void;
+  chat.agent.expect({ tokens: ['lost'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
+  const pending = send(chat.url, 'ana', conversation.id, 'q');
+  for (let i = 0; i < 500 && chat.agent.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await writer.client.close();
+  release();
+  const result = await pending;
+  t.same(terminalOf(result), { type: 'error', error: 'store_failed', message: 'the answer could not be stored; please send the question again' });
+  const stored = await shared.db.collection('conversations').findOne({});
+  t.same(stored?.messages, []);
+  await writer.drop();
+});
