@@ -1,0 +1,109 @@
+/**
+ * The relay loop: drains the alert outbox to Kafka. Ingest only writes the outbox and nudges the loop,
+ * so it never waits on Kafka. While Kafka is unreachable the loop retries every `retryMs` and the
+ * alerts wait in PostgreSQL; none is lost, and each is marked sent only once Kafka acknowledged it.
+ */
+import type { Logger } from 'pino';
+import { describeError } from '../../../shared/errors.js';
+import type { TelemetryMetrics } from '../metrics.js';
+import type { OutboxStore } from '../store/outbox.js';
+import type { AlertSink } from './kafka-alerts.js';
+
+export interface AlertRelayOptions {
+  outbox: OutboxStore;
+  sink: AlertSink;
+  logger: Logger;
+  metrics?: TelemetryMetrics;
+  /** Poll period when idle (alerts written by other replicas are picked up this often). Default 1000 ms. */
+  idleMs?: number;
+  /** Wait after a failure before trying again (the seed's broker reconnect: 5 s). */
+  retryMs?: number;
+  batchSize?: number;
+}
+
+export class AlertRelay {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = true;
+  private connected = false;
+  private healthy = true;
+  private wakeAgain = false;
+
+  constructor(private readonly options: AlertRelayOptions) {}
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** New alerts are in the outbox: relay them now rather than at the next poll (unless backing off). */
+  nudge(): void {
+    if (this.stopped || !this.healthy) return;
+    if (this.running) this.wakeAgain = true;
+    else this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+    if (this.connected) {
+      this.connected = false;
+      await this.options.sink.disconnect().catch(() => undefined);
+    }
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.running = this.tick().finally(() => {
+        this.running = undefined;
+      });
+    }, ms);
+  }
+
+  private async tick(): Promise<void> {
+    const { outbox, sink, logger, metrics } = this.options;
+    const batchSize = this.options.batchSize ?? 500;
+    let delay = this.options.idleMs ?? 1000;
+    let kafkaFailed = false;
+    try {
+      if (!this.connected) {
+        kafkaFailed = true;
+        await sink.connect();
+        this.connected = true;
+        kafkaFailed = false;
+        if (!this.healthy) logger.info('alert relay reconnected to Kafka');
+      }
+      for (;;) {
+        const sent = await outbox.relay(batchSize, async (messages) => {
+          try {
+            await sink.send(messages);
+          } catch (err) {
+            kafkaFailed = true;
+            throw err;
+          }
+        });
+        metrics?.alertsRelayed.inc(sent);
+        if (sent < batchSize || this.stopped) break;
+      }
+      this.healthy = true;
+      metrics?.outboxUnsent.set(await outbox.unsent());
+    } catch (err) {
+      this.healthy = false;
+      delay = this.options.retryMs ?? 5000;
+      metrics?.relayFailures.inc();
+      logger.warn({ error: describeError(err), kafka: kafkaFailed, retryMs: delay }, 'alert relay failed; alerts stay in the outbox');
+      if (kafkaFailed && this.connected) {
+        this.connected = false;
+        await sink.disconnect().catch(() => undefined);
+      }
+    }
+    if (this.stopped) return;
+    const again = this.wakeAgain && this.healthy;
+    this.wakeAgain = false;
+    this.schedule(again ? 0 : delay);
+  }
+}

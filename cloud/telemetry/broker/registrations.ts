@@ -1,0 +1,104 @@
+/**
+ * The registration consumer: reads `building-registrations` (topic and group are options) from the
+ * earliest offset of its group, and registers each building, its rooms and sensors, and its thresholds
+ * for every room at once. A malformed message is logged, counted and skipped; a storage failure is
+ * retried by kafkajs. Kafka being unreachable at start, or later, is retried every `retryMs`.
+ */
+import type { Consumer, Kafka } from 'kafkajs';
+import type { Logger } from 'pino';
+import { describeError } from '../../../shared/errors.js';
+import { parseRegistration } from '../domain/registration.js';
+import type { TelemetryMetrics } from '../metrics.js';
+import type { BuildingStore } from '../store/buildings.js';
+
+export interface RegistrationConsumerOptions {
+  kafka: Kafka;
+  store: Pick<BuildingStore, 'applyRegistration'>;
+  logger: Logger;
+  metrics?: TelemetryMetrics;
+  topic?: string;
+  groupId?: string;
+  retryMs?: number;
+}
+
+export class RegistrationConsumer {
+  private consumer: Consumer | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private connecting: Promise<void> | undefined;
+
+  constructor(private readonly options: RegistrationConsumerOptions) {}
+
+  get topic(): string {
+    return this.options.topic ?? 'building-registrations';
+  }
+
+  /** Starts consuming in the background; the service serves HTTP whether or not Kafka is up. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.connecting = this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.connecting;
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    await consumer?.disconnect().catch(() => undefined);
+  }
+
+  /** Handles one message value; exported through the class for tests of the message path. */
+  async handle(value: Buffer | null): Promise<'registered' | 'malformed'> {
+    const { logger, metrics, store } = this.options;
+    let input: unknown;
+    try {
+      input = JSON.parse(value?.toString('utf8') ?? '');
+    } catch {
+      logger.warn({ topic: this.topic }, 'registration is not JSON; skipped');
+      metrics?.registrations.inc({ outcome: 'malformed' });
+      return 'malformed';
+    }
+    const parsed = parseRegistration(input);
+    if (!parsed.ok) {
+      logger.warn({ topic: this.topic, problems: parsed.errors.slice(0, 20) }, 'registration is invalid; skipped');
+      metrics?.registrations.inc({ outcome: 'malformed' });
+      return 'malformed';
+    }
+    await store.applyRegistration(parsed.value);
+    metrics?.registrations.inc({ outcome: 'registered' });
+    logger.info({ buildingId: parsed.value.buildingId, rooms: parsed.value.rooms.length, sensors: parsed.value.sensors.length }, 'building registered');
+    return 'registered';
+  }
+
+  private async connect(): Promise<void> {
+    const { kafka, logger } = this.options;
+    const consumer = kafka.consumer({ groupId: this.options.groupId ?? 'telemetry-registrations', retry: { retries: 5, initialRetryTime: 300 } });
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topic: this.topic, fromBeginning: true });
+      consumer.on(consumer.events.CRASH, (event) => {
+        if (event.payload.restart || this.stopped) return;
+        logger.warn({ error: describeError(event.payload.error) }, 'registration consumer crashed; reconnecting');
+        void consumer.disconnect().catch(() => undefined);
+        this.retryLater();
+      });
+      await consumer.run({ eachMessage: async ({ message }) => void (await this.handle(message.value)) });
+      this.consumer = consumer;
+      if (this.stopped) await consumer.disconnect().catch(() => undefined);
+    } catch (err) {
+      await consumer.disconnect().catch(() => undefined);
+      if (this.stopped) return;
+      logger.warn({ error: describeError(err), retryMs: this.options.retryMs ?? 5000 }, 'registration consumer cannot reach Kafka; retrying');
+      this.retryLater();
+    }
+  }
+
+  private retryLater(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.connecting = this.connect();
+    }, this.options.retryMs ?? 5000);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * An ingest batch `{batchId?, readings: [...]}`: its shape, then every reading against its metric
+ * declaration. A batch is all-or-nothing, so every problem of every reading is reported at once.
+ */
+import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
+import { validateReading, type Reading } from '../../../shared/catalog/validate.js';
+import { NonEmptyString, describeValue } from '../../../shared/kinds.js';
+import { DAY_MS, HOUR_MS } from './utc.js';
+
+/** One problem of one reading; `index` is null for a problem of the batch itself. */
+export interface ReadingError {
+  index: number | null;
+  field: string;
+  message: string;
+}
+
+/** A reading that passed its declaration, with the declaration. */
+export interface ValidReading {
+  reading: Reading;
+  metric: MetricDeclaration;
+}
+
+export interface BatchLimits {
+  /** Above this many readings the batch is 413. CONTRACTS.md: 5,000. */
+  maxReadings: number;
+  /** Raw readings are kept this long; an older reading could not be stored. 14 days. */
+  retentionMs: number;
+  /** How far ahead of the service's clock a reading may be dated. */
+  maxFutureMs: number;
+}
+
+export const DEFAULT_LIMITS: BatchLimits = { maxReadings: 5000, retentionMs: 14 * DAY_MS, maxFutureMs: 24 * HOUR_MS };
+
+/** Problems shown per answer; the count of the rest is still reported. */
+const MAX_REPORTED_ERRORS = 100;
+
+export type BatchShape =
+  | { ok: true; batchId: string | undefined; readings: unknown[] }
+  | { ok: false; status: 400 | 413; message: string; errors: ReadingError[] };
+
+/**
+ * Checks the envelope: an object with a `readings` array of at most `maxReadings` entries and an
+ * optional `batchId` (a non-empty string); no other key.
+ */
+export function shapeOfBatch(body: unknown, limits: BatchLimits = DEFAULT_LIMITS): BatchShape {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    return { ok: false, status: 400, message: 'expected a JSON object {batchId?, readings: [...]}', errors: [{ index: null, field: '(body)', message: `expected an object, got ${describeValue(body)}` }] };
+  }
+  const record = body as Record<string, unknown>;
+  const errors: ReadingError[] = [];
+  for (const key of Object.keys(record)) {
+    if (key !== 'batchId' && key !== 'readings') errors.push({ index: null, field: key, message: 'not a batch field (batchId, readings)' });
+  }
+  if (record.batchId !== undefined && !NonEmptyString.is(record.batchId)) {
+    errors.push({ index: null, field: 'batchId', message: `expected a non-empty string of at most 256 characters, got ${describeValue(record.batchId)}` });
+  }
+  if (!Array.isArray(record.readings)) {
+    errors.push({ index: null, field: 'readings', message: `expected an array of readings, got ${describeValue(record.readings)}` });
+  } else if (record.readings.length > limits.maxReadings) {
+    return {
+      ok: false,
+      status: 413,
+      message: `a batch holds at most ${limits.maxReadings} readings, got ${record.readings.length}`,
+      errors: [{ index: null, field: 'readings', message: `at most ${limits.maxReadings} readings` }],
+    };
+  } else if (record.readings.length === 0) {
+    errors.push({ index: null, field: 'readings', message: 'expected at least one reading' });
+  }
+  if (errors.length > 0) return { ok: false, status: 400, message: 'the batch is malformed; nothing was stored', errors };
+  return { ok: true, batchId: record.batchId as string | undefined, readings: record.readings as unknown[] };
+}
+
+export type BatchValidation =
+  | { ok: true; readings: ValidReading[] }
+  | { ok: false; status: 400; message: string; errors: ReadingError[] };
+
+/**
+ * Validates every reading by its metric declaration, and its timestamp against what can be stored:
+ * not older than the raw retention, not further ahead than `maxFutureMs`.
+ *
+ * @example
+ * validateBatch([{ type: 'peopleCount', buildingId: 'b', roomId: 'r', timestamp: now, peopleCount: -1 }], now);
+ * // { ok: false, status: 400, errors: [{ index: 0, field: 'peopleCount', message: 'expected a non-negative integer, got -1' }], ... }
+ */
+export function validateBatch(raw: readonly unknown[], now: number, limits: BatchLimits = DEFAULT_LIMITS): BatchValidation {
+  const readings: ValidReading[] = [];
+  const errors: ReadingError[] = [];
+  let invalid = 0;
+  raw.forEach((input, index) => {
+    const result = validateReading(input);
+    let problems = result.ok ? [] : result.errors;
+    if (result.ok) {
+      const ts = result.reading.timestamp;
+      if (ts < now - limits.retentionMs) {
+        problems = [{ field: 'timestamp', message: `older than the ${Math.round(limits.retentionMs / DAY_MS)}-day raw retention, so it cannot be stored` }];
+      } else if (ts > now + limits.maxFutureMs) {
+        problems = [{ field: 'timestamp', message: `more than ${Math.round(limits.maxFutureMs / HOUR_MS)} hours ahead of the service's clock; expected epoch milliseconds` }];
+      } else {
+        readings.push({ reading: result.reading, metric: result.metric });
+      }
+    }
+    if (problems.length > 0) {
+      invalid += 1;
+      for (const p of problems) if (errors.length < MAX_REPORTED_ERRORS) errors.push({ index, field: p.field, message: p.message });
+    }
+  });
+  if (invalid > 0) {
+    const shown = errors.length < MAX_REPORTED_ERRORS ? '' : ` (the first ${MAX_REPORTED_ERRORS} problems are listed)`;
+    return { ok: false, status: 400, message: `${invalid} of ${raw.length} readings are invalid; nothing was stored${shown}`, errors };
+  }
+  return { ok: true, readings };
+}
+
+/** A reading as a row: the key columns, the value, and every other declared field in the payload. */
+export interface ReadingRow {
+  buildingId: string;
+  roomId: string;
+  metric: string;
+  /** epoch ms */
+  ts: number;
+  value: number;
+  payload: Record<string, string | number>;
+}
+
+const COLUMN_FIELDS = new Set(['type', 'buildingId', 'roomId', 'timestamp']);
+
+/** The row a valid reading is stored as. */
+export function rowOf({ reading, metric }: ValidReading): ReadingRow {
+  const payload: Record<string, string | number> = {};
+  for (const [field, value] of Object.entries(reading)) {
+    if (!COLUMN_FIELDS.has(field) && field !== metric.value_field) payload[field] = value;
+  }
+  return { buildingId: reading.buildingId, roomId: reading.roomId, metric: metric.key, ts: reading.timestamp, value: reading[metric.value_field] as number, payload };
+}

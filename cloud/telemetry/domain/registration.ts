@@ -1,0 +1,85 @@
+/**
+ * A `building-registrations` message (CONTRACTS.md):
+ * `{buildingId, rooms: [roomId], thresholds: {<metric>: {<boundKey>: number}}, sensors: [{sensorId, roomId, metric, driver, endpoint}]}`.
+ */
+import * as t from 'io-ts';
+import { metricOf } from '../../../shared/catalog/metrics.js';
+import { Finite, NonEmptyString, decode } from '../../../shared/kinds.js';
+import type { RegisteredSensor } from '../../../shared/devices/adapter.js';
+
+const SensorCodec = t.type({
+  sensorId: NonEmptyString,
+  roomId: NonEmptyString,
+  metric: NonEmptyString,
+  driver: NonEmptyString,
+  endpoint: t.string,
+});
+
+const RegistrationCodec = t.intersection([
+  t.type({ buildingId: NonEmptyString }),
+  t.partial({
+    rooms: t.array(NonEmptyString),
+    thresholds: t.record(t.string, t.record(t.string, Finite)),
+    sensors: t.array(SensorCodec),
+  }),
+]);
+
+/** A checked registration. `rooms` also holds every room a sensor names. */
+export interface Registration {
+  buildingId: string;
+  rooms: string[];
+  thresholds: Array<{ metric: string; bounds: Record<string, number> }>;
+  sensors: RegisteredSensor[];
+}
+
+/** Why an endpoint cannot be registered, or undefined when it is an absolute http(s) URL. */
+function endpointProblem(endpoint: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return 'expected an absolute http:// or https:// URL';
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `expected an http:// or https:// URL, got a ${url.protocol} URL`;
+  if (url.search || url.hash) return 'an endpoint holds no query or fragment';
+  return undefined;
+}
+
+/**
+ * Decodes and checks a message: every problem is listed, with its path. Unknown metrics, bound keys
+ * that metric does not declare and endpoints that are not http(s) are refused.
+ *
+ * @example
+ * parseRegistration({ buildingId: 'b1', rooms: ['r1'], thresholds: { temperature: { maxTemperature: 26 } }, sensors: [] });
+ * // { ok: true, value: { buildingId: 'b1', rooms: ['r1'], thresholds: [{ metric: 'temperature', bounds: { maxTemperature: 26 } }], sensors: [] } }
+ */
+export function parseRegistration(input: unknown): { ok: true; value: Registration } | { ok: false; errors: string[] } {
+  const decoded = decode(RegistrationCodec, input);
+  if (!decoded.ok) return decoded;
+  const message = decoded.value;
+  const errors: string[] = [];
+  const thresholds: Registration['thresholds'] = [];
+  for (const [key, bounds] of Object.entries(message.thresholds ?? {})) {
+    const metric = metricOf(key);
+    if (!metric) {
+      errors.push(`thresholds.${key}: unknown metric`);
+      continue;
+    }
+    const declared = new Set(metric.bounds.map((b) => b.key));
+    for (const bound of Object.keys(bounds)) if (!declared.has(bound)) errors.push(`thresholds.${key}.${bound}: not a bound of ${key}`);
+    if (Object.keys(bounds).length > 0) thresholds.push({ metric: key, bounds: { ...bounds } });
+  }
+  const sensors: RegisteredSensor[] = [];
+  (message.sensors ?? []).forEach((sensor, i) => {
+    if (!metricOf(sensor.metric)) errors.push(`sensors[${i}].metric: unknown metric ${JSON.stringify(sensor.metric)}`);
+    const problem = endpointProblem(sensor.endpoint);
+    if (problem) errors.push(`sensors[${i}].endpoint: ${problem}`);
+    sensors.push({ buildingId: message.buildingId, sensorId: sensor.sensorId, roomId: sensor.roomId, metric: sensor.metric, driver: sensor.driver, endpoint: sensor.endpoint });
+  });
+  const ids = sensors.map((s) => s.sensorId);
+  const repeated = ids.filter((id, i) => ids.indexOf(id) !== i);
+  if (repeated.length > 0) errors.push(`sensors: sensorId ${JSON.stringify(repeated[0])} appears more than once`);
+  if (errors.length > 0) return { ok: false, errors };
+  const rooms = [...new Set([...(message.rooms ?? []), ...sensors.map((s) => s.roomId)])];
+  return { ok: true, value: { buildingId: message.buildingId, rooms, thresholds, sensors } };
+}

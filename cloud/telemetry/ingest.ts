@@ -1,0 +1,98 @@
+/**
+ * Ingest, once the signature is verified and the body parsed: check the envelope, answer a repeated
+ * batch id with its first result, validate every reading, find breaches, store everything in one
+ * transaction, then publish on Redis and nudge the alert relay without waiting for either.
+ */
+import type { Logger } from 'pino';
+import { HttpError, describeError } from '../../shared/errors.js';
+import type { Clock } from '../../shared/ttl-cache.js';
+import { alertsOf, boundsResolver } from './domain/alerts.js';
+import { DEFAULT_LIMITS, rowOf, shapeOfBatch, validateBatch, type BatchLimits } from './domain/batch.js';
+import type { ReadingPublisher } from './broker/redis-publisher.js';
+import type { TelemetryMetrics } from './metrics.js';
+import type { ReadingsStore } from './store/readings.js';
+
+export interface IngestServiceOptions {
+  store: ReadingsStore;
+  publisher: ReadingPublisher;
+  /** Called after a batch with alerts committed (the relay's nudge). */
+  onAlerts?: () => void;
+  metrics: TelemetryMetrics;
+  logger: Logger;
+  clock: Clock;
+  limits?: BatchLimits;
+}
+
+export interface IngestService {
+  /** Stores a parsed body signed with `keyId`'s key. Throws HttpError 400/413 for a rejected batch. */
+  ingest(keyId: string, body: unknown): Promise<{ accepted: number }>;
+  /** Waits for the Redis publications still in flight. */
+  drain(): Promise<void>;
+}
+
+export function createIngestService(options: IngestServiceOptions): IngestService {
+  const { store, publisher, metrics, logger } = options;
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const inFlight = new Set<Promise<void>>();
+
+  function publishLater(readings: Parameters<ReadingPublisher['publish']>[0]): void {
+    const publication = publisher
+      .publish(readings)
+      .catch((err) => {
+        metrics.publishFailures.inc();
+        logger.warn({ error: describeError(err), readings: readings.length }, 'publishing readings on Redis failed; they are stored');
+      })
+      .finally(() => inFlight.delete(publication));
+    inFlight.add(publication);
+  }
+
+  async function ingest(keyId: string, body: unknown): Promise<{ accepted: number }> {
+    const shape = shapeOfBatch(body, limits);
+    if (!shape.ok) {
+      metrics.batches.inc({ outcome: shape.status === 413 ? 'too_large' : 'invalid' });
+      throw new HttpError(shape.status, shape.message, { errors: shape.errors });
+    }
+    if (shape.batchId !== undefined) {
+      const first = await store.batchResult(keyId, shape.batchId);
+      if (first !== undefined) {
+        metrics.batches.inc({ outcome: 'duplicate' });
+        return { accepted: first };
+      }
+    }
+    const checked = validateBatch(shape.readings, options.clock(), limits);
+    if (!checked.ok) {
+      metrics.batches.inc({ outcome: 'invalid' });
+      throw new HttpError(400, checked.message, { errors: checked.errors });
+    }
+    const readings = checked.readings;
+    const buildings = [...new Set(readings.map((r) => r.reading.buildingId))];
+    const bounded = [...new Set(readings.filter((r) => r.metric.bounds.length > 0).map((r) => r.metric.key))];
+    const alerts = alertsOf(readings, boundsResolver(await store.thresholdsOf(buildings, bounded)));
+    const outcome = await store.store({ keyId, batchId: shape.batchId, rows: readings.map(rowOf), alerts });
+    if (outcome.kind === 'too_old') {
+      metrics.batches.inc({ outcome: 'invalid' });
+      throw new HttpError(400, `${outcome.indexes.length} of ${readings.length} readings are older than the raw data still kept; nothing was stored`, {
+        errors: outcome.indexes.slice(0, 100).map((index) => ({ index, field: 'timestamp', message: 'older than the raw data still kept' })),
+      });
+    }
+    if (outcome.kind === 'duplicate') {
+      metrics.batches.inc({ outcome: 'duplicate' });
+      return { accepted: outcome.accepted };
+    }
+    metrics.batches.inc({ outcome: 'accepted' });
+    metrics.readings.inc(outcome.inserted);
+    if (outcome.alerts > 0) {
+      metrics.alertsEnqueued.inc(outcome.alerts);
+      options.onAlerts?.();
+    }
+    publishLater(readings);
+    return { accepted: outcome.accepted };
+  }
+
+  return {
+    ingest,
+    async drain() {
+      await Promise.all([...inFlight]);
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Composition root of the telemetry service: read the environment, create the clients, wire the
+ * service, and stop cleanly on SIGTERM/SIGINT.
+ *
+ *   PORT=3000 DATABASE_URL=postgres://… REDIS_URL=redis://… KAFKA_BROKERS=host:9092 \
+ *   DIGITAL_TWIN_URL=http://twin:3000 INGEST_SIGNING_SECRET=current,previous PRIVACY_FLOOR=5 npm run telemetry
+ */
+import { Redis } from 'ioredis';
+import { Kafka } from 'kafkajs';
+import pg from 'pg';
+import { loadBindingCatalog } from '../../shared/devices/bindings.js';
+import { createBuildingDirectory } from '../../shared/directory.js';
+import { readEnv } from '../../shared/env.js';
+import { describeError } from '../../shared/errors.js';
+import { exitOnConfigError, runUntilSignal } from '../../shared/lifecycle.js';
+import { createLogger } from '../../shared/logger.js';
+import { kafkaLogCreator } from './broker/kafka-log.js';
+import { TELEMETRY_ENV } from './config.js';
+import { TelemetryService } from './service.js';
+
+async function main(): Promise<void> {
+  let env;
+  try {
+    env = readEnv(TELEMETRY_ENV);
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+  const logger = createLogger('telemetry', { level: env.LOG_LEVEL });
+  const catalog = await loadBindingCatalog();
+
+  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 20, connectionTimeoutMillis: 5000 });
+  pool.on('error', (err) => logger.error({ error: describeError(err) }, 'idle PostgreSQL connection failed'));
+
+  const redis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  let redisDown = false;
+  redis.on('error', (err) => {
+    if (!redisDown) logger.warn({ error: describeError(err) }, 'Redis unavailable; readings are stored but not published until it is back');
+    redisDown = true;
+  });
+  redis.on('ready', () => {
+    if (redisDown) logger.info('Redis is back');
+    redisDown = false;
+  });
+
+  const kafka = new Kafka({ clientId: 'telemetry', brokers: env.KAFKA_BROKERS, connectionTimeout: 3000, logCreator: kafkaLogCreator(logger) });
+  const directory = createBuildingDirectory({ baseUrl: env.DIGITAL_TWIN_URL, timeoutMs: 2000, cacheTtlMs: 15 * 60_000 });
+
+  const service = new TelemetryService(
+    { port: env.PORT, privacyFloor: env.PRIVACY_FLOOR, sharedKeys: env.INGEST_SIGNING_SECRET },
+    { pool, redis, kafka, directory, catalog, logger, clock: Date.now },
+  );
+  await runUntilSignal(service, logger);
+}
+
+main().catch((err) => {
+  process.stderr.write(`telemetry failed to start: ${describeError(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,78 @@
+/**
+ * The retention job: every `intervalMs`, roll closed hours up and drop raw day partitions older than
+ * the retention whose hours are all rolled up. "Now" comes from the injected clock.
+ */
+import type { Logger } from 'pino';
+import { COUNT_METRICS } from '../../shared/catalog/metrics.js';
+import { describeError } from '../../shared/errors.js';
+import type { Clock } from '../../shared/ttl-cache.js';
+import { DAY_MS } from './domain/utc.js';
+import type { TelemetryMetrics } from './metrics.js';
+import type { RetentionPolicy, RetentionReport } from './store/retention.js';
+
+export interface RetentionJobOptions {
+  store: { run(policy: RetentionPolicy): Promise<RetentionReport> };
+  /** Told about each dropped partition (the ingest store forgets it). */
+  onDropped?: (partition: string) => void;
+  clock: Clock;
+  privacyFloor: number;
+  retentionMs?: number;
+  intervalMs?: number;
+  logger: Logger;
+  metrics?: TelemetryMetrics;
+}
+
+export class RetentionJob {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = true;
+
+  constructor(private readonly options: RetentionJobOptions) {}
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One run at the clock's now. */
+  async runOnce(): Promise<RetentionReport> {
+    const retentionMs = this.options.retentionMs ?? 14 * DAY_MS;
+    const report = await this.options.store.run({
+      now: this.options.clock(),
+      retentionMs,
+      privacyFloor: this.options.privacyFloor,
+      countMetrics: COUNT_METRICS,
+      bookkeepingMs: retentionMs,
+    });
+    for (const name of report.dropped) this.options.onDropped?.(name);
+    this.options.metrics?.partitionsDropped.inc(report.dropped.length);
+    return report;
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .then(
+          (report) => {
+            this.options.metrics?.retentionRuns.inc({ outcome: 'ok' });
+            if (report.dropped.length > 0 || report.lateHours > 0) this.options.logger.info(report, 'rollup and retention ran');
+          },
+          (err) => {
+            this.options.metrics?.retentionRuns.inc({ outcome: 'failed' });
+            this.options.logger.error({ error: describeError(err) }, 'rollup and retention failed; will retry');
+          },
+        )
+        .finally(() => {
+          this.running = undefined;
+          if (!this.stopped) this.schedule(this.options.intervalMs ?? 5 * 60_000);
+        });
+    }, ms);
+  }
+}

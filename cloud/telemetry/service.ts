@@ -1,0 +1,143 @@
+/**
+ * The telemetry service's lifecycle: start() migrates, serves HTTP, and starts the alert relay, the
+ * registration consumer and the retention job; stop() undoes all of it and closes the connections.
+ */
+import http from 'node:http';
+import type { Kafka } from 'kafkajs';
+import type { Redis } from 'ioredis';
+import type { Pool } from 'pg';
+import type { Logger } from 'pino';
+import { createDeviceAdapter } from '../../shared/devices/adapter.js';
+import type { BindingCatalog } from '../../shared/devices/bindings.js';
+import type { BuildingDirectory } from '../../shared/directory.js';
+import { closeServer, listen, type Lifecycle } from '../../shared/lifecycle.js';
+import type { Clock } from '../../shared/ttl-cache.js';
+import { createApp } from './app.js';
+import { AlertRelay } from './broker/alert-relay.js';
+import { kafkaAlertSink } from './broker/kafka-alerts.js';
+import { DEFAULT_CHANNELS, createRedisPublisher, type ChannelNames } from './broker/redis-publisher.js';
+import { RegistrationConsumer } from './broker/registrations.js';
+import { createIngestService, type IngestService } from './ingest.js';
+import { createTelemetryMetrics, type TelemetryMetrics } from './metrics.js';
+import { RetentionJob } from './retention.js';
+import { createSigningKeys } from './signing-keys.js';
+import { PgBuildingStore } from './store/buildings.js';
+import { PgIngestKeyStore } from './store/ingest-keys.js';
+import { migrate } from './store/migrate.js';
+import { PgOutboxStore } from './store/outbox.js';
+import { PgReadingsStore } from './store/readings.js';
+import { PgRetentionStore } from './store/retention.js';
+import { PgThresholdStore } from './store/thresholds.js';
+
+export interface TelemetryConfig {
+  port: number;
+  host?: string;
+  privacyFloor: number;
+  /** INGEST_SIGNING_SECRET as a ring, current first. */
+  sharedKeys: readonly string[];
+  channels?: ChannelNames;
+  alertsTopic?: string;
+  registrationsTopic?: string;
+  registrationsGroup?: string;
+  /** Kafka reconnect period (relay and consumer). Default 5000 ms. */
+  brokerRetryMs?: number;
+  relayIdleMs?: number;
+  retentionIntervalMs?: number;
+  deviceTimeoutMs?: number;
+}
+
+/** Clients created by the composition root; the service closes them on stop. */
+export interface TelemetryClients {
+  pool: Pool;
+  redis: Redis;
+  kafka: Kafka;
+  directory: BuildingDirectory;
+  catalog: BindingCatalog;
+  logger: Logger;
+  clock: Clock;
+  metrics?: TelemetryMetrics;
+}
+
+export class TelemetryService implements Lifecycle {
+  private server: http.Server | undefined;
+  private parts: Array<{ stop(): Promise<void> }> = [];
+  private ingest: IngestService | undefined;
+  /** The bound HTTP port, once started. */
+  port = 0;
+
+  constructor(
+    private readonly config: TelemetryConfig,
+    private readonly clients: TelemetryClients,
+  ) {}
+
+  async start(): Promise<void> {
+    const { pool, redis, kafka, directory, catalog, logger, clock } = this.clients;
+    const { config } = this;
+    const metrics = this.clients.metrics ?? createTelemetryMetrics();
+    await migrate(pool);
+
+    const readings = new PgReadingsStore(pool);
+    const buildings = new PgBuildingStore(pool);
+    const relay = new AlertRelay({
+      outbox: new PgOutboxStore(pool),
+      sink: kafkaAlertSink(kafka, config.alertsTopic),
+      logger,
+      metrics,
+      ...(config.brokerRetryMs !== undefined ? { retryMs: config.brokerRetryMs } : {}),
+      ...(config.relayIdleMs !== undefined ? { idleMs: config.relayIdleMs } : {}),
+    });
+    const consumer = new RegistrationConsumer({
+      kafka,
+      store: buildings,
+      logger,
+      metrics,
+      ...(config.registrationsTopic !== undefined ? { topic: config.registrationsTopic } : {}),
+      ...(config.registrationsGroup !== undefined ? { groupId: config.registrationsGroup } : {}),
+      ...(config.brokerRetryMs !== undefined ? { retryMs: config.brokerRetryMs } : {}),
+    });
+    const retention = new RetentionJob({
+      store: new PgRetentionStore(pool),
+      onDropped: (name) => readings.forgetPartition(name),
+      clock,
+      privacyFloor: config.privacyFloor,
+      logger,
+      metrics,
+      ...(config.retentionIntervalMs !== undefined ? { intervalMs: config.retentionIntervalMs } : {}),
+    });
+    this.ingest = createIngestService({
+      store: readings,
+      publisher: createRedisPublisher(redis, config.channels ?? DEFAULT_CHANNELS),
+      onAlerts: () => relay.nudge(),
+      metrics,
+      logger,
+      clock,
+    });
+    const app = createApp({
+      ingest: this.ingest,
+      keys: createSigningKeys({ shared: config.sharedKeys, store: new PgIngestKeyStore(pool), clock }),
+      thresholds: new PgThresholdStore(pool),
+      buildings,
+      directory,
+      devices: createDeviceAdapter({ catalog, sensors: buildings, ...(config.deviceTimeoutMs !== undefined ? { timeoutMs: config.deviceTimeoutMs } : {}) }),
+      catalog,
+      metrics,
+      logger,
+    });
+    this.server = http.createServer(app);
+    this.port = await listen(this.server, config.port, config.host);
+    await relay.start();
+    await consumer.start();
+    await retention.start();
+    this.parts = [retention, consumer, relay];
+    logger.info({ port: this.port }, 'telemetry listening');
+  }
+
+  async stop(): Promise<void> {
+    if (this.server) await closeServer(this.server);
+    for (const part of this.parts) await part.stop();
+    this.parts = [];
+    await this.ingest?.drain();
+    await this.clients.redis.quit().catch(() => this.clients.redis.disconnect());
+    await this.clients.pool.end();
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * PostgreSQL adapter for the retention job: roll every closed UTC hour up into `readings_hourly`
+ * (applying the privacy floor to count metrics), then drop day partitions older than the retention
+ * whose hours are all rolled up. One transaction under the exclusive rollup lock.
+ */
+import type { Pool, PoolClient } from 'pg';
+import { dayOfPartition, droppablePartitions, floorHour } from '../domain/utc.js';
+import { ROLLUP_LOCK } from './locks.js';
+
+export interface RetentionPolicy {
+  /** The instant the job treats as now (injected in tests). */
+  now: number;
+  /** Raw readings are kept this long (14 days). */
+  retentionMs: number;
+  /** Count values strictly between 0 and the floor are not kept in retained buckets. */
+  privacyFloor: number;
+  /** Metric keys whose retained buckets obey the floor. */
+  countMetrics: readonly string[];
+  /** Sent outbox rows and batch ids are forgotten after this long. */
+  bookkeepingMs: number;
+}
+
+export interface RetentionReport {
+  /** Hour buckets written (new or recomputed). */
+  buckets: number;
+  /** Hours recomputed because late readings arrived after they were rolled up. */
+  lateHours: number;
+  dropped: string[];
+  watermark: number;
+}
+
+/**
+ * Aggregates one hour range. For count metrics, a min, max or avg strictly between 0 and the floor is
+ * stored as NULL, and so is the sum whenever it or the avg is (sum / count would give the avg back);
+ * `suppressed` says a value was withheld.
+ */
+function rollupSql(where: string): string {
+  const s = (v: string) => `(counted AND ${v} > 0 AND ${v} < $2)`;
+  return `
+WITH agg AS (
+  SELECT building_id, room_id, metric, date_trunc('hour', ts, 'UTC') AS hour,
+         count(*) AS n, min(value) AS mn, max(value) AS mx, sum(value) AS sm, avg(value) AS av,
+         metric = ANY($1::text[]) AS counted
+  FROM readings WHERE ${where}
+  GROUP BY building_id, room_id, metric, date_trunc('hour', ts, 'UTC')
+)
+INSERT INTO readings_hourly AS h (building_id, room_id, metric, hour, count, min, max, sum, avg, suppressed)
+SELECT building_id, room_id, metric, hour, n,
+       CASE WHEN ${s('mn')} THEN NULL ELSE mn END,
+       CASE WHEN ${s('mx')} THEN NULL ELSE mx END,
+       CASE WHEN ${s('sm')} OR ${s('av')} THEN NULL ELSE sm END,
+       CASE WHEN ${s('av')} THEN NULL ELSE av END,
+       ${s('mn')} OR ${s('mx')} OR ${s('sm')} OR ${s('av')}
+FROM agg
+ON CONFLICT (building_id, room_id, metric, hour) DO UPDATE
+SET count = EXCLUDED.count, min = EXCLUDED.min, max = EXCLUDED.max, sum = EXCLUDED.sum, avg = EXCLUDED.avg, suppressed = EXCLUDED.suppressed`;
+}
+
+const ROLLUP_WINDOW = rollupSql('ts < $4 AND ($3::timestamptz IS NULL OR ts >= $3)');
+const ROLLUP_PENDING = rollupSql(`date_trunc('hour', ts, 'UTC') = ANY($3::timestamptz[]) AND ts >= $4 AND ts < $5`);
+
+export class PgRetentionStore {
+  constructor(private readonly pool: Pool) {}
+
+  /** Rolls up, then drops what may be dropped. Returns what it did. */
+  async run(policy: RetentionPolicy): Promise<RetentionReport> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [ROLLUP_LOCK]);
+      const report = await this.rollUpAndDrop(client, policy);
+      await client.query('COMMIT');
+      await this.forget(policy);
+      return report;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async rollUpAndDrop(client: PoolClient, policy: RetentionPolicy): Promise<RetentionReport> {
+    const state = await client.query<{ watermark: Date | null }>('SELECT watermark FROM rollup_state');
+    const previous = state.rows[0]?.watermark ?? null;
+    const closed = floorHour(policy.now);
+    const params = [policy.countMetrics, policy.privacyFloor];
+    let buckets = 0;
+
+    const pending = (await client.query<{ hour: Date }>('SELECT hour FROM rollup_pending WHERE hour < $1 ORDER BY hour', [new Date(closed)])).rows.map((r) => r.hour);
+    if (pending.length > 0) {
+      const first = pending[0]!.getTime();
+      const last = pending[pending.length - 1]!.getTime() + 3_600_000;
+      buckets += (await client.query(ROLLUP_PENDING, [...params, pending, new Date(first), new Date(last)])).rowCount ?? 0;
+      await client.query('DELETE FROM rollup_pending WHERE hour = ANY($1::timestamptz[])', [pending]);
+    }
+    if (previous === null || previous.getTime() < closed) {
+      buckets += (await client.query(ROLLUP_WINDOW, [...params, previous, new Date(closed)])).rowCount ?? 0;
+      await client.query('UPDATE rollup_state SET watermark = $1', [new Date(closed)]);
+    }
+    const watermark = Math.max(previous?.getTime() ?? closed, closed);
+
+    const partitions = await client.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'readings'::regclass`,
+    );
+    const stillPending = (await client.query<{ hour: Date }>('SELECT hour FROM rollup_pending')).rows.map((r) => r.hour.getTime());
+    const dropped = droppablePartitions(
+      partitions.rows.map((r) => r.name),
+      policy.now,
+      policy.retentionMs,
+      { watermark, pendingHours: stillPending },
+    ).sort();
+    for (const name of dropped) {
+      // `name` matched readings_pYYYYMMDD in droppablePartitions, so it is a safe identifier.
+      await client.query(`DROP TABLE ${name}`);
+    }
+    if (dropped.length > 0) {
+      const horizon = Math.max(...dropped.map((name) => dayOfPartition(name)?.end ?? 0));
+      await client.query('UPDATE rollup_state SET retained_from = GREATEST(retained_from, $1::timestamptz)', [new Date(horizon)]);
+    }
+    return { buckets, lateHours: pending.length, dropped, watermark };
+  }
+
+  /** Bookkeeping that needs no lock: relayed alerts and old batch ids. */
+  private async forget(policy: RetentionPolicy): Promise<void> {
+    const before = new Date(policy.now - policy.bookkeepingMs);
+    await this.pool.query('DELETE FROM alert_outbox WHERE sent_at IS NOT NULL AND sent_at < $1', [before]);
+    await this.pool.query('DELETE FROM ingest_batches WHERE received_at < $1', [before]);
+  }
+}

@@ -1,0 +1,142 @@
+import t from 'tap';
+import { sign } from '../../../shared/hmac.js';
+import {
+  PREVIOUS_SECRET,
+  call,
+  countRows,
+  peopleReading,
+  postSigned,
+  startHarness,
+  subscribe,
+  temperatureReading,
+  until,
+} from './support/harness.js';
+
+t.test('a signed batch is validated, stored in one go, and published raw and filtered', async (t) => {
+  const h = await startHarness(t);
+  const messages = await subscribe(t, h.redisUrl, [h.channels.raw, `${h.channels.filteredPrefix}b1`]);
+  const now = h.clock.now;
+  const body = {
+    readings: [
+      temperatureReading('b1', 'r1', now - 2000, 21.5, { humidity: 40, sensorId: 's-1' }),
+      temperatureReading('b1', 'r2', now - 1000, 22),
+      peopleReading('b1', 'r1', now - 500, 1),
+    ],
+  };
+  const answer = await postSigned(h, body);
+  t.equal(answer.status, 200);
+  t.same(answer.json, { accepted: 3 });
+
+  const { rows } = await h.pool.query('SELECT building_id, room_id, metric, ts, value, payload FROM readings ORDER BY ts');
+  t.equal(rows.length, 3);
+  t.match(rows[0], { building_id: 'b1', room_id: 'r1', metric: 'temperature', value: 21.5, payload: { humidity: 40, sensorId: 's-1' } });
+  t.equal((rows[0].ts as Date).getTime(), now - 2000, 'ts is the reading timestamp (epoch ms)');
+  t.same(rows[1].payload, {}, 'no fields beyond the columns, empty payload');
+  t.match(rows[2], { metric: 'peopleCount', value: 1 }, 'live raw rows keep the true count of 1');
+
+  await until(() => messages.length === 6, 5000, 'six publications');
+  const raw = messages.filter((m) => m.channel === h.channels.raw).map((m) => m.message);
+  const filtered = messages.filter((m) => m.channel === `${h.channels.filteredPrefix}b1`).map((m) => m.message);
+  t.same(raw[0], body.readings[0], 'telemetry:raw carries the accepted reading');
+  t.same(filtered[2], { type: 'peopleCount', buildingId: 'b1', roomId: 'r1', timestamp: now - 500, peopleCount: 1 }, 'the filtered view keeps the true value');
+});
+
+t.test('the alias path /telemetry/ingest is the same route', async (t) => {
+  const h = await startHarness(t);
+  const answer = await postSigned(h, { readings: [peopleReading('b1', 'r1', h.clock.now, 4)] }, { path: '/telemetry/ingest' });
+  t.equal(answer.status, 200);
+  t.equal(await countRows(h.pool, 'readings'), 1);
+});
+
+t.test('signatures: over the exact bytes, by key ring or by X-Key-Id', async (t) => {
+  const h = await startHarness(t);
+  const body = JSON.stringify({ readings: [peopleReading('b1', 'r1', h.clock.now, 2)] });
+
+  const wrong = await call(`${h.url}/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-signature': sign(body, 'not-the-secret-at-all!') });
+  t.equal(wrong.status, 403);
+  t.equal(wrong.text, 'invalid signature');
+  t.match(wrong.contentType, /^text\/plain/);
+
+  const missing = await call(`${h.url}/ingest`, 'POST', body, { 'content-type': 'application/json' });
+  t.equal(missing.status, 403, 'no signature at all');
+
+  const reformatted = JSON.stringify(JSON.parse(body), null, 2);
+  const moved = await call(`${h.url}/ingest`, 'POST', reformatted, { 'content-type': 'application/json', 'x-signature': sign(body, 'shared-ingest-secret-0123456789') });
+  t.equal(moved.status, 403, 'the same JSON with other bytes does not match: the exact bytes are signed');
+  t.equal(await countRows(h.pool, 'readings'), 0, 'nothing stored by a rejected signature');
+
+  const previous = await postSigned(h, body, { secret: PREVIOUS_SECRET });
+  t.equal(previous.status, 200, 'the previous secret of the ring still verifies while gateways rotate');
+
+  const gatewaySecret = await h.keys.add('gw-lisbon-01', 'test gateway');
+  const perGateway = await postSigned(h, { readings: [peopleReading('b1', 'r2', h.clock.now, 3)] }, { keyId: 'gw-lisbon-01', secret: gatewaySecret });
+  t.equal(perGateway.status, 200, 'a per-gateway key chosen by X-Key-Id');
+
+  const sharedWithKeyId = await postSigned(h, { readings: [peopleReading('b1', 'r3', h.clock.now, 3)] }, { keyId: 'gw-lisbon-01' });
+  t.equal(sharedWithKeyId.status, 403, 'with X-Key-Id, the shared key is not accepted');
+
+  const unknownKey = await postSigned(h, { readings: [peopleReading('b1', 'r3', h.clock.now, 3)] }, { keyId: 'gw-nowhere', secret: gatewaySecret });
+  t.equal(unknownKey.status, 403, 'an unknown key id');
+
+  const oddKey = await postSigned(h, { readings: [peopleReading('b1', 'r3', h.clock.now, 3)] }, { keyId: "x' OR '1'='1", secret: gatewaySecret });
+  t.equal(oddKey.status, 403, 'a key id outside the allowed characters');
+
+  t.ok(await h.keys.revoke('gw-lisbon-01'));
+  const revoked = await postSigned(h, { readings: [peopleReading('b1', 'r3', h.clock.now, 3)] }, { keyId: 'gw-lisbon-01', secret: gatewaySecret });
+  t.equal(revoked.status, 403, 'a revoked key');
+  t.equal(await countRows(h.pool, 'readings'), 2);
+});
+
+t.test('a repeated batchId answers the first result and stores nothing twice', async (t) => {
+  const h = await startHarness(t);
+  const now = h.clock.now;
+  const batch = { batchId: 'gw1-000042', readings: [peopleReading('b1', 'r1', now, 7), peopleReading('b1', 'r2', now, 8)] };
+  const first = await postSigned(h, batch);
+  t.same(first.json, { accepted: 2 });
+
+  const again = await postSigned(h, batch);
+  t.equal(again.status, 200);
+  t.same(again.json, { accepted: 2 }, 'the first result');
+
+  const different = await postSigned(h, { batchId: 'gw1-000042', readings: [peopleReading('b1', 'r9', now, 1)] });
+  t.same(different.json, { accepted: 2 }, 'same batch id, other content: still the first result');
+  t.equal(await countRows(h.pool, 'readings'), 2, 'nothing stored twice');
+  t.equal(await countRows(h.pool, 'ingest_batches'), 1);
+
+  const racing = { batchId: 'gw1-000043', readings: Array.from({ length: 50 }, (_, i) => peopleReading('b2', `r${i}`, now, i)) };
+  const answers = await Promise.all(Array.from({ length: 6 }, () => postSigned(h, racing)));
+  t.same(answers.map((a) => a.status), [200, 200, 200, 200, 200, 200]);
+  t.same(new Set(answers.map((a) => JSON.stringify(a.json))), new Set([JSON.stringify({ accepted: 50 })]));
+  t.equal(await countRows(h.pool, 'readings'), 52, 'six concurrent copies of one batch are stored once');
+  const metric = await h.metrics.batches.get();
+  const count = (outcome: string) => metric.values.find((v) => v.labels.outcome === outcome)?.value;
+  t.equal(count('accepted'), 2);
+  t.equal(count('duplicate'), 7);
+});
+
+t.test('a reading already stored is not stored twice when sent without a batch id', async (t) => {
+  const h = await startHarness(t);
+  const reading = temperatureReading('b1', 'r1', h.clock.now, 20);
+  t.equal((await postSigned(h, { readings: [reading] })).status, 200);
+  t.equal((await postSigned(h, { readings: [reading, temperatureReading('b1', 'r1', h.clock.now + 1, 20)] })).status, 200);
+  t.equal(await countRows(h.pool, 'readings'), 2, 'keyed (building_id, room_id, metric, ts)');
+});
+
+t.test('GET /contracts serves the catalog from the shared declarations', async (t) => {
+  const h = await startHarness(t);
+  const answer = await call(`${h.url}/contracts`, 'GET');
+  t.equal(answer.status, 200);
+  const catalog = answer.json as Array<{ key: string; actions: Array<{ name: string }>; bounds: unknown[]; fields: unknown[]; interfaceName: string }>;
+  t.same(catalog.map((c) => c.key), ['temperature', 'peopleCount', 'airQuality', 'totalDeviceCount', 'ratioDeviceCount', 'zoneTransition', 'apClients']);
+  t.same(catalog[0]?.actions.map((a) => a.name), ['setTarget', 'increase', 'decrease']);
+  t.equal(catalog.find((c) => c.key === 'zoneTransition')?.interfaceName, 'IZoneTransition');
+});
+
+t.test('health and metrics', async (t) => {
+  const h = await startHarness(t);
+  t.same((await call(`${h.url}/health`, 'GET')).json, { status: 'ok' });
+  await postSigned(h, { readings: [peopleReading('b1', 'r1', h.clock.now, 2)] });
+  const metrics = await call(`${h.url}/metrics`, 'GET');
+  t.match(metrics.text, /telemetry_ingest_batches_total\{outcome="accepted",service="telemetry"\} 1/);
+  t.match(metrics.text, /telemetry_readings_stored_total\{service="telemetry"\} 1/);
+});
