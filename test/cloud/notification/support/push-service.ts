@@ -37,7 +37,13 @@ export class PushService {
       body: JSON.stringify(body ?? {}),
     });
     const text = await response.body.text();
-    return { status: response.statusCode, json: text ? (JSON.parse(text) as unknown) : undefined };
+    let json: unknown = text;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // plain-text answers (e.g. "OK") stay text
+    }
+    return { status: response.statusCode, json };
   }
 
   /** What `pushManager.subscribe({userVisibleOnly: true, applicationServerKey})` gives a browser. */

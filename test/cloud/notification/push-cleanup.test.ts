@@ -1,0 +1,139 @@
+/**
+ * Web Push delivery against web-push-testing: an expired subscription (410) is deleted by endpoint, a
+ * 404 too; other failures are logged and the subscription kept; one bad endpoint never stops the others;
+ * pushes run with bounded concurrency; without VAPID keys every push fails and is counted.
+ */
+import { createServer, type ServerResponse } from 'node:http';
+import t from 'tap';
+import { parseNotification } from '../../../shared/notification.js';
+import { closeServer, listen } from '../../../shared/lifecycle.js';
+import { COLLECTIONS } from '../../../cloud/notification/store.js';
+import { FakeDirectory } from './support/fake-directory.js';
+import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
+import { startPushService } from './support/push-service.js';
+import { uniqueName } from './support/stack.js';
+
+const directory = await new FakeDirectory().start();
+t.teardown(() => directory.stop());
+const push = await startPushService(t);
+const twin = claims('system:digital-twin', 'digital-twin');
+
+/** A push endpoint host that answers every push with one status, holding each request a moment, and records peak concurrency. */
+async function statusEndpoint(status: number, holdMs = 0) {
+  let inFlight = 0;
+  const stats = { calls: 0, peak: 0 };
+  const held = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    stats.calls += 1;
+    inFlight += 1;
+    stats.peak = Math.max(stats.peak, inFlight);
+    req.resume();
+    held.add(res);
+    setTimeout(() => {
+      inFlight -= 1;
+      held.delete(res);
+      res.writeHead(status).end();
+    }, holdMs);
+  });
+  const port = await listen(server, 0, '127.0.0.1');
+  t.teardown(() => closeServer(server));
+  return { base: `http://127.0.0.1:${port}/push/`, stats };
+}
+
+t.test('410 and 404 delete the subscription; other errors keep it; the good device still gets its message', async (t) => {
+  const h = await startHarness(t, { directory });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const ana = uniqueName('ana');
+  const anaClaims = claims(`sub-${ana}`, ana, [{ domainName: acme, role: 'member' }]);
+  const good = await push.subscribe(h.vapid!.publicKey);
+  const expired = await push.subscribe(h.vapid!.publicKey);
+  const otherKey = await push.subscribe(newVapid().publicKey);
+  const missing = await statusEndpoint(404);
+  const failing = await statusEndpoint(503);
+  const keys = good.keys;
+  const endpoints = {
+    good: good.endpoint,
+    expired: expired.endpoint,
+    otherKey: otherKey.endpoint,
+    missing: `${missing.base}a`,
+    failing: `${failing.base}b`,
+    closed: 'http://127.0.0.1:1/push/c',
+  };
+  for (const [what, endpoint] of Object.entries(endpoints)) {
+    const subscription = what === 'good' ? good : what === 'expired' ? expired : what === 'otherKey' ? otherKey : { endpoint, keys };
+    const res = await call(h.url, 'POST', '/subscribe', { claims: anaClaims, body: { subscription, domainName: acme } });
+    t.equal(res.status, 201, `subscribed ${what}`);
+  }
+  await push.expire(expired.clientHash);
+
+  const res = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building, title: 'Check-in', message: 'Lobby closed' } });
+  t.same(res, { status: 200, body: { domains: [acme], inApp: 1, push: 1 } });
+
+  const received = await push.messages(good.clientHash);
+  t.equal(received.length, 1);
+  const parsed = parseNotification(received[0]);
+  t.ok(parsed.ok, 'the decrypted payload is the shared notification schema');
+  if (parsed.ok) t.match(parsed.notification, { kind: 'manual', title: 'Check-in', message: 'Lobby closed', domainName: acme, buildingId: building });
+
+  const left = await h.db.collection(COLLECTIONS.devices).find({ accountName: ana }).toArray();
+  t.same(left.map((d) => d.endpoint).sort(), [endpoints.good, endpoints.otherKey, endpoints.failing, endpoints.closed].sort(), 'the 410 and 404 subscriptions are gone, the rest kept');
+  t.equal(await counterValue(h.metrics, 'notification_push_sent_total'), 1);
+  t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 2);
+  t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'rejected' }), 2, 'a VAPID key the push service refuses, and a 503');
+  t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'unreachable' }), 1);
+  t.equal(missing.stats.calls, 1);
+  t.equal(failing.stats.calls, 1);
+
+  const again = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
+  t.same(again.body, { domains: [acme], inApp: 1, push: 1 });
+  t.equal(missing.stats.calls, 1, 'a deleted subscription is not pushed again');
+  t.equal(failing.stats.calls, 2, 'a kept subscription is tried again');
+  t.equal((await push.messages(good.clientHash)).length, 2);
+});
+
+t.test('pushes run with bounded concurrency', async (t) => {
+  const h = await startHarness(t, { directory });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const slow = await statusEndpoint(201, 40);
+  const template = await push.subscribe(h.vapid!.publicKey);
+  for (let i = 0; i < 30; i++) {
+    const account = uniqueName('user');
+    const res = await call(h.url, 'POST', '/subscribe', {
+      claims: claims(`sub-${account}`, account, [{ domainName: acme, role: 'member' }]),
+      body: { subscription: { endpoint: `${slow.base}${i}`, keys: template.keys }, domainName: acme },
+    });
+    t.equal(res.status, 201);
+  }
+  const res = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
+  t.same(res.body, { domains: [acme], inApp: 1, push: 30 });
+  t.equal(slow.stats.calls, 30);
+  t.ok(slow.stats.peak <= 8, `at most 8 pushes in flight (the harness pool), saw ${slow.stats.peak}`);
+  t.ok(slow.stats.peak > 1, 'pushes do run concurrently');
+});
+
+t.test('without VAPID keys every push fails and is counted; in-app still works', async (t) => {
+  const h = await startHarness(t, { directory, vapid: null });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const ana = uniqueName('ana');
+  const device = await push.subscribe(newVapid().publicKey);
+  const sub = await call(h.url, 'POST', '/subscribe', { claims: claims(`sub-${ana}`, ana, [{ domainName: acme, role: 'member' }]), body: { subscription: device, domainName: acme } });
+  t.equal(sub.status, 201, 'devices can still be registered');
+  const key = await call(h.url, 'GET', '/public-key');
+  t.equal(key.status, 404);
+  t.match(key.body, { type: 'Not Found', message: /VAPID/ });
+  const res = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
+  t.same(res, { status: 200, body: { domains: [acme], inApp: 1, push: 0 } });
+  t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'not_configured' }), 1);
+  t.same(await push.messages(device.clientHash), []);
+  t.equal(await h.db.collection(COLLECTIONS.devices).countDocuments({ endpoint: device.endpoint }), 1, 'the subscription is kept');
+});
+
+t.test('the directory got no call it was not set up for', async (t) => {
+  t.same(directory.unexpected, []);
+});
