@@ -10,6 +10,8 @@ import { listen } from '../../../../shared/lifecycle.js';
 export interface AgentScript {
   /** Tokens to stream, in order. */
   tokens?: string[];
+  /** Tokens made from the question asked, when the order of calls is not known in advance. */
+  tokensFor?: (question: string) => string[];
   /** Citations of the final event. `undefined`: the final event carries none. */
   citations?: unknown[];
   /** Pause between two tokens. */
@@ -103,7 +105,8 @@ export class FakeAgent {
     });
     this.calls.push({ headers: req.headers, body, finished });
     try {
-      await this.answer(script, res);
+      const question = (body as { question?: unknown } | null)?.question;
+      await this.answer(script.tokensFor ? { ...script, tokens: script.tokensFor(String(question)) } : script, res);
     } finally {
       done();
     }
