@@ -1,0 +1,144 @@
+import t from 'tap';
+import { request } from 'undici';
+import { startFakeDirectory } from './support/fake-directory.js';
+import {
+  claimsOf,
+  connectClient,
+  FRONTEND_ORIGIN,
+  metric,
+  notification,
+  publisher,
+  rejectionOf,
+  scrapeMetrics,
+  startRelay,
+  uniqueName,
+  waitFor,
+} from './support/relay-harness.js';
+
+t.test('every series of the seed exists at 0 from startup; /health answers 200', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { url } = await startRelay(t, { directory });
+  const series = await scrapeMetrics(url);
+  const expected = [
+    'socket_connected_clients',
+    'telemetry_relayed_total',
+    'notifications_relayed_total{scope="broadcast"}',
+    'notifications_relayed_total{scope="domain"}',
+    'relay_payload_bytes_total{channel="notifications"}',
+    'relay_payload_bytes_total{channel="telemetry"}',
+    'relay_messages_skipped_total{channel="notifications"}',
+    'relay_messages_skipped_total{channel="telemetry"}',
+    'socket_connections_rejected_total',
+    'socket_subscriptions_rejected_total{reason="forbidden"}',
+    'socket_subscriptions_rejected_total{reason="lookup_failed"}',
+    'socket_sessions_expired_total',
+  ];
+  for (const key of expected) t.equal(series.get(key), 0, key);
+  const health = await request(`${url}/health`);
+  t.equal(health.statusCode, 200);
+  t.same(await health.body.json(), { status: 'ok' });
+  const missing = await request(`${url}/nope`);
+  t.equal(missing.statusCode, 404);
+  t.same(await missing.body.json(), { type: 'Not Found', message: 'no such route' });
+  t.same(directory.unexpected, []);
+});
+
+t.test('a missing or malformed claims header is refused with unauthorized and counted', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { url } = await startRelay(t, { directory });
+  const bad: Array<[string, string | undefined]> = [
+    ['missing', undefined],
+    ['empty', ''],
+    ['not base64', '%%%'],
+    ['not JSON', Buffer.from('not json').toString('base64')],
+    ['not an object', Buffer.from('[1,2]').toString('base64')],
+    ['no sub', Buffer.from(JSON.stringify({ accountName: 'a', memberships: [] })).toString('base64')],
+    ['sub not a string', Buffer.from(JSON.stringify({ sub: 7 })).toString('base64')],
+    ['malformed memberships', Buffer.from(JSON.stringify({ sub: 'u1', memberships: [{ domainName: 3 }] })).toString('base64')],
+  ];
+  let expected = 0;
+  for (const [label, header] of bad) {
+    t.equal(await rejectionOf(t, url, header), 'unauthorized', label);
+    expected++;
+    t.equal(await metric(url, 'socket_connections_rejected_total'), expected, `${label} is counted`);
+  }
+  t.equal(await metric(url, 'socket_connected_clients'), 0, 'no rejected socket is counted as connected');
+});
+
+t.test('an accepted socket joins one room per membership, and the gauge follows connects and disconnects', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { url, relay, channels } = await startRelay(t, { directory });
+  const acme = uniqueName('acme');
+  const globex = uniqueName('globex');
+  const ana = await connectClient(t, url, claimsOf({ sub: 'ana', accountName: 'ana@acme.test', domains: [acme, globex] }));
+  const bob = await connectClient(t, url, claimsOf({ sub: 'bob', domains: [] }));
+  t.equal(await metric(url, 'socket_connected_clients'), 2);
+
+  const [serverSocket] = await relay.io.in(`domain:${acme}`).fetchSockets();
+  t.ok(serverSocket, 'ana is in her domain room');
+  t.same(serverSocket?.data.identity.domains, [acme, globex]);
+  t.equal(serverSocket?.data.identity.accountId, 'ana');
+  t.equal(serverSocket?.data.identity.accountName, 'ana@acme.test');
+  const rooms = [...(relay.io.of('/').adapter.sids.get(bob.socket.id ?? '') ?? [])];
+  t.same(rooms, [bob.socket.id], 'a socket without memberships is only in its own id room');
+
+  const redis = publisher(t);
+  await redis.publish(channels.notifications, JSON.stringify(notification({ domainName: globex, id: 'to-globex' })));
+  await waitFor(() => ana.notifications.length === 1, 'the domain notification');
+
+  bob.socket.close();
+  await waitFor(async () => (await metric(url, 'socket_connected_clients')) === 1, 'the gauge to drop');
+  t.equal(bob.notifications.length, 0);
+});
+
+t.test('a client cannot choose a room: no join event, no other namespace, no identity change', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { url, channels } = await startRelay(t, { directory });
+  const acme = uniqueName('acme');
+  const other = uniqueName('other');
+  const mallory = await connectClient(t, url, claimsOf({ sub: 'mallory', domains: [acme] }));
+  for (const event of ['join', 'joinRoom', 'subscribe', 'subscribe_domain']) mallory.socket.emit(event, `domain:${other}`);
+  directory.set(`domain:${other}`, [other]);
+  const ack = await mallory.socket.timeout(5000).emitWithAck('subscribe_building', `domain:${other}`);
+  t.same(ack, { subscribed: false, buildingId: `domain:${other}`, reason: 'forbidden' }, 'a room name is just an unknown building id');
+  mallory.socket.emit('unsubscribe_building', `domain:${acme}`);
+  t.equal(await rejectionOf(t, url, claimsOf({ sub: 'mallory', domains: [acme] }), { namespace: '/admin' }), 'Invalid namespace');
+
+  const redis = publisher(t);
+  await redis.publish(channels.notifications, JSON.stringify(notification({ domainName: other, id: 'secret' })));
+  await redis.publish(channels.notifications, JSON.stringify(notification({ domainName: acme, id: 'fence' })));
+  await waitFor(() => mallory.notifications.length >= 1, 'the fence');
+  t.same(
+    mallory.notifications.map((n) => (n as { id: string }).id),
+    ['fence'],
+    'only her own domain, still joined after unsubscribe_building named it',
+  );
+  t.same(directory.unexpected, []);
+});
+
+t.test('CORS allows only FRONTEND_URL, with credentials; another Origin is refused', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { url } = await startRelay(t, { directory });
+  const header = claimsOf({ sub: 'ana', domains: [] });
+  const allowed = await request(`${url}/socket.io/?EIO=4&transport=polling`, { headers: { origin: FRONTEND_ORIGIN, 'x-gateway-claims': header } });
+  t.equal(allowed.statusCode, 200);
+  t.equal(allowed.headers['access-control-allow-origin'], FRONTEND_ORIGIN);
+  t.equal(allowed.headers['access-control-allow-credentials'], 'true');
+  await allowed.body.text();
+
+  const preflight = await request(`${url}/socket.io/?EIO=4&transport=polling`, {
+    method: 'OPTIONS',
+    headers: { origin: FRONTEND_ORIGIN, 'access-control-request-method': 'POST' },
+  });
+  t.equal(preflight.headers['access-control-allow-origin'], FRONTEND_ORIGIN);
+  await preflight.body.text();
+
+  const foreign = await request(`${url}/socket.io/?EIO=4&transport=polling`, { headers: { origin: 'https://evil.test', 'x-gateway-claims': header } });
+  t.equal(foreign.statusCode, 403);
+  t.not(foreign.headers['access-control-allow-origin'], 'https://evil.test');
+  await foreign.body.text();
+
+  const viaWebsocket = await rejectionOf(t, url, header, { extraHeaders: { origin: 'https://evil.test' } });
+  t.equal(viaWebsocket, 'websocket error', 'the websocket upgrade from another site is refused too');
+  t.equal(await metric(url, 'socket_connections_rejected_total'), 0, 'an origin refusal is not a claims rejection');
+});

@@ -1,0 +1,191 @@
+import t from 'tap';
+import { startFakeDirectory } from './support/fake-directory.js';
+import { claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
+
+const FORBIDDEN = 'socket_subscriptions_rejected_total{reason="forbidden"}';
+const LOOKUP_FAILED = 'socket_subscriptions_rejected_total{reason="lookup_failed"}';
+
+async function setup(t: Teardown, options: { directoryTimeoutMs?: number } = {}) {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory, ...options });
+  const redis = publisher(t);
+  const acme = uniqueName('acme');
+  const header = claimsOf({ sub: uniqueName('ana'), domains: [acme] });
+  const ana = await connectClient(t, relay.url, header);
+  /** Publishes one reading per building, then waits for the fence building's reading to arrive. */
+  async function readingsAfter(client: Client, buildings: string[], fenceBuilding: string): Promise<string[]> {
+    const before = client.telemetry.length;
+    for (const b of buildings) await redis.publish(`${relay.channels.telemetryPrefix}${b}`, JSON.stringify({ building: b, value: 1 }));
+    await redis.publish(`${relay.channels.telemetryPrefix}${fenceBuilding}`, JSON.stringify({ building: fenceBuilding, fence: true }));
+    await waitFor(() => client.telemetry.slice(before).some((r) => (r as { fence?: boolean }).fence), 'the fence reading');
+    return client.telemetry.slice(before).map((r) => (r as { building: string }).building);
+  }
+  return { directory, relay, redis, acme, header, ana, readingsAfter };
+}
+
+t.test('the account holds one of the building domains: joined, acknowledged, and only that building is relayed', async (t) => {
+  const { directory, relay, acme, header, ana, readingsAfter } = await setup(t);
+  const mine = uniqueName('b-mine');
+  const fence = uniqueName('b-fence');
+  const theirs = uniqueName('b-theirs');
+  directory.set(mine, [uniqueName('other'), acme]);
+  directory.set(fence, [acme]);
+  directory.set(theirs, [uniqueName('globex')]);
+  t.same(await subscribe(ana, mine), { subscribed: true, buildingId: mine });
+  t.same(await subscribe(ana, fence), { subscribed: true, buildingId: fence });
+  t.same(await subscribe(ana, theirs), { subscribed: false, buildingId: theirs, reason: 'forbidden' });
+  t.same(await readingsAfter(ana, [mine, theirs, uniqueName('b-unknown')], fence), [mine, fence]);
+  t.equal(directory.calls.find((c) => c.buildingId === mine)?.claims, header, 'the claims header is forwarded verbatim');
+  t.equal(await metric(relay.url, FORBIDDEN), 1);
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 0);
+  t.same(directory.unexpected, []);
+});
+
+t.test('a building with no domains is forbidden', async (t) => {
+  const { directory, relay, ana } = await setup(t);
+  const empty = uniqueName('b-empty');
+  directory.set(empty, []);
+  t.same(await subscribe(ana, empty), { subscribed: false, buildingId: empty, reason: 'forbidden' });
+  t.equal(await metric(relay.url, FORBIDDEN), 1);
+});
+
+t.test('a failing, unreachable or malformed directory answer is lookup_failed', async (t) => {
+  const { directory, relay, ana } = await setup(t);
+  const failing = uniqueName('b-500');
+  const notFound = uniqueName('b-404');
+  directory.set(failing, { status: 500 });
+  directory.set(notFound, { status: 404 });
+  t.same(await subscribe(ana, failing), { subscribed: false, buildingId: failing, reason: 'lookup_failed' });
+  t.same(await subscribe(ana, notFound), { subscribed: false, buildingId: notFound, reason: 'lookup_failed' });
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 2);
+  t.equal(await metric(relay.url, FORBIDDEN), 0);
+  t.same(directory.unexpected, []);
+});
+
+t.test('a directory on a closed port is lookup_failed', async (t) => {
+  const { createServer } = await import('node:net');
+  // Take a port, then free it, so nothing listens there.
+  const port = await new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+  const relay = await startRelay(t, { directory: { url: `http://127.0.0.1:${port}` } });
+  const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: ['acme'] }));
+  t.same(await subscribe(ana, 'b1'), { subscribed: false, buildingId: 'b1', reason: 'lookup_failed' });
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 1);
+});
+
+t.test('a directory that never answers times out (2 s) as lookup_failed, and is not cached', async (t) => {
+  const { directory, relay, acme, ana } = await setup(t);
+  const slow = uniqueName('b-slow');
+  directory.set(slow, 'hang');
+  t.same(await subscribe(ana, slow), { subscribed: false, buildingId: slow, reason: 'lookup_failed' });
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 1);
+  directory.set(slow, [acme]);
+  t.same(await subscribe(ana, slow), { subscribed: true, buildingId: slow }, 'the next attempt asks again');
+  t.equal(directory.callsFor(slow), 2);
+});
+
+t.test('invalid building ids are refused without a lookup', async (t) => {
+  const { directory, relay, ana } = await setup(t);
+  const invalid: Array<[string, unknown, string]> = [
+    ['a number', 17, ''],
+    ['null', null, ''],
+    ['an object', { id: 'b1' }, ''],
+    ['an array', ['b1'], ''],
+    ['empty', '', ''],
+    ['blank', '   ', '   '],
+    ['129 characters', 'b'.repeat(129), 'b'.repeat(128)],
+    ['a newline', 'b1\nb2', 'b1\nb2'],
+    ['a NUL', 'b1\u0000', 'b1\u0000'],
+    ['a DEL', 'b1\u007f', 'b1\u007f'],
+  ];
+  for (const [label, value, echo] of invalid) {
+    t.same(await subscribe(ana, value), { subscribed: false, buildingId: echo, reason: 'forbidden' }, label);
+  }
+  const noArgument = (await ana.socket.timeout(5000).emitWithAck('subscribe_building')) as unknown;
+  t.same(noArgument, { subscribed: false, buildingId: '', reason: 'forbidden' }, 'no argument at all');
+  t.equal(await metric(relay.url, FORBIDDEN), invalid.length + 1);
+  t.same(directory.calls, [], 'the directory was never asked');
+  t.same(directory.unexpected, []);
+  const longest = 'b'.repeat(128);
+  directory.set(longest, []);
+  t.same(await subscribe(ana, longest), { subscribed: false, buildingId: longest, reason: 'forbidden' }, '128 characters is still a valid id');
+  t.equal(directory.callsFor(longest), 1);
+});
+
+t.test('a caller that ignores the ack still joins', async (t) => {
+  const { directory, relay, redis, acme, ana, readingsAfter } = await setup(t);
+  const b = uniqueName('b');
+  directory.set(b, [acme]);
+  ana.socket.emit('subscribe_building', b);
+  // No ack tells when the join happened: keep publishing until a reading arrives.
+  await waitFor(async () => {
+    await redis.publish(`${relay.channels.telemetryPrefix}${b}`, JSON.stringify({ building: b }));
+    return ana.telemetry.length > 0;
+  }, 'a reading of the building');
+  t.same(ana.telemetry[0], { building: b }, 'readings arrive without an acknowledgement');
+  t.equal(directory.callsFor(b), 1);
+  t.same(await readingsAfter(ana, [], b).then((list) => list.at(-1)), b);
+});
+
+t.test('unsubscribe_building leaves the room, without an acknowledgement', async (t) => {
+  const { directory, acme, ana, readingsAfter } = await setup(t);
+  const b = uniqueName('b');
+  const fence = uniqueName('b-fence');
+  directory.set(b, [acme]);
+  directory.set(fence, [acme]);
+  await subscribe(ana, b);
+  await subscribe(ana, fence);
+  t.same(await readingsAfter(ana, [b], fence), [b, fence]);
+  let acked = false;
+  ana.socket.emit('unsubscribe_building', b, () => (acked = true));
+  t.same(await readingsAfter(ana, [b], fence), [fence], 'no reading of the left building');
+  t.equal(acked, false, 'no acknowledgement');
+  t.ok(ana.socket.connected, 'unsubscribing never drops the socket');
+  ana.socket.emit('unsubscribe_building', 42);
+  ana.socket.emit('unsubscribe_building', uniqueName('never-joined'));
+  t.same(await readingsAfter(ana, [], fence), [fence], 'bad unsubscribe arguments are ignored');
+});
+
+t.test('an unsubscribe sent while the lookup is pending wins', async (t) => {
+  const { directory, acme, ana, readingsAfter } = await setup(t);
+  const b = uniqueName('b');
+  const fence = uniqueName('b-fence');
+  directory.set(fence, [acme]);
+  await subscribe(ana, fence);
+  directory.set(b, 'hang');
+  const pending = subscribe(ana, b);
+  await waitFor(() => directory.callsFor(b) === 1, 'the pending lookup');
+  ana.socket.emit('unsubscribe_building', b);
+  t.same(await pending, { subscribed: false, buildingId: b, reason: 'lookup_failed' });
+  // Now the answer is positive, but the later unsubscribe must still be honoured after a join.
+  directory.set(b, [acme]);
+  const second = subscribe(ana, b);
+  ana.socket.emit('unsubscribe_building', b);
+  t.same(await second, { subscribed: true, buildingId: b });
+  t.same(await readingsAfter(ana, [b], fence), [fence], 'the unsubscribe that followed the subscribe applies');
+});
+
+t.test('the building domains are cached for 60 s per building (injectable clock)', async (t) => {
+  const { directory, relay, acme, header, ana } = await setup(t);
+  const b = uniqueName('b');
+  const other = uniqueName('b-other');
+  directory.set(b, [acme]);
+  directory.set(other, [acme]);
+  const bob = await connectClient(t, relay.url, claimsOf({ sub: 'bob', domains: [uniqueName('globex')] }));
+  t.same(await subscribe(ana, b), { subscribed: true, buildingId: b });
+  t.same(await subscribe(bob, b), { subscribed: false, buildingId: b, reason: 'forbidden' }, 'the cached answer is filtered per account');
+  t.same(await subscribe(ana, other), { subscribed: true, buildingId: other });
+  t.equal(directory.callsFor(b), 1, 'one lookup for two sockets');
+  relay.advance(59_999);
+  await subscribe(ana, b);
+  t.equal(directory.callsFor(b), 1, 'still cached just before 60 s');
+  relay.advance(1);
+  directory.set(b, [uniqueName('moved')]);
+  t.same(await subscribe(ana, b), { subscribed: false, buildingId: b, reason: 'forbidden' }, 'after 60 s the new answer applies');
+  t.equal(directory.callsFor(b), 2);
+  t.equal(directory.calls.filter((c) => c.buildingId === b)[1]?.claims, header);
+});
