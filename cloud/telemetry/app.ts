@@ -1,14 +1,14 @@
 /**
  * The HTTP surface of the telemetry service, built from injected ports so tests drive it without main.
  */
-import express, { type ErrorRequestHandler, type Express } from 'express';
+import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { METRICS } from '../../shared/catalog/metrics.js';
 import { contractOf } from '../../shared/catalog/validate.js';
 import type { BindingCatalog } from '../../shared/devices/bindings.js';
 import type { DeviceAdapter } from '../../shared/devices/adapter.js';
 import type { BuildingDirectory } from '../../shared/directory.js';
-import { errorHandler, notFoundHandler, sendError } from '../../shared/errors.js';
+import { errorHandler, notFoundHandler } from '../../shared/errors.js';
 import { healthHandler } from '../../shared/http.js';
 import { metricsHandler } from '../../shared/prom.js';
 import type { IngestService } from './ingest.js';
@@ -35,18 +35,6 @@ export interface AppPorts {
   ingestLimitBytes?: number;
 }
 
-/**
- * A body whose bytes stop short of its Content-Length is a truncated request: 400, like an aborted one.
- * (The shared error handler knows `request.aborted` but not this raw-body error type.)
- */
-const truncatedBody: ErrorRequestHandler = (err, _req, res, next) => {
-  if ((err as { type?: string })?.type === 'request.size.invalid' && !res.headersSent) {
-    sendError(res, 400, 'request body was truncated');
-    return;
-  }
-  next(err);
-};
-
 export function createApp(ports: AppPorts): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -61,7 +49,6 @@ export function createApp(ports: AppPorts): Express {
   app.use(sensorsRouter({ directory: ports.directory, store: ports.buildings, catalog: ports.catalog }));
   app.use(actionsRouter({ directory: ports.directory, devices: ports.devices, metrics: ports.metrics, logger: ports.logger }));
   app.use(notFoundHandler);
-  app.use(truncatedBody);
   app.use(errorHandler(ports.logger));
   return app;
 }
