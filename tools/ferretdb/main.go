@@ -28,7 +28,7 @@ func main() {
 	handler := flag.String("handler", "postgresql", "storage backend: postgresql or sqlite")
 	pgURL := flag.String("postgresql-url", "postgres://127.0.0.1:5432/ferretdb", "PostgreSQL URL (postgresql handler)")
 	sqliteURL := flag.String("sqlite-url", "file:data/", "SQLite directory URI (sqlite handler)")
-	logLevel := flag.String("log-level", "warn", "log level: debug, info, warn or error")
+	logLevel := flag.String("log-level", "error", "log level: debug, info, warn or error")
 	flag.Parse()
 
 	var level slog.Level
@@ -53,10 +53,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	logger.Warn("lintel-ferretdb serving", "listen", *listen, "handler", *handler)
+	fmt.Fprintf(os.Stderr, "lintel-ferretdb: serving on %s (%s backend)\n", *listen, *handler)
 	if err := f.Run(ctx); err != nil {
 		logger.Error("FerretDB stopped with an error", "error", err)
 		os.Exit(1)
 	}
-	logger.Warn("lintel-ferretdb stopped")
+	fmt.Fprintln(os.Stderr, "lintel-ferretdb: stopped")
 }
