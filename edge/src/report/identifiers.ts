@@ -7,21 +7,26 @@
 export type IdentifierKind = 'mac' | 'uuid' | 'hex' | 'base64';
 
 const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
+  ['uuid', /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i],
   // Six hex pairs joined by one repeated separator of any kind, or by none (aa:bb:…, aa-bb-…, aabbcc…).
   ['mac', /(?<![0-9a-f])[0-9a-f]{2}([^0-9a-z]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?![0-9a-f])/i],
   // Cisco's dotted form, aabb.ccdd.eeff.
   ['mac', /(?<![0-9a-f])[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}(?![0-9a-f])/i],
-  ['uuid', /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i],
   // A hash or key in hex: 16 hex characters or more in a row.
   ['hex', /[0-9a-f]{16,}/i],
 ];
 
-/** Base64 of 16 bytes or more: long, and either padded/with +,/ or mixing digits with both cases. */
+/**
+ * Base64 of 16 bytes or more: a long run that is padded or holds + or /, or a long unbroken alphanumeric
+ * stretch mixing both cases with several digits (names people choose break at words, or lack digits).
+ */
 function looksLikeBase64(s: string): boolean {
   for (const m of s.matchAll(/[A-Za-z0-9+/_-]{22,}={0,2}/g)) {
+    if (/[+/]|=$/.test(m[0]) && /\d/.test(m[0])) return true;
+  }
+  for (const m of s.matchAll(/[A-Za-z0-9]{24,}/g)) {
     const run = m[0];
-    if (/[+/]|=$/.test(run) && /\d/.test(run)) return true;
-    if (run.length >= 32 && /\d/.test(run) && /[a-z]/.test(run) && /[A-Z]/.test(run)) return true;
+    if ((run.match(/\d/g)?.length ?? 0) >= 2 && /[a-z]/.test(run) && /[A-Z]/.test(run)) return true;
   }
   return false;
 }

@@ -1,0 +1,99 @@
+/**
+ * The export ledger in SQLite: every batch body that leaves the gateway is appended before it is posted,
+ * so an auditor sees everything that could have left. Kept in its own file, apart from the zone state, so
+ * it can be handed over without any device hash.
+ */
+import { openDatabase, type SqliteDatabase } from '../storage/sqlite.js';
+import { chainHash, GENESIS, verifyChain, type ChainStart, type ChainVerdict, type LedgerEntry } from './chain.js';
+import { ledgerMigrations } from './migrations.js';
+
+export type Delivery = 'accepted' | 'rejected' | 'unreachable' | 'kept';
+
+export interface Ledger {
+  /** Appends a body; the chain's new head. */
+  append(body: string, createdAt: number): LedgerEntry;
+  /** Records how the post of an entry went (not part of the chain). */
+  setDelivery(seq: number, delivery: Delivery): void;
+  /** Entries in seq order, optionally from a seq on. */
+  entries(fromSeq?: number): IterableIterator<LedgerEntry>;
+  /** Where the chain starts (the genesis, or the last pruned entry). */
+  start(): ChainStart;
+  head(): ChainStart;
+  count(): number;
+  verify(): ChainVerdict;
+  /** Removes entries created before `before` (epoch ms), keeping the chain verifiable; how many went. */
+  prune(before: number): number;
+  close(): void;
+}
+
+interface Row {
+  seq: number;
+  created_at: number;
+  prev_hash: string;
+  hash: string;
+  body: string;
+  delivery: string | null;
+}
+
+const toEntry = (r: Row): LedgerEntry => ({ seq: r.seq, createdAt: r.created_at, prevHash: r.prev_hash, hash: r.hash, body: r.body, delivery: r.delivery });
+
+/**
+ * Opens the ledger file. `readonly` is for the `ledger` commands: nothing is created or migrated.
+ *
+ * @example
+ * const ledger = openLedger('/var/lib/lintel-edge/ledger.sqlite');
+ * const entry = ledger.append(body, Date.now());
+ */
+export function openLedger(path: string, options: { readonly?: boolean } = {}): Ledger {
+  const db: SqliteDatabase = openDatabase(path, ledgerMigrations(), { readonly: options.readonly ?? false });
+  const last = db.prepare('SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1');
+  const checkpoint = db.prepare('SELECT seq, hash FROM ledger_checkpoint WHERE id = 1');
+  const insert = options.readonly ? undefined : db.prepare('INSERT INTO ledger_entries (seq, created_at, prev_hash, hash, body) VALUES (?, ?, ?, ?, ?)');
+
+  const start = (): ChainStart => (checkpoint.get() as ChainStart | undefined) ?? GENESIS;
+  const head = (): ChainStart => (last.get() as ChainStart | undefined) ?? start();
+
+  const append = db.transaction((body: string, createdAt: number): LedgerEntry => {
+    const previous = head();
+    const entry: LedgerEntry = { seq: previous.seq + 1, createdAt, prevHash: previous.hash, hash: chainHash(previous.hash, body), body, delivery: null };
+    insert!.run(entry.seq, entry.createdAt, entry.prevHash, entry.hash, entry.body);
+    return entry;
+  });
+
+  const prune = db.transaction((before: number): number => {
+    const lastOld = db.prepare('SELECT seq, hash FROM ledger_entries WHERE created_at < ? ORDER BY seq DESC LIMIT 1').get(before) as ChainStart | undefined;
+    if (!lastOld) return 0;
+    const removed = db.prepare('DELETE FROM ledger_entries WHERE seq <= ?').run(lastOld.seq).changes;
+    db.prepare(
+      'INSERT INTO ledger_checkpoint (id, seq, hash, pruned_at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, pruned_at = excluded.pruned_at',
+    ).run(lastOld.seq, lastOld.hash, Date.now());
+    return removed;
+  });
+
+  function* entries(fromSeq = 0): IterableIterator<LedgerEntry> {
+    for (const row of db.prepare('SELECT * FROM ledger_entries WHERE seq >= ? ORDER BY seq').iterate(fromSeq) as IterableIterator<Row>) yield toEntry(row);
+  }
+
+  return {
+    append(body, createdAt) {
+      if (!insert) throw new Error('the ledger was opened read-only');
+      return append(body, createdAt);
+    },
+    setDelivery(seq, delivery) {
+      if (options.readonly) throw new Error('the ledger was opened read-only');
+      db.prepare('UPDATE ledger_entries SET delivery = ? WHERE seq = ?').run(delivery, seq);
+    },
+    entries,
+    start,
+    head,
+    count: () => (db.prepare('SELECT COUNT(*) AS n FROM ledger_entries').get() as { n: number }).n,
+    verify: () => verifyChain(entries(), start()),
+    prune(before) {
+      if (options.readonly) throw new Error('the ledger was opened read-only');
+      return prune(before);
+    },
+    close() {
+      if (db.open) db.close();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import t from 'tap';
+import { auditBody } from '../../../edge/src/report/audit.js';
+import { identifierKind } from '../../../edge/src/report/identifiers.js';
+
+const ts = 1795374254000;
+const batch = (readings: unknown[], extra: Record<string, unknown> = {}) => JSON.stringify({ batchId: 'hq@2026-11-22T19:04:14.000Z', readings, ...extra });
+const count = (roomId: string, n = 3) => ({ type: 'totalDeviceCount', buildingId: 'hq', roomId, timestamp: ts, totalDeviceCount: n });
+
+t.test('aggregates pass', async (t) => {
+  t.same(auditBody(batch([count('lobby'), { type: 'zoneTransition', buildingId: 'hq', roomId: 'cafe', fromRoomId: 'lobby', timestamp: ts, zoneTransition: 2 }])), []);
+  t.same(auditBody(batch([])), []);
+});
+
+t.test('MACs in every spelling are found', async (t) => {
+  for (const mac of ['3c:22:fb:01:02:03', '3C-22-FB-01-02-03', '3c22fb010203', '3c22.fb01.0203', '3c 22 fb 01 02 03', '3c_22_fb_01_02_03', 'ap 3c:22:fb:01:02:03 north']) {
+    t.equal(identifierKind(mac), 'mac', mac);
+    const findings = auditBody(batch([count(mac)]));
+    t.match(findings, [{ kind: 'identifier', path: 'readings[0].roomId' }], mac);
+    t.notOk(JSON.stringify(findings).includes(mac), 'the finding does not print it');
+  }
+});
+
+t.test('hashes, UUIDs and base64 are found', async (t) => {
+  t.equal(identifierKind('5d41402abc4b2a76b9719d911017c592'), 'hex');
+  t.equal(identifierKind('deadbeefcafebabe'), 'hex');
+  t.equal(identifierKind('123e4567-e89b-12d3-a456-426614174000'), 'uuid');
+  t.equal(identifierKind('q83vEjRWeJA2Yq0Kx8bHe1+fAw=='), 'base64');
+  t.equal(identifierKind('Xk9vQ2hT7pLmN3sR5tUvWxYz'), 'base64');
+  for (const fine of ['lobby', 'office-2f', 'North-Wing-Second-Floor-Open-Office-2', 'hq@2026-11-22T19:04:14.000Z', 'ap-01', 'Meeting Room 12']) {
+    t.equal(identifierKind(fine), null, fine);
+  }
+  t.match(auditBody(batch([count('5d41402abc4b2a76b9719d911017c592')])), [{ kind: 'identifier' }]);
+});
+
+t.test('keys outside the catalog are found, at any depth', async (t) => {
+  const findings = auditBody(batch([{ ...count('lobby'), mac: 'x' }], { gateway: 'gw' }));
+  t.match(findings, [
+    { kind: 'unexpected-key', path: 'gateway' },
+    { kind: 'unexpected-key', path: 'readings[0].mac' },
+  ]);
+  t.match(auditBody(batch([{ type: 'fingerprint', buildingId: 'hq', roomId: 'lobby', timestamp: ts }])), [{ kind: 'invalid-reading', path: 'readings[0].type' }]);
+  t.match(auditBody(batch([{ ...count('lobby'), roomId: { device: '3c:22:fb:01:02:03' } }])), [{ kind: 'identifier', path: 'readings[0].roomId.device' }]);
+});
+
+t.test('bytes a parser would hide are found', async (t) => {
+  const canonical = batch([count('lobby')]);
+  t.match(auditBody(canonical.replace('"roomId":"lobby"', '"roomId":"3c:22:fb:01:02:03","roomId":"lobby"')), [{ kind: 'not-canonical' }]);
+  t.match(auditBody(canonical.replace('lobby', 'l\\u006fbby')), [{ kind: 'not-canonical' }]);
+  t.match(auditBody(`${canonical}\n`), [{ kind: 'not-canonical' }]);
+  t.match(auditBody('{"batchId":'), [{ kind: 'not-json' }]);
+});
+
+t.test('numbers that could carry an identifier are found', async (t) => {
+  t.match(auditBody(batch([count('lobby', 66_048_374_531)])), [{ kind: 'implausible-number', path: 'readings[0].totalDeviceCount' }]);
+  t.match(auditBody(batch([{ ...count('lobby'), timestamp: 66_048_374_531_000_00 }])), [{ kind: 'implausible-number', path: 'readings[0].timestamp' }]);
+});

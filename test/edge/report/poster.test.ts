@@ -1,0 +1,62 @@
+import t from 'tap';
+import { createServer } from 'node:net';
+import { sign } from '../../../shared/hmac.js';
+import { createBatchPoster } from '../../../edge/src/report/poster.js';
+import { startVerifyingIngest } from './verifying-ingest.js';
+
+const body = JSON.stringify({
+  batchId: 'hq@2026-11-22T19:04:14.000Z',
+  readings: [{ type: 'totalDeviceCount', buildingId: 'hq', roomId: 'lobby', timestamp: 1795374254000, totalDeviceCount: 3 }],
+});
+
+t.test('a batch is posted signed over its exact bytes, with the key id', async (t) => {
+  const ingest = await startVerifyingIngest(t, { default: 'shared-key', 'gw-1': 'gateway-key' });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'gateway-key', keyId: 'gw-1', timeoutMs: 2000 });
+  t.teardown(() => poster.close());
+  t.same(await poster.post(body), { outcome: 'accepted', status: 200 });
+  t.equal(ingest.received.length, 1);
+  const got = ingest.received[0]!;
+  t.equal(got.raw.toString('utf8'), body, 'the exact bytes');
+  t.equal(got.headers['x-signature'], sign(body, 'gateway-key'));
+  t.equal(got.headers['x-key-id'], 'gw-1');
+  t.equal(got.headers['content-type'], 'application/json');
+  t.ok(got.signatureValid);
+  t.same(ingest.unexpected, []);
+});
+
+t.test('without a key id, the shared key signs and no X-Key-Id is sent', async (t) => {
+  const ingest = await startVerifyingIngest(t, { default: 'shared-key' });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 2000 });
+  t.teardown(() => poster.close());
+  t.same(await poster.post(body), { outcome: 'accepted', status: 200 });
+  t.equal(ingest.received[0]!.headers['x-key-id'], undefined);
+});
+
+t.test('a rejected post is an outcome with the reason, not an exception', async (t) => {
+  const ingest = await startVerifyingIngest(t, { default: 'shared-key' });
+  const wrongKey = createBatchPoster({ url: ingest.url, secret: 'not-the-key', timeoutMs: 2000 });
+  t.teardown(() => wrongKey.close());
+  t.same(await wrongKey.post(body), { outcome: 'rejected', status: 403, reason: 'invalid signature' });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 2000 });
+  t.teardown(() => poster.close());
+  const invalid = JSON.stringify({ batchId: 'x', readings: [{ type: 'nope' }] });
+  t.same(await poster.post(invalid), { outcome: 'rejected', status: 400, reason: 'invalid readings' });
+  ingest.behave('fail-500');
+  t.same(await poster.post(body), { outcome: 'rejected', status: 500, reason: 'internal error' });
+});
+
+t.test('an unreachable or silent ingest is an outcome too, bounded by the timeout', async (t) => {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', () => resolve()));
+  const port = (closed.address() as { port: number }).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  const refused = createBatchPoster({ url: `http://127.0.0.1:${port}/ingest`, secret: 'k', timeoutMs: 1000 });
+  t.teardown(() => refused.close());
+  t.same(await refused.post(body), { outcome: 'unreachable', reason: 'ECONNREFUSED' });
+
+  const ingest = await startVerifyingIngest(t, { default: 'k' });
+  ingest.behave('hang');
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 300 });
+  t.teardown(() => poster.close());
+  t.same(await poster.post(body), { outcome: 'unreachable', reason: 'timeout' });
+});
