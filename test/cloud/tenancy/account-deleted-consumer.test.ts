@@ -1,0 +1,171 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { createLogger, silentLogger } from '../../../shared/logger.js';
+import { AccountDeletedConsumer, type AccountDeletedConsumerOptions } from '../../../cloud/tenancy/account-deleted-consumer.js';
+import { PgTenancyStore } from '../../../cloud/tenancy/pg-store.js';
+import { createDomain, migratedPool, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
+import { eventually, stackRedisUrl } from './support/redis.js';
+
+const STALLING_CONSUMER = fileURLToPath(new URL('./fixtures/stalling-consumer.ts', import.meta.url));
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+/** A stream and group no other test uses, deleted at teardown, and a client to publish with. */
+function streamFixture(t: Teardown) {
+  const suffix = `${process.pid}-${randomUUID().slice(0, 8)}`;
+  const stream = `account.deleted.test-${suffix}`;
+  const group = `tenancy-test-${suffix}`;
+  const redis = new Redis(stackRedisUrl());
+  t.teardown(async () => {
+    await redis.del(stream, `${stream}.dead`);
+    redis.disconnect();
+  });
+  return {
+    stream,
+    group,
+    redis,
+    publish: (accountId: string) => redis.xadd(stream, '*', 'accountId', accountId) as Promise<string>,
+    pendingCount: async () => ((await redis.xpending(stream, group)) as [number])[0],
+  };
+}
+
+function consumerFor(t: Teardown, options: AccountDeletedConsumerOptions): AccountDeletedConsumer {
+  const consumer = new AccountDeletedConsumer(options);
+  t.teardown(() => consumer.stop());
+  return consumer;
+}
+
+async function membershipCount(pool: TenancyUnderTest['pool'], accountIds: string[]): Promise<number> {
+  const result = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM memberships WHERE account_id = ANY($1::uuid[])', [accountIds]);
+  return result.rows[0]?.n ?? -1;
+}
+
+async function accountsWithMemberships(app: TenancyUnderTest, count: number, domains = ['acme', 'globex']): Promise<string[]> {
+  const owner = newAccount();
+  for (const name of domains) {
+    if (!(await app.store.findDomain(name))) await createDomain(app, owner, { name });
+  }
+  const accounts = Array.from({ length: count }, newAccount);
+  for (const account of accounts) {
+    for (const name of domains) await app.store.addMember(name, { accountId: account, role: 'member', joinedVia: 'invite' }, 'refuse');
+  }
+  return accounts;
+}
+
+t.test('an account-deleted entry removes every membership of that account and is acknowledged', async (t) => {
+  const app = await startTenancy(t);
+  const fixture = streamFixture(t);
+  const [gone = '', kept = ''] = await accountsWithMemberships(app, 2);
+  // Published before the group exists: the group starts at the beginning of the stream.
+  await fixture.publish(gone);
+  const consumer = consumerFor(t, { redisUrl: stackRedisUrl(), stream: fixture.stream, group: fixture.group, consumer: 'c1', removeAccount: (id) => app.store.removeAccount(id), logger: silentLogger() });
+  await consumer.start();
+  await eventually(async () => (await membershipCount(app.pool, [gone])) === 0, 'memberships removed');
+  await eventually(async () => (await fixture.pendingCount()) === 0, 'entry acknowledged');
+  t.equal(await membershipCount(app.pool, [kept]), 2, 'other accounts untouched');
+
+  await fixture.publish(kept.toUpperCase());
+  await eventually(async () => (await membershipCount(app.pool, [kept])) === 0, 'a later entry (uuid in upper case) is handled too');
+  t.equal(await fixture.redis.xlen(`${fixture.stream}.dead`), 0, 'nothing dead-lettered');
+});
+
+t.test('a poison entry is dead-lettered after 5 deliveries and does not hold up the stream', async (t) => {
+  const app = await startTenancy(t);
+  const fixture = streamFixture(t);
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  const [good = ''] = await accountsWithMemberships(app, 1);
+  const poisonId = await fixture.publish('not-a-uuid');
+  await fixture.redis.xadd(fixture.stream, '*', 'userId', newAccount());
+  await fixture.publish(good);
+  const consumer = consumerFor(t, {
+    redisUrl: stackRedisUrl(),
+    stream: fixture.stream,
+    group: fixture.group,
+    consumer: 'c1',
+    removeAccount: (id) => app.store.removeAccount(id),
+    logger,
+    reclaimIdleMs: 30,
+    reclaimIntervalMs: 40,
+  });
+  await consumer.start();
+  await eventually(async () => (await membershipCount(app.pool, [good])) === 0, 'the good entry behind the poison was handled');
+  await eventually(async () => (await fixture.redis.xlen(`${fixture.stream}.dead`)) === 2, 'both poison entries dead-lettered');
+  await eventually(async () => (await fixture.pendingCount()) === 0, 'and acknowledged');
+  const dead = (await fixture.redis.xrange(`${fixture.stream}.dead`, '-', '+')) as [string, string[]][];
+  const first = Object.fromEntries(((dead[0]?.[1] ?? []) as string[]).flatMap((v, i, all) => (i % 2 === 0 ? [[v, all[i + 1]]] : [])));
+  t.match(first, { accountId: 'not-a-uuid', sourceStream: fixture.stream, sourceId: poisonId, deliveries: '5', failure: 'MalformedEntry' });
+  const retries = lines.filter((l) => l.msg === 'account-deleted entry failed; left pending for redelivery' && l.entry === poisonId);
+  t.equal(retries.length, 4, 'four failed deliveries were logged and left pending');
+  t.equal(lines.filter((l) => l.msg === 'account-deleted entry dead-lettered' && l.entry === poisonId).length, 1, 'the fifth dead-lettered it');
+  t.notOk(JSON.stringify(lines).includes('not-a-uuid'), 'entry contents are not logged');
+});
+
+async function runStallingConsumer(t: Teardown, env: Record<string, string>): Promise<() => Promise<void>> {
+  const child = spawn(process.execPath, ['--import', 'tsx', STALLING_CONSUMER], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  t.teardown(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('stalled')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`stalling consumer exited early (${code}): ${stderr.slice(0, 500)}`)));
+  });
+  return async () => {
+    child.kill('SIGKILL');
+    await exited;
+  };
+}
+
+for (const [title, restartAs, idleMs] of [
+  ['a consumer killed mid-batch has its entries reclaimed by another (XAUTOCLAIM)', 'survivor', 50],
+  ['a consumer killed mid-batch drains its own pending list when it starts again', 'doomed', 60_000],
+] as const) {
+  t.test(title, async (t) => {
+    const { pool, databaseUrl } = await migratedPool(t);
+    const app = await startTenancy(t, { pool, databaseUrl });
+    const fixture = streamFixture(t);
+    const accounts = await accountsWithMemberships(app, 10, ['acme']);
+    // Create the group first so the doomed consumer reads all ten in one batch.
+    await fixture.redis.xgroup('CREATE', fixture.stream, fixture.group, '0', 'MKSTREAM');
+    for (const account of accounts) await fixture.publish(account);
+    const kill = await runStallingConsumer(t, { DATABASE_URL: databaseUrl, REDIS_URL: stackRedisUrl(), STREAM: fixture.stream, GROUP: fixture.group, CONSUMER: 'doomed' });
+    await kill();
+    const pending = (await fixture.redis.xpending(fixture.stream, fixture.group, '-', '+', 100, 'doomed')) as unknown[];
+    t.equal(pending.length, 9, 'killed with nine entries read and never acknowledged');
+    t.equal(await membershipCount(pool, accounts), 9, 'only the first was handled');
+
+    const consumer = consumerFor(t, {
+      redisUrl: stackRedisUrl(),
+      stream: fixture.stream,
+      group: fixture.group,
+      consumer: restartAs,
+      removeAccount: (id) => new PgTenancyStore(pool).removeAccount(id),
+      logger: silentLogger(),
+      reclaimIdleMs: idleMs,
+      reclaimIntervalMs: 50,
+    });
+    await consumer.start();
+    await eventually(async () => (await membershipCount(pool, accounts)) === 0, 'every account handled');
+    await eventually(async () => (await fixture.pendingCount()) === 0, 'nothing left pending');
+  });
+}
+
+t.test('stop ends a blocked read promptly and leaves nothing running', async (t) => {
+  const fixture = streamFixture(t);
+  const consumer = new AccountDeletedConsumer({ redisUrl: stackRedisUrl(), stream: fixture.stream, group: fixture.group, removeAccount: async () => undefined, logger: silentLogger() });
+  await consumer.start();
+  await eventually(async () => (await fixture.redis.exists(fixture.stream)) === 1, 'group created');
+  await consumer.stop();
+  t.pass('stopped while blocked in XREADGROUP BLOCK 5000');
+});

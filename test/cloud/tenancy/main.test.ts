@@ -1,0 +1,88 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { request } from 'undici';
+import { encodeClaims } from '../../../shared/claims.js';
+import { sign } from '../../../shared/hmac.js';
+import { freshPgDatabase } from './support/database.js';
+import { eventually, freePort } from './support/redis.js';
+
+const MAIN = fileURLToPath(new URL('../../../cloud/tenancy/main.ts', import.meta.url));
+
+interface Run {
+  code: Promise<number | null>;
+  stderr: () => string;
+  stdout: () => string;
+  signal(name: NodeJS.Signals): void;
+}
+
+/** Runs `npm run tenancy`'s command with exactly the given environment (nothing inherited but PATH/HOME). */
+function runMain(t: { teardown(fn: () => unknown): void }, env: Record<string, string>): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  let stdout = '';
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  const code = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  t.teardown(async () => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+    await code;
+  });
+  return { code, stderr: () => stderr, stdout: () => stdout, signal: (s) => child.kill(s) };
+}
+
+t.test('refuses to start without its required variables, naming each', async (t) => {
+  const run = runMain(t, {});
+  t.equal(await run.code, 2);
+  t.match(run.stderr(), /DATABASE_URL: required but not set/);
+  t.match(run.stderr(), /INTERNAL_SIGNING_SECRET: required but not set/);
+  t.notMatch(run.stderr(), /REDIS_URL/, 'REDIS_URL is optional');
+  t.notMatch(run.stderr(), /ADDR/, 'ADDR has a default');
+  t.notMatch(run.stderr(), /\n\s+at /, 'no stack trace');
+});
+
+t.test('names every malformed variable at once', async (t) => {
+  const run = runMain(t, { DATABASE_URL: 'mysql://x/y', INTERNAL_SIGNING_SECRET: 's', REDIS_URL: 'http://127.0.0.1', ADDR: 'nope' });
+  t.equal(await run.code, 2);
+  t.match(run.stderr(), /DATABASE_URL: not a postgres:\/\/ or postgresql:\/\/ URL/);
+  t.match(run.stderr(), /REDIS_URL: not a redis:\/\/ or rediss:\/\/ URL/);
+  t.match(run.stderr(), /ADDR: expected \[host\]:port/);
+  const blank = runMain(t, { DATABASE_URL: 'postgres://127.0.0.1/x', INTERNAL_SIGNING_SECRET: ' , ' });
+  t.equal(await blank.code, 2);
+  t.match(blank.stderr(), /INTERNAL_SIGNING_SECRET: expected at least one non-empty secret/);
+});
+
+t.test('starts with Redis unreachable, migrates, serves, accepts the previous key, and stops on SIGTERM', async (t) => {
+  const databaseUrl = await freshPgDatabase(t);
+  const port = await freePort();
+  const run = runMain(t, {
+    DATABASE_URL: databaseUrl,
+    INTERNAL_SIGNING_SECRET: 'new-secret, old-secret',
+    REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    ADDR: `127.0.0.1:${port}`,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await eventually(async () => {
+    try {
+      return (await request(`${base}/health`)).statusCode === 200;
+    } catch {
+      return false;
+    }
+  }, 'tenancy listening', 30_000);
+  const owner = '5d0c0000-0000-4000-8000-0000000000aa';
+  const created = await request(`${base}/domains`, {
+    method: 'POST',
+    headers: { 'x-gateway-claims': encodeClaims({ sub: owner }), 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'acme', displayName: 'Acme' }),
+  });
+  t.equal(created.statusCode, 201);
+  await created.body.dump();
+  const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'old-secret') } });
+  t.equal(login.statusCode, 200, 'the previous secret of the ring is accepted');
+  t.match(await login.body.json(), [{ domainName: 'acme', role: 'business_admin' }]);
+  run.signal('SIGTERM');
+  t.equal(await run.code, 0, 'clean exit on SIGTERM');
+  t.match(run.stdout(), /"msg":"migrations applied"/);
+  t.match(run.stdout(), /"msg":"account-deleted consumer started"/);
+  t.notMatch(run.stdout() + run.stderr(), /new-secret|old-secret/, 'secrets never logged');
+});
