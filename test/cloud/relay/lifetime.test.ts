@@ -1,0 +1,55 @@
+import t from 'tap';
+import { socketLifetimeMs, MAX_JITTER_MS } from '../../../cloud/relay/lifetime.js';
+import { startFakeDirectory } from './support/fake-directory.js';
+import { claimsOf, connectClient, metric, startRelay, waitFor } from './support/relay-harness.js';
+
+t.test('the jitter adds up to 10 % of the lifetime, capped at 60 s', async (t) => {
+  t.equal(socketLifetimeMs(900_000, () => 0), 900_000);
+  t.equal(socketLifetimeMs(900_000, () => 0.999999), 900_000 + MAX_JITTER_MS);
+  t.equal(socketLifetimeMs(10_000, () => 0.5), 10_500);
+  t.equal(socketLifetimeMs(10_000, () => 1), 11_000);
+  t.equal(socketLifetimeMs(10_000, () => -3), 10_000, 'a bad random source cannot shorten the lifetime');
+  const spread = new Set(Array.from({ length: 200 }, () => socketLifetimeMs(900_000)));
+  t.ok(spread.size > 100, 'sockets that connect together do not expire together');
+  for (const v of spread) t.ok(v >= 900_000 && v <= 960_000, `${v} within bounds`);
+});
+
+t.test('a socket is dropped at its maximum lifetime and counted; the client must handshake again', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 300, random: () => 0.5 });
+  const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: ['acme'] }));
+  const reason = await new Promise<string>((resolve) => ana.socket.once('disconnect', (r) => resolve(r)));
+  t.equal(reason, 'io server disconnect', 'a server-side drop, which socket.io-client does not retry by itself');
+  t.equal(ana.socket.active, false, 'the client will not reconnect on its own');
+  await waitFor(async () => (await metric(relay.url, 'socket_sessions_expired_total')) === 1, 'the expiry counter');
+  t.equal(await metric(relay.url, 'socket_connected_clients'), 0);
+
+  ana.socket.connect();
+  await new Promise<void>((resolve) => ana.socket.once('connect', () => resolve()));
+  t.ok(ana.socket.connected, 'a new handshake is accepted');
+  await new Promise<void>((resolve) => ana.socket.once('disconnect', () => resolve()));
+  t.equal(await metric(relay.url, 'socket_sessions_expired_total'), 2);
+});
+
+t.test('a socket that leaves first has its timer cleared: no expiry is counted', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 400, random: () => 0 });
+  const early = await connectClient(t, relay.url, claimsOf({ sub: 'early', domains: [] }));
+  early.socket.close();
+  await waitFor(async () => (await metric(relay.url, 'socket_connected_clients')) === 0, 'the disconnect');
+  // A socket connected later expires after the first one's deadline would have passed.
+  const late = await connectClient(t, relay.url, claimsOf({ sub: 'late', domains: [] }));
+  await new Promise<void>((resolve) => late.socket.once('disconnect', () => resolve()));
+  t.equal(await metric(relay.url, 'socket_sessions_expired_total'), 1, 'only the socket that stayed open expired');
+});
+
+t.test('stop() clears the lifetime timers of open sockets', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 3_600_000 });
+  const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));
+  const closed = new Promise<string>((resolve) => ana.socket.once('disconnect', (r) => resolve(r)));
+  await relay.relay.stop();
+  t.equal(await closed, 'transport close', 'the client sees the server go away and may reconnect elsewhere');
+  t.equal((await relay.relay.metrics.sessionsExpired.get()).values[0]?.value, 0, 'a shutdown is not an expiry');
+  // The timer was for an hour and is not unref'd: this file only exits in time because stop() cleared it.
+});
