@@ -168,6 +168,8 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
 
   const run = async (req: Request, res: Response): Promise<void> => {
     const send = await prepare(req, res);
+    const stream = new SseStream(res, deps.heartbeatMs, () => metrics.clientDisconnects.inc());
+    stream.watch();
     let answer: AgentAnswer;
     try {
       answer = await agent.ask({ question: send.content, history: send.history, claimsHeader: rawClaimsOf(req) });
@@ -179,20 +181,15 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
       throw err;
     }
 
-    const stream = new SseStream(res, deps.heartbeatMs);
     stream.open();
     metrics.streamsStarted.inc();
     metrics.activeStreams.inc();
     try {
       await relay(send, answer, stream);
       metrics.streamsCompleted.inc();
-      if (stream.disconnected) {
-        metrics.clientDisconnects.inc();
-        metrics.completedAfterDisconnect.inc();
-      }
+      if (stream.disconnected) metrics.completedAfterDisconnect.inc();
     } catch (err) {
       const failure = failureOf(err, metrics);
-      if (stream.disconnected) metrics.clientDisconnects.inc();
       metrics.streamsFailed.inc({ reason: failure.reason });
       deps.logger.info({ conversationId: send.conversationId, reason: failure.reason }, 'answer stream failed');
       stream.send({ type: 'error', error: failure.reason, message: failure.message });

@@ -16,22 +16,37 @@ export const DEFAULT_HEARTBEAT_MS = 15_000;
 export class SseStream {
   private readonly res: Response;
   private readonly heartbeatMs: number;
+  private readonly onDisconnect: () => void;
   private nextId = 1;
   private heartbeat: ReturnType<typeof setInterval> | undefined;
   private clientGone = false;
 
-  constructor(res: Response, heartbeatMs: number = DEFAULT_HEARTBEAT_MS) {
+  constructor(res: Response, heartbeatMs: number = DEFAULT_HEARTBEAT_MS, onDisconnect: () => void = () => undefined) {
     this.res = res;
     this.heartbeatMs = heartbeatMs;
+    this.onDisconnect = onDisconnect;
+  }
+
+  /**
+   * Starts watching for the browser going away, which may happen before the stream opens (while the
+   * agent is being asked). `onDisconnect` runs once if it leaves before the stream ended.
+   */
+  watch(): void {
+    const { res } = this;
+    const gone = () => {
+      if (this.clientGone || res.writableFinished) return;
+      this.clientGone = true;
+      this.stopHeartbeat();
+      this.onDisconnect();
+    };
+    if (res.destroyed || res.socket?.destroyed) gone();
+    else res.on('close', gone);
   }
 
   /** Sends the headers at once and starts the heartbeat. */
   open(): void {
     const { res } = this;
-    res.on('close', () => {
-      if (!res.writableFinished) this.clientGone = true;
-      this.stopHeartbeat();
-    });
+    if (this.disconnected) return;
     res.status(200);
     res.set({
       'content-type': 'text/event-stream; charset=utf-8',

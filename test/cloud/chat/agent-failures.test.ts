@@ -1,9 +1,9 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { refusingUrl } from './support/fake-agent.js';
 import { openChatDatabase } from './support/mongo.js';
 import { answerOf, createConversation, getConversation, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
 
-async function nothingStored(t: Tap.Test, chat: ChatUnderTest, id: string): Promise<void> {
+async function nothingStored(t: Test, chat: ChatUnderTest, id: string): Promise<void> {
   const stored = await getConversation(chat.url, 'ana', id);
   t.equal(stored.messages?.length, 0, 'nothing of the exchange is stored');
   t.equal(stored.title, 'New chat', 'not even the title');

@@ -1,9 +1,9 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createConversation, fillConversation, getConversation, send, startChat, terminalOf, type SendResult } from './support/harness.js';
 
 const SENDS = 20;
 
-function checkEverySuccessStored(t: Tap.Test, results: SendResult[], messages: Array<{ id: string; role: string; content: string }>): number {
+function checkEverySuccessStored(t: Test, results: SendResult[], messages: Array<{ id: string; role: string; content: string }>): number {
   let done = 0;
   for (const [i, result] of results.entries()) {
     const terminal = terminalOf(result);

@@ -29,6 +29,8 @@ export interface AgentScript {
   omitFinal?: boolean;
   /** Raw `data:` payloads to send instead of tokens and final. */
   rawData?: string[];
+  /** Wait for `release` before sending even the response headers. */
+  holdHeaders?: boolean;
   /** Never send response headers (the connection stays open until the fake stops). */
   neverAnswer?: boolean;
   /** Content type of the answer; text/event-stream unless set. */
@@ -119,6 +121,7 @@ export class FakeAgent {
 
   private async answer(script: AgentScript, res: ServerResponse): Promise<void> {
     if (script.neverAnswer) return;
+    if (script.holdHeaders && script.release) await script.release;
     if (script.status !== undefined) {
       res.writeHead(script.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'scripted failure' }));
       return;

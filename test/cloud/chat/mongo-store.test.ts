@@ -1,0 +1,109 @@
+import t from 'tap';
+import { ObjectId } from 'mongodb';
+import { ConversationLock, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
+import type { ChatMessage } from '../../../cloud/chat/conversation.js';
+import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
+import { freshChatDatabase } from './support/mongo.js';
+
+const message = (role: 'user' | 'assistant', content: string): ChatMessage => ({
+  id: new ObjectId().toHexString(),
+  role,
+  content,
+  createdAt: new Date(),
+});
+
+const exchange = (n: number, seededTitle?: string) => ({
+  question: message('user', `q${n}`),
+  answer: message('assistant', `a${n}`),
+  at: new Date(),
+  ...(seededTitle !== undefined ? { seededTitle } : {}),
+});
+
+t.test('appendExchange: appended, full at the cap, missing for another owner or a deleted id', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  await store.start();
+  const conversation = await store.create('ana', 'New chat', new Date());
+  t.equal(await store.appendExchange(conversation.id, 'ben', exchange(0)), 'missing', 'another owner');
+  t.equal(await store.appendExchange(new ObjectId().toHexString(), 'ana', exchange(0)), 'missing', 'an unknown id');
+  t.equal(await store.appendExchange('not-an-id', 'ana', exchange(0)), 'missing', 'a malformed id');
+  for (let i = 0; i < 50; i++) t.equal(await store.appendExchange(conversation.id, 'ana', exchange(i)), 'appended');
+  t.equal(await store.appendExchange(conversation.id, 'ana', exchange(50)), 'full');
+  const stored = await store.get(conversation.id, 'ana');
+  t.equal(stored?.messages.length, 100);
+  t.equal(stored?.messages[99]?.content, 'a49');
+  const page = await store.list('ana', { limit: 10 });
+  t.equal(page.conversations[0]?.messageCount, 100);
+  t.ok(await store.remove(conversation.id, 'ana'));
+  t.equal(await store.appendExchange(conversation.id, 'ana', exchange(0)), 'missing');
+});
+
+t.test('appendExchange seeds the title only while it is the default and the conversation is empty', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  const fresh = await store.create('ana', 'New chat', new Date());
+  await store.appendExchange(fresh.id, 'ana', exchange(0, 'Seeded'));
+  t.equal((await store.get(fresh.id, 'ana'))?.title, 'Seeded');
+  await store.appendExchange(fresh.id, 'ana', exchange(1, 'Not again'));
+  t.equal((await store.get(fresh.id, 'ana'))?.title, 'Seeded');
+  const named = await store.create('ana', 'Mine', new Date());
+  t.equal(await store.appendExchange(named.id, 'ana', exchange(0, 'Seeded')), 'appended');
+  t.equal((await store.get(named.id, 'ana'))?.title, 'Mine');
+});
+
+t.test('renames racing appends lose no message and keep the last title', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  const conversation = await store.create('ana', 'New chat', new Date());
+  const work: Array<Promise<unknown>> = [];
+  for (let i = 0; i < 10; i++) {
+    work.push(store.appendExchange(conversation.id, 'ana', exchange(i)));
+    work.push(store.rename(conversation.id, 'ana', `title ${i}`, new Date()));
+  }
+  await Promise.all(work);
+  const stored = await store.get(conversation.id, 'ana');
+  t.equal(stored?.messages.length, 20, 'every appended exchange is there');
+  t.match(stored?.title, /^title \d$/);
+  t.equal((await store.list('ana', { limit: 1 })).conversations[0]?.messageCount, 20);
+});
+
+t.test('two stores (two replicas) exclude each other through the lease', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const first = new MongoConversationStore(db);
+  const second = new MongoConversationStore(db);
+  const conversation = await first.create('ana', 'New chat', new Date());
+  const outcomes = await Promise.all(
+    Array.from({ length: 16 }, (_, i) => (i % 2 === 0 ? first : second).appendExchange(conversation.id, 'ana', exchange(i))),
+  );
+  t.same(new Set(outcomes), new Set(['appended']));
+  t.equal((await first.get(conversation.id, 'ana'))?.messages.length, 32);
+  t.equal(await db.collection('conversation_locks').countDocuments({}), 0, 'every lease was released');
+});
+
+t.test('a lease left by a crashed holder is taken over once it expires', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const leases = db.collection<LeaseDocument>('conversation_locks');
+  await leases.insertOne({ _id: 'c1', token: 'crashed', expires_at: new Date(Date.now() + 300) });
+  const lock = new ConversationLock(leases, { leaseMs: 1_000, waitMs: 5_000, pollMs: 5 });
+  const ran = await lock.withLock('c1', async () => (await leases.findOne({ _id: 'c1' }))?.token);
+  t.not(ran, 'crashed', 'the work ran under a new lease');
+  t.equal(await leases.countDocuments({}), 0);
+});
+
+t.test('a lease held alive longer than the wait gives up with LockTimeoutError, and the holder keeps it', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const leases = db.collection<LeaseDocument>('conversation_locks');
+  await leases.insertOne({ _id: 'c2', token: 'busy', expires_at: new Date(Date.now() + 60_000) });
+  const lock = new ConversationLock(leases, { leaseMs: 1_000, waitMs: 200, pollMs: 5 });
+  let ran = false;
+  await t.rejects(lock.withLock('c2', async () => (ran = true)), LockTimeoutError);
+  t.equal(ran, false);
+  t.equal((await leases.findOne({ _id: 'c2' }))?.token, 'busy');
+});
+
+t.test('the lock is released when the work fails, and the next writer proceeds', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const lock = new ConversationLock(db.collection<LeaseDocument>('conversation_locks'));
+  await t.rejects(lock.withLock('c3', async () => Promise.reject(new Error('boom'))), /boom/);
+  t.equal(await lock.withLock('c3', async () => 'next'), 'next');
+});
