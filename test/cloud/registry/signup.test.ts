@@ -1,0 +1,81 @@
+import t from 'tap';
+import { startRegistry } from './support/harness.js';
+
+const FIELDS = ['ID', 'Name', 'DisplayName', 'Tier', 'Host', 'IdentityMode', 'Issuer', 'LicenseStatus', 'Status', 'StatusDetail', 'created_at'];
+
+t.test('signup writes one row and returns it with exactly the seed\'s field names', async (t) => {
+  const app = await startRegistry(t);
+  const created = await app.signup({ Name: 'acme', DisplayName: 'Acme Corp', Tier: 'pooled' });
+  t.equal(created.status, 201);
+  const org = created.json as Record<string, unknown>;
+  t.same(Object.keys(org).sort(), [...FIELDS].sort(), 'every field, nothing else');
+  t.match(org, {
+    ID: /^[0-9a-f-]{36}$/,
+    Name: 'acme',
+    DisplayName: 'Acme Corp',
+    Tier: 'pooled',
+    Host: '',
+    IdentityMode: 'platform',
+    Issuer: '',
+    LicenseStatus: 'active',
+    Status: 'provisioning',
+    StatusDetail: null,
+  });
+  t.ok(!Number.isNaN(Date.parse(String(org.created_at))));
+  t.equal(await app.rowCount(), 1);
+});
+
+t.test('input keys match case-insensitively', async (t) => {
+  const app = await startRegistry(t);
+  const created = await app.signup({ name: 'globex', DISPLAYNAME: 'Globex', tier: 'on-prem', identitymode: 'byo-idp', ISSUER: 'https://idp.globex.test/' });
+  t.equal(created.status, 201);
+  t.match(created.json, { Name: 'globex', DisplayName: 'Globex', Tier: 'on-prem', IdentityMode: 'byo-idp', Issuer: 'https://idp.globex.test/' });
+  const twice = await app.signup({ name: 'x', Name: 'y', Tier: 'pooled' });
+  t.equal(twice.status, 400);
+  t.match(twice.json, { type: 'Validation Error', message: /Name: given twice \(as name and Name\)/ });
+});
+
+t.test('an invalid tier, a missing Name, unknown fields and bad issuers are 400 and write nothing', async (t) => {
+  const app = await startRegistry(t);
+  const cases: [unknown, RegExp][] = [
+    [{ Name: 'a', Tier: 'gold' }, /Tier: expected one of "pooled", "dedicated", "on-prem", got "gold"/],
+    [{ Name: 'a', Tier: 'Pooled' }, /Tier: expected one of/],
+    [{ Name: 'a' }, /Tier: expected one of .*got nothing/],
+    [{ Tier: 'pooled' }, /Name: expected a non-empty string/],
+    [{ Name: '   ', Tier: 'pooled' }, /Name: expected a non-empty string/],
+    [{ Name: 'a', Tier: 'pooled', IdentityMode: 'saml' }, /IdentityMode: expected one of "platform", "byo-idp"/],
+    [{ Name: 'a', Tier: 'pooled', IdentityMode: 'byo-idp' }, /Issuer: required when IdentityMode is "byo-idp"/],
+    [{ Name: 'a', Tier: 'pooled', Issuer: 'not a url' }, /Issuer: expected an http\(s\) URL/],
+    [{ Name: 'a', Tier: 'pooled', Status: 'ready' }, /Status: not a field of this request/],
+    [{ Name: 'a', Tier: 'pooled', DisplayName: 42 }, /DisplayName: expected a string/],
+    [[], /request body: expected a JSON object/],
+    ['"acme"', /not valid JSON/],
+    ['{"Name": "a", ', /not valid JSON/],
+  ];
+  for (const [body, message] of cases) {
+    const r = await app.signup(body);
+    t.equal(r.status, 400, JSON.stringify(body));
+    t.match(r.json, { type: 'Validation Error', message }, JSON.stringify(body));
+  }
+  t.equal(await app.rowCount(), 0, 'nothing written');
+});
+
+t.test('a duplicate Name is 409, whatever its case', async (t) => {
+  const app = await startRegistry(t);
+  t.equal((await app.signup({ Name: 'Initech', Tier: 'dedicated' })).status, 201);
+  for (const name of ['Initech', 'initech', 'INITECH']) {
+    const again = await app.signup({ Name: name, Tier: 'pooled' });
+    t.equal(again.status, 409, name);
+    t.match(again.json, { type: 'Conflict', message: /already exists/ });
+  }
+  const racing = await Promise.all(Array.from({ length: 12 }, () => app.signup({ Name: 'hooli', Tier: 'pooled' })));
+  t.same(racing.map((r) => r.status).sort(), [201, ...Array(11).fill(409)], 'concurrent signups: one wins');
+  t.equal(await app.rowCount(), 2);
+});
+
+t.test('signup needs no identity, and unknown routes are 404', async (t) => {
+  const app = await startRegistry(t);
+  t.equal((await app.signup({ Name: 'open', Tier: 'pooled' })).status, 201, 'no claims, no signature');
+  t.equal((await app.signed('GET', '/organizations')).status, 404, 'no route reads organizations openly');
+  t.equal((await app.signed('GET', '/health')).status, 200);
+});
