@@ -39,7 +39,9 @@ function closed<R extends t.Props, O extends t.Props>(name: string, required: R,
           );
         }
       }
-      return base.validate(input, context);
+      // present the intersection as the node itself, so error paths read `tables[0].signal`, not `0.signal`
+      const last = context[context.length - 1];
+      return base.validate(input, last ? [...context.slice(0, -1), { ...last, type: base }] : context);
     },
     base.encode,
   );

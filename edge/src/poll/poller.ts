@@ -45,6 +45,8 @@ class PollFailure extends Error {
 /** One AP's stations before zoning: the loudest reading per MAC, in dBm. */
 type Grouped = { kind: 'single'; stations: StationSighting[] } | { kind: 'byAp'; stations: Map<string, StationSighting[]> };
 
+const elapsedSince = (started: number) => Math.round((performance.now() - started) * 10) / 10;
+
 const INTERFACE_NAME = /^[A-Za-z0-9_.@-]{1,32}$/;
 
 /** Loudest reading per MAC, so one device is one sighting per AP whatever the radios and antennas. */
@@ -137,6 +139,7 @@ const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
   host_key_mismatch: 'auth',
   bad_key: 'config',
   unreachable: 'unreachable',
+  timeout: 'timeout',
   output_too_large: 'bad_output',
   closed: 'error',
   failed: 'error',
@@ -221,7 +224,8 @@ export function createPoller(options: PollerOptions): Poller {
     if (ap.target.transport !== 'ssh') throw new PollFailure('config', `dialect ${dialect.name} needs an SSH target`);
     const commands = commandsFor(dialect, ap.target.interface);
     const parse = PARSERS[dialect.parser];
-    const session = await openSsh(ap.target, { timeoutMs, signal });
+    // the poll's own deadline is the bound; the handshake timeout is only a backstop behind it
+    const session = await openSsh(ap.target, { timeoutMs: timeoutMs + 1000, signal });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     try {
@@ -289,7 +293,8 @@ export function createPoller(options: PollerOptions): Poller {
           ? pollSnmp(ap, dialect, timeoutMs, controller.signal)
           : pollSsh(ap, dialect, timeoutMs, controller.signal);
       const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new PollFailure('timeout', `no complete answer within ${timeoutMs} ms`)), timeoutMs);
+        const hint = dialect.transport === 'snmp' ? ' (a wrong v2c community or v3 privacy key looks the same: agents stay silent)' : '';
+        timer = setTimeout(() => reject(new PollFailure('timeout', `no complete answer within ${timeoutMs} ms${hint}`)), timeoutMs);
       });
       const aborted = new Promise<never>((_, reject) => {
         controller.signal.addEventListener('abort', () => reject(new PollFailure('error', 'poller closed')), { once: true });
@@ -297,9 +302,9 @@ export function createPoller(options: PollerOptions): Poller {
       // the losers of the race reject later; nobody waits for them
       for (const loser of [work, deadline, aborted]) loser.catch(() => undefined);
       const grouped = await Promise.race([work, deadline, aborted]);
-      return resultsOf(ap, dialect, grouped, performance.now() - started);
+      return resultsOf(ap, dialect, grouped, elapsedSince(started));
     } catch (error) {
-      return resultsOf(ap, dialect, describeFailure(error), performance.now() - started);
+      return resultsOf(ap, dialect, describeFailure(error), elapsedSince(started));
     } finally {
       clearTimeout(timer);
       // closes whatever the poll still holds open (a walk or an SSH connect past the deadline)

@@ -30,7 +30,7 @@ export type OpenSshSession = (target: SshTarget, options: { timeoutMs: number; s
 /** SSH connection failures with a stable code; messages never carry key material. */
 export class SshError extends Error {
   constructor(
-    readonly code: 'host_key_mismatch' | 'auth_failed' | 'unreachable' | 'bad_key' | 'output_too_large' | 'closed' | 'failed',
+    readonly code: 'host_key_mismatch' | 'auth_failed' | 'unreachable' | 'timeout' | 'bad_key' | 'output_too_large' | 'closed' | 'failed',
     message: string,
   ) {
     super(message);
@@ -56,9 +56,7 @@ function describeConnectError(error: Error & { level?: string; code?: string }):
     return new SshError('unreachable', `connection failed (${error.code})`);
   }
   if (error.code === 'ECONNRESET') return new SshError('unreachable', 'connection reset by the AP');
-  if (/Timed out while waiting for handshake/i.test(error.message)) {
-    return new SshError('unreachable', 'no SSH handshake before the timeout');
-  }
+  if (error.level === 'client-timeout') return new SshError('timeout', 'no SSH handshake before the timeout');
   return new SshError('failed', `ssh: ${error.message}`);
 }
 

@@ -1,0 +1,114 @@
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DialectError, dialectsFromFiles, loadDialects, parseDialect } from '../../../edge/src/poll/dialects.js';
+
+t.test('every shipped dialect loads', async (t) => {
+  const dialects = loadDialects();
+  t.same([...dialects.keys()].sort(), ['aruba-aos', 'cisco-wlc', 'mikrotik', 'openwrt-iw', 'openwrt-ubus', 'ruckus-zd', 'unifi']);
+  const cisco = dialects.get('cisco-wlc');
+  t.equal(cisco?.transport, 'snmp');
+  if (cisco?.transport === 'snmp') {
+    t.equal(cisco.controller, true);
+    t.equal(cisco.tables[0]?.oid, '1.3.6.1.4.1.14179.2.1.11.1', 'bsnMobileStationRssiDataTable');
+  }
+  const aruba = dialects.get('aruba-aos');
+  t.same(aruba?.signal, { unit: 'SNR', noiseFloorDbm: -95 }, 'aruba RSSI is an SNR');
+  const mikrotik = dialects.get('mikrotik');
+  if (mikrotik?.transport === 'snmp') {
+    t.same(
+      mikrotik.tables.map((table) => table.oid),
+      ['1.3.6.1.4.1.14988.1.1.1.2.1', '1.3.6.1.4.1.14988.1.1.1.21.4.1'],
+      'RouterOS 6 and RouterOS 7 tables',
+    );
+  }
+  const iw = dialects.get('openwrt-iw');
+  t.equal(iw?.transport === 'ssh' && iw.command, 'iw dev {if} station dump');
+});
+
+const valid = {
+  name: 'acme',
+  vendor: 'Acme',
+  transport: 'snmp',
+  controller: false,
+  description: 'test',
+  tables: [
+    {
+      name: 'acmeStaTable',
+      oid: '1.3.6.1.4.1.99999.1.1',
+      index: [{ name: 'acmeStaMac', kind: 'mac' }],
+      station: { index: 'acmeStaMac' },
+      signal: { column: 3, name: 'acmeStaSignal' },
+    },
+  ],
+  signal: { unit: 'dBm' },
+};
+
+t.test('a new vendor is one valid file', async (t) => {
+  const catalog = dialectsFromFiles({ 'acme.json': JSON.stringify(valid) });
+  t.equal(catalog.get('acme')?.transport, 'snmp');
+});
+
+t.test('every problem is reported at once, with its file and path', async (t) => {
+  const broken = {
+    ...valid,
+    controller: 'yes',
+    tables: [
+      {
+        ...valid.tables[0],
+        oid: '1.3.6.x',
+        singal: { column: 3, name: 'typo' },
+        station: { index: 'noSuchPart' },
+      },
+    ],
+  };
+  const parsed = parseDialect(broken, 'acme.json');
+  t.equal(parsed.ok, false);
+  if (parsed.ok) return;
+  t.match(parsed.errors.join('\n'), /acme\.json: controller: expected a boolean, got "yes"/);
+  t.match(parsed.errors.join('\n'), /acme\.json: tables\[0\]\.singal: expected nothing \(unknown key; check the spelling\)/);
+});
+
+t.test('cross-field problems name the field', async (t) => {
+  const parsed = parseDialect(
+    {
+      ...valid,
+      controller: true,
+      tables: [{ ...valid.tables[0], station: { index: 'nope' } }],
+      signal: { unit: 'SNR', noiseFloorDbm: 20 },
+    },
+    'acme.json',
+  );
+  t.equal(parsed.ok, false);
+  if (parsed.ok) return;
+  t.same(parsed.errors, [
+    'acme.json: signal.noiseFloorDbm: expected a noise floor between -120 and -60 dBm, got 20',
+    'acme.json: tables[0].station.index: no index part named "nope" (have: acmeStaMac)',
+    'acme.json: tables[0].apIdentity: a controller dialect must say which column identifies the AP',
+  ]);
+});
+
+t.test('an unknown parser, a file named differently, and bad JSON all fail the load together', async (t) => {
+  const error = t.throws(() =>
+    dialectsFromFiles({
+      'acme.json': JSON.stringify({ ...valid, name: 'acme2' }),
+      'broken.json': '{ not json',
+      'ssh.json': JSON.stringify({ name: 'ssh', vendor: 'x', description: 'x', transport: 'ssh', command: 'x', parser: 'xml', signal: { unit: 'dBm' } }),
+    }),
+  ) as DialectError;
+  t.ok(error instanceof DialectError);
+  t.equal(error.problems.length, 3);
+  t.match(error.problems[0], /^acme\.json: name: expected "acme" \(the file name\), got "acme2"/);
+  t.match(error.problems[1], /^broken\.json: not valid JSON/);
+  t.match(error.problems[2], /^ssh\.json: parser: expected one of "iw-station-dump" \| "ubus-clients-json" \| "mca-dump-json", got "xml"/);
+});
+
+t.test('loading a directory reads its json files; a missing directory is a clear error', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'lintel-dialects-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'acme.json'), JSON.stringify(valid));
+  writeFileSync(join(dir, 'README.md'), 'not a dialect');
+  t.same([...loadDialects(dir).keys()], ['acme']);
+  t.throws(() => loadDialects(join(dir, 'missing')), { name: 'DialectError', message: /cannot read the dialect directory \(ENOENT\)/ });
+});

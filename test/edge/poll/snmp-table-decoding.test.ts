@@ -1,0 +1,64 @@
+/**
+ * Decoding walked SNMP columns into sightings, with plain data (no agent): index splitting, MAC from
+ * index or column, AP identity, stale rows.
+ */
+import t from 'tap';
+import { loadDialects, type SnmpTableSpec } from '../../../edge/src/poll/dialects.js';
+import { columnsToWalk, decodeStationTable } from '../../../edge/src/poll/snmp/table.js';
+
+const dialects = loadDialects();
+function tableOf(name: string, i = 0): SnmpTableSpec {
+  const dialect = dialects.get(name);
+  if (dialect?.transport !== 'snmp' || !dialect.tables[i]) throw new Error(`no SNMP table ${name}[${i}]`);
+  return dialect.tables[i];
+}
+
+t.test('only the needed columns are walked', async (t) => {
+  t.same(columnsToWalk(tableOf('aruba-aos'), false), [14]);
+  t.same(columnsToWalk(tableOf('aruba-aos'), true), [2, 14]);
+  t.same(columnsToWalk(tableOf('cisco-wlc'), true), [4, 5, 25]);
+  t.same(columnsToWalk(tableOf('mikrotik', 1), false), [6]);
+});
+
+t.test('cisco rows: client MAC from the index, AP name from a column, stale rows dropped, bad rows counted', async (t) => {
+  const client = '240.24.152.161.178.1';
+  const apMac = '0.58.154.17.34.1';
+  const walked = new Map<number, Map<string, number | Buffer>>([
+    [
+      4,
+      new Map([
+        [`${client}.${apMac}.1.0`, Buffer.from('AP-Lobby-1')],
+        [`${client}.${apMac}.0.0`, Buffer.from('AP-Lobby-1\0')],
+      ]),
+    ],
+    [
+      5,
+      new Map<string, number | Buffer>([
+        [`${client}.${apMac}.1.0`, -48],
+        [`${client}.${apMac}.0.0`, -39],
+        [`${client}.${apMac}.1`, -50],
+        [`${client}.${apMac}.0.1`, Buffer.from('x')],
+      ]),
+    ],
+    [25, new Map([[`${client}.${apMac}.0.0`, 412]])],
+  ]);
+  t.same(decodeStationTable(tableOf('cisco-wlc'), walked), {
+    sightings: [{ mac: 'f0:18:98:a1:b2:01', signal: -48, apIdentity: 'AP-Lobby-1' }],
+    rows: 4,
+    skipped: 2,
+    stale: 1,
+  });
+});
+
+t.test('ruckus rows: AP identity is a MacAddress column, normalised', async (t) => {
+  const walked = new Map<number, Map<string, number | Buffer>>([
+    [2, new Map([['16.241.242.0.0.1', Buffer.from([0xc4, 0x01, 0x7c, 0x3d, 0x50, 0x10])]])],
+    [9, new Map([['16.241.242.0.0.1', 54]])],
+  ]);
+  t.same(decodeStationTable(tableOf('ruckus-zd'), walked).sightings, [{ mac: '10:f1:f2:00:00:01', signal: 54, apIdentity: 'c4:01:7c:3d:50:10' }]);
+});
+
+t.test('an index with a sub-id out of range for a MAC is skipped', async (t) => {
+  const walked = new Map([[14, new Map([['4.211.176.18.52.999', 40]])]]);
+  t.same(decodeStationTable(tableOf('aruba-aos'), walked), { sightings: [], rows: 1, skipped: 1, stale: 0 });
+});
