@@ -35,6 +35,8 @@ export interface RedisSubscriberOptions {
   retryDelayMs?: number;
   /** A PING this often detects a connection that died without closing. Default 15 000 ms; 0 disables. */
   heartbeatMs?: number;
+  /** Connecting and subscribing must finish within this, or the attempt counts as failed. Default 10 000 ms. */
+  setupTimeoutMs?: number;
   /** Name shown in CLIENT LIST. */
   connectionName?: string;
 }
@@ -106,49 +108,61 @@ export class RedisSubscriber implements BrokerSubscriber {
       connectionName: this.options.connectionName ?? 'lintel-relay',
     });
     this.client = client;
-    let failure = 'connection closed';
-    client.on('error', (err) => {
-      failure = describeError(err);
-    });
+    // Why this attempt ended; the first explanation wins.
+    let failure: string | undefined;
+    const fail = (reason: string) => (failure ??= reason);
+    client.on('error', (err) => fail(describeError(err)));
     const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
     client.on('messageBuffer', (channel: Buffer, payload: Buffer) => this.deliver(channel, payload));
     client.on('pmessageBuffer', (_pattern: string, channel: Buffer, payload: Buffer) => this.deliver(channel, payload));
     let heartbeat: NodeJS.Timeout | undefined;
+    // A server that accepts the connection but never answers would otherwise stall this attempt forever.
+    const setupTimeoutMs = this.options.setupTimeoutMs ?? 10_000;
+    const setupTimer = setTimeout(() => {
+      fail(`no subscription within ${setupTimeoutMs} ms`);
+      client.disconnect();
+    }, setupTimeoutMs);
     try {
       await client.connect();
       if (channels.length > 0) await client.subscribe(...channels);
       if (patterns.length > 0) await client.psubscribe(...patterns);
       if (!this.running) throw new Error('stopping');
+      if (client.status !== 'ready') throw new Error('connection lost while subscribing');
       this.live = true;
       logger.info({ channels, patterns }, 'broker subscribed');
       for (const resolve of this.waiters.splice(0)) resolve();
-      heartbeat = this.startHeartbeat(client);
+      heartbeat = this.startHeartbeat(client, fail);
     } catch (err) {
-      if (failure === 'connection closed') failure = describeError(err);
+      fail(describeError(err));
       client.disconnect();
+    } finally {
+      clearTimeout(setupTimer);
     }
     if (client.status !== 'end') await ended;
     if (heartbeat) clearInterval(heartbeat);
     client.removeAllListeners();
     client.on('error', () => undefined);
     if (this.client === client) this.client = undefined;
-    return failure;
+    return failure ?? 'connection closed';
   }
 
-  private startHeartbeat(client: Redis): NodeJS.Timeout | undefined {
+  private startHeartbeat(client: Redis, fail: (reason: string) => void): NodeJS.Timeout | undefined {
     const every = this.options.heartbeatMs ?? 15_000;
     if (every <= 0) return undefined;
     let awaiting = false;
     return setInterval(() => {
       if (awaiting) {
-        this.options.logger.warn('broker heartbeat unanswered; reconnecting');
+        fail('heartbeat unanswered');
         client.disconnect();
         return;
       }
       awaiting = true;
       client.ping().then(
         () => (awaiting = false),
-        () => client.disconnect(),
+        (err: unknown) => {
+          fail(describeError(err));
+          client.disconnect();
+        },
       );
     }, every);
   }

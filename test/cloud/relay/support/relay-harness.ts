@@ -52,6 +52,8 @@ export interface RelayHarnessOptions {
   directoryTimeoutMs?: number;
   logger?: Logger;
   waitForBroker?: boolean;
+  heartbeatMs?: number;
+  setupTimeoutMs?: number;
 }
 
 /** Starts a relay for one test file; stopped at teardown. */
@@ -65,6 +67,8 @@ export async function startRelay(t: Teardown, options: RelayHarnessOptions): Pro
     channels: [channels.notifications],
     patterns: [telemetryPattern(channels)],
     logger,
+    ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
+    ...(options.setupTimeoutMs === undefined ? {} : { setupTimeoutMs: options.setupTimeoutMs }),
   });
   const relay = createRelay(
     {
