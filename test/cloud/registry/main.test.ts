@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { request } from 'undici';
 import { sign } from '../../../shared/hmac.js';
-import { freshPgDatabase } from '../tenancy/support/database.js';
+import { freshPgDatabase } from '../../support/stack.js';
 import { eventually, freePort } from '../tenancy/support/redis.js';
 
 const MAIN = fileURLToPath(new URL('../../../cloud/registry/main.ts', import.meta.url));

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import t from 'tap';
@@ -8,6 +7,7 @@ import { AccountDeletedConsumer, type AccountDeletedConsumerOptions } from '../.
 import { PgTenancyStore } from '../../../cloud/tenancy/pg-store.js';
 import { createDomain, migratedPool, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
 import { eventually, stackRedisUrl } from './support/redis.js';
+import { uniqueName } from '../../support/stack.js';
 
 const STALLING_CONSUMER = fileURLToPath(new URL('./fixtures/stalling-consumer.ts', import.meta.url));
 
@@ -17,9 +17,8 @@ interface Teardown {
 
 /** A stream and group no other test uses, deleted at teardown, and a client to publish with. */
 function streamFixture(t: Teardown) {
-  const suffix = `${process.pid}-${randomUUID().slice(0, 8)}`;
-  const stream = `account.deleted.test-${suffix}`;
-  const group = `tenancy-test-${suffix}`;
+  const stream = uniqueName('account.deleted.test');
+  const group = uniqueName('tenancy_test');
   const redis = new Redis(stackRedisUrl());
   t.teardown(async () => {
     await redis.del(stream, `${stream}.dead`);

@@ -4,7 +4,7 @@ import t from 'tap';
 import { request } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
 import { sign } from '../../../shared/hmac.js';
-import { freshPgDatabase } from './support/database.js';
+import { freshPgDatabase } from '../../support/stack.js';
 import { eventually, freePort } from './support/redis.js';
 
 const MAIN = fileURLToPath(new URL('../../../cloud/tenancy/main.ts', import.meta.url));

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import t from 'tap';
 import { MigrationError, runMigrations } from '../../../cloud/tenancy/pg-migrations.js';
-import { freshPgDatabase } from './support/database.js';
+import { freshPgDatabase } from '../../support/stack.js';
 import { migratedPool, newAccount, TENANCY_MIGRATIONS } from './support/harness.js';
 
 const REGISTRY_MIGRATIONS = fileURLToPath(new URL('../../../cloud/registry/migrations/', import.meta.url));

@@ -12,7 +12,7 @@ import { createRegistryApp } from '../../../../cloud/registry/app.js';
 import { PgRegistryStore } from '../../../../cloud/registry/pg-store.js';
 import { runMigrations } from '../../../../cloud/tenancy/pg-migrations.js';
 import { serve } from '../../../support/http.js';
-import { freshPgDatabase } from '../../tenancy/support/database.js';
+import { freshPgDatabase } from '../../../support/stack.js';
 
 export const REGISTRY_MIGRATIONS = fileURLToPath(new URL('../../../../cloud/registry/migrations/', import.meta.url));
 

@@ -13,7 +13,7 @@ import { createTenancyApp } from '../../../../cloud/tenancy/app.js';
 import { runMigrations } from '../../../../cloud/tenancy/pg-migrations.js';
 import { PgTenancyStore } from '../../../../cloud/tenancy/pg-store.js';
 import { serve } from '../../../support/http.js';
-import { freshPgDatabase } from './database.js';
+import { freshPgDatabase } from '../../../support/stack.js';
 
 export const TENANCY_MIGRATIONS = fileURLToPath(new URL('../../../../cloud/tenancy/migrations/', import.meta.url));
 

@@ -8,14 +8,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { stackEnv } from '../../../support/stack.js';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
 }
 
-/** The shared stack's Redis (tools/stack), or REDIS_URL when set. Never flushed, never stopped. */
+/** The shared stack's Redis (tools/stack). Never flushed, never stopped. */
 export function stackRedisUrl(): string {
-  return process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
+  return stackEnv().REDIS_URL;
 }
 
 /** Polls `condition` every 25 ms until it holds; throws after `timeoutMs` naming what was awaited. */
