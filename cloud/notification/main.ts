@@ -20,6 +20,7 @@ import { createMetrics } from './metrics.js';
 import { migrateAlertableMetrics } from './migration.js';
 import { WebPushSender, vapidProblems, type VapidKeys } from './push.js';
 import { RedisCooldown, RedisPublisher } from './redis.js';
+import { coalesceLookups } from './single-flight.js';
 import { MongoNotificationStore } from './store.js';
 
 /** The identity the breach path looks buildings up with. */
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
   });
   const breach = new BreachHandler({
     cooldown: new RedisCooldown(redis),
-    directory: createBuildingDirectory({ baseUrl: config.DIGITAL_TWIN_URL, timeoutMs: LOOKUP_TIMEOUT_MS, cacheTtlMs: LOOKUP_CACHE_MS }),
+    directory: coalesceLookups(createBuildingDirectory({ baseUrl: config.DIGITAL_TWIN_URL, timeoutMs: LOOKUP_TIMEOUT_MS, cacheTtlMs: LOOKUP_CACHE_MS })),
     systemClaimsHeader: encodeClaims(systemClaims(SERVICE_IDENTITY)),
     delivery,
     metrics,
