@@ -3,6 +3,7 @@
  * unique to the test, a fake building directory, real socket.io-client clients and /metrics scraping.
  */
 import { randomUUID } from 'node:crypto';
+import { stackEnv, uniqueName, type Teardown } from '../../../support/stack.js';
 import { Redis } from 'ioredis';
 import { io as connect, type Socket as ClientSocket } from 'socket.io-client';
 import { request } from 'undici';
@@ -17,19 +18,11 @@ import { telemetryPattern, type BrokerChannels } from '../../../../cloud/relay/r
 import type { Random } from '../../../../cloud/relay/lifetime.js';
 import type { FakeDirectory } from './fake-directory.js';
 
-/** What the helpers need of a tap test. */
-export interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+export { uniqueName, type Teardown };
 
-/** The shared stack's Redis (tools/stack), or REDIS_URL when set. */
+/** The shared stack's Redis (tools/stack). */
 export function stackRedisUrl(): string {
-  return process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
-}
-
-/** A name no other test run uses: channels, domains, buildings. */
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  return stackEnv().REDIS_URL;
 }
 
 export const FRONTEND_ORIGIN = 'http://localhost:5173';
