@@ -1,21 +1,24 @@
 /**
  * The startup migration: for each alertable metric, every account that has temperature switched on in
- * a domain gets that metric switched on there, once. A marker per metric records that it ran; a marker
- * inserted under a unique id is the claim, so of two replicas starting at once only one runs a metric.
+ * a domain gets that metric switched on there, once. A marker per metric records that it ran. One lock
+ * (a document inserted under a unique id) lets one replica run at a time, so two replicas starting at
+ * once never update the same records together; the other replica skips and the lock's holder finishes.
  * The update only adds missing entries, so a stored choice is never overwritten and a re-run after a
- * crash changes nothing that was already done.
+ * crash changes nothing already done. A lock whose holder stopped is taken over after its lease.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import type { NotificationStore } from './store.js';
 
-/** A claim older than this is taken over: its holder stopped before finishing. */
+/** A lock older than this is taken over: its holder stopped before finishing. */
 export const DEFAULT_MIGRATION_LEASE_MS = 10 * 60 * 1000;
+export const MIGRATION_LOCK_ID = 'startup-migration-lock';
 
 export interface MigrationReport {
+  /** Records of an earlier shape given their query fields. */
   backfilled: number;
-  /** Per metric: how many records were switched on, or why it was skipped. */
+  /** Per metric: how many records were switched on, `done` before, or `held` by another replica. */
   metrics: Record<string, number | 'done' | 'held'>;
 }
 
@@ -28,7 +31,7 @@ export function markerId(metric: string): string {
  * Runs the migration. Safe to call from several replicas at once and on every start.
  *
  * @example
- * await migrateAlertableMetrics(store, logger); // { backfilled: 0, metrics: { airQuality: 12, peopleCount: 12 } }
+ * await migrateAlertableMetrics(store, logger); // { backfilled: 0, metrics: { peopleCount: 12, airQuality: 12 } }
  */
 export async function migrateAlertableMetrics(
   store: NotificationStore,
@@ -36,20 +39,33 @@ export async function migrateAlertableMetrics(
   options: { owner?: string; leaseMs?: number; metrics?: readonly string[] } = {},
 ): Promise<MigrationReport> {
   const owner = options.owner ?? randomUUID();
-  const leaseMs = options.leaseMs ?? DEFAULT_MIGRATION_LEASE_MS;
-  const report: MigrationReport = { backfilled: await store.backfillDerivedFields(), metrics: {} };
-  for (const metric of options.metrics ?? ALERTABLE_METRICS) {
-    if (metric === 'temperature') continue;
-    const id = markerId(metric);
-    const claim = await store.claimMarker(id, owner, leaseMs);
-    if (claim !== 'claimed') {
-      report.metrics[metric] = claim;
-      continue;
+  const report: MigrationReport = { backfilled: 0, metrics: {} };
+  const candidates = (options.metrics ?? ALERTABLE_METRICS).filter((m) => m !== 'temperature');
+  const pending: string[] = [];
+  for (const metric of candidates) {
+    if (await store.isMarkerDone(markerId(metric))) report.metrics[metric] = 'done';
+    else pending.push(metric);
+  }
+  if ((await store.claimLock(MIGRATION_LOCK_ID, owner, options.leaseMs ?? DEFAULT_MIGRATION_LEASE_MS)) === 'held') {
+    for (const metric of pending) report.metrics[metric] = 'held';
+    logger.info({ pending }, 'migration: another replica holds the lock; skipped');
+    return report;
+  }
+  try {
+    report.backfilled = await store.backfillDerivedFields();
+    for (const metric of pending) {
+      // Checked again under the lock: the previous holder may have finished it meanwhile.
+      if (await store.isMarkerDone(markerId(metric))) {
+        report.metrics[metric] = 'done';
+        continue;
+      }
+      const modified = await store.enableWhereTemperatureOn(metric);
+      await store.completeMarker(markerId(metric), owner, modified);
+      report.metrics[metric] = modified;
+      logger.info({ metric, modified }, 'migration: switched metric on where temperature is on');
     }
-    const modified = await store.enableWhereTemperatureOn(metric);
-    await store.completeMarker(id, owner, modified);
-    report.metrics[metric] = modified;
-    logger.info({ metric, modified }, 'migration: switched metric on where temperature is on');
+  } finally {
+    await store.releaseLock(MIGRATION_LOCK_ID, owner);
   }
   return report;
 }

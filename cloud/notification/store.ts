@@ -64,8 +64,8 @@ interface MigrationDoc {
   modified?: number;
 }
 
-/** How a claim on a migration marker went. */
-export type MarkerClaim = 'claimed' | 'done' | 'held';
+/** How a claim on the migration lock went. */
+export type LockClaim = 'claimed' | 'held';
 
 /** The port the routes, the delivery and the migration use. */
 export interface NotificationStore {
@@ -79,7 +79,10 @@ export interface NotificationStore {
    */
   recipientsIn(domainName: string, metric: string | undefined): Promise<Recipient[]>;
   backfillDerivedFields(): Promise<number>;
-  claimMarker(id: string, owner: string, leaseMs: number): Promise<MarkerClaim>;
+  /** Takes a lock under a unique id; a lock older than `leaseMs` is taken over. */
+  claimLock(id: string, owner: string, leaseMs: number): Promise<LockClaim>;
+  releaseLock(id: string, owner: string): Promise<void>;
+  isMarkerDone(id: string): Promise<boolean>;
   completeMarker(id: string, owner: string, modified: number): Promise<void>;
   /** Switches `metric` on where temperature is on and no choice for `metric` is stored. */
   enableWhereTemperatureOn(metric: string): Promise<number>;
@@ -295,7 +298,7 @@ export class MongoNotificationStore implements NotificationStore {
     return updated;
   }
 
-  async claimMarker(id: string, owner: string, leaseMs: number): Promise<MarkerClaim> {
+  async claimLock(id: string, owner: string, leaseMs: number): Promise<LockClaim> {
     const now = new Date(this.clock());
     try {
       await this.markers.insertOne({ _id: id, state: 'running', owner, claimedAt: now });
@@ -303,19 +306,30 @@ export class MongoNotificationStore implements NotificationStore {
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
-    const marker = await this.markers.findOne({ _id: id });
-    if (!marker) return this.claimMarker(id, owner, leaseMs);
-    if (marker.state === 'done') return 'done';
-    if (now.getTime() - marker.claimedAt.getTime() < leaseMs) return 'held';
-    // The holder stopped without finishing: take the claim over, then check we are the one holding it.
-    await this.markers.updateOne({ _id: id, state: 'running', owner: marker.owner }, { $set: { owner, claimedAt: now } });
+    const lock = await this.markers.findOne({ _id: id });
+    if (!lock) return this.claimLock(id, owner, leaseMs);
+    if (now.getTime() - lock.claimedAt.getTime() < leaseMs) return 'held';
+    // The holder stopped without releasing: take the lock over, then check we are the one holding it.
+    await this.markers.updateOne({ _id: id, owner: lock.owner }, { $set: { owner, claimedAt: now } });
     const after = await this.markers.findOne({ _id: id });
-    if (after?.state === 'done') return 'done';
     return after?.owner === owner ? 'claimed' : 'held';
   }
 
+  async releaseLock(id: string, owner: string): Promise<void> {
+    await this.markers.deleteOne({ _id: id, owner });
+  }
+
+  async isMarkerDone(id: string): Promise<boolean> {
+    return (await this.markers.findOne({ _id: id }))?.state === 'done';
+  }
+
   async completeMarker(id: string, owner: string, modified: number): Promise<void> {
-    await this.markers.updateOne({ _id: id, owner }, { $set: { state: 'done', completedAt: new Date(this.clock()), modified } });
+    const now = new Date(this.clock());
+    await this.markers.updateOne(
+      { _id: id },
+      { $set: { state: 'done', owner, completedAt: now, modified }, $setOnInsert: { claimedAt: now } },
+      { upsert: true },
+    );
   }
 
   async enableWhereTemperatureOn(metric: string): Promise<number> {

@@ -1,0 +1,109 @@
+/**
+ * The startup migration on a real FerretDB: every account with temperature on gets each other alertable
+ * metric switched on once, a stored choice is never overwritten, a marker per metric stops re-runs, two
+ * replicas starting at once migrate each metric once, and a claim left by a stopped replica is taken over.
+ */
+import { MongoClient, ObjectId, type Db } from 'mongodb';
+import t from 'tap';
+import { silentLogger } from '../../../shared/logger.js';
+import { MIGRATION_LOCK_ID, markerId, migrateAlertableMetrics } from '../../../cloud/notification/migration.js';
+import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
+import { freshMongo, uniqueName, type Teardown } from './support/stack.js';
+
+const logger = silentLogger();
+const on = (notificationType: string) => ({ notificationType, isSubscribed: true });
+const off = (notificationType: string) => ({ notificationType, isSubscribed: false });
+
+/** A record as an earlier version of the service stored it: no derived fields. */
+async function legacy(db: Db, accountName: string, domainName: string, preferences: Array<{ notificationType: string; isSubscribed: boolean }>) {
+  await db.collection(COLLECTIONS.preferences).insertOne({ _id: new ObjectId(), accountName, domainName, preferences, createdAt: '2024-03-01T00:00:00.000Z' });
+}
+
+async function preferencesOf(db: Db, accountName: string) {
+  const doc = await db.collection(COLLECTIONS.preferences).findOne({ accountName });
+  return doc?.preferences as unknown;
+}
+
+/** A second client on the same database: another replica. */
+async function replica(t: Teardown, uri: string, db: Db): Promise<MongoNotificationStore> {
+  const client = new MongoClient(uri);
+  await client.connect();
+  t.teardown(() => client.close());
+  const store = new MongoNotificationStore(client.db(db.databaseName), { recipientsCacheMs: 0 });
+  await store.start();
+  return store;
+}
+
+t.test('switches each metric on where temperature is on, never overwriting a stored choice', async (t) => {
+  const { db } = await freshMongo(t);
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  await store.start();
+  await legacy(db, 'a', 'acme', [on('temperature')]);
+  await legacy(db, 'b', 'acme', [on('temperature'), off('airQuality')]);
+  await legacy(db, 'c', 'acme', [off('temperature')]);
+  await legacy(db, 'd', 'acme', [on('peopleCount')]);
+  await store.setPreferences('e', 'acme', [on('temperature'), off('peopleCount')]);
+
+  const report = await migrateAlertableMetrics(store, logger);
+  t.same(report, { backfilled: 4, metrics: { peopleCount: 2, airQuality: 2 } });
+  t.same(await preferencesOf(db, 'a'), [on('temperature'), on('peopleCount'), on('airQuality')]);
+  t.same(await preferencesOf(db, 'b'), [on('temperature'), off('airQuality'), on('peopleCount')], 'b keeps airQuality off');
+  t.same(await preferencesOf(db, 'c'), [off('temperature')], 'temperature off: untouched');
+  t.same(await preferencesOf(db, 'd'), [on('peopleCount')], 'no temperature entry: untouched');
+  t.same(await preferencesOf(db, 'e'), [on('temperature'), off('peopleCount'), on('airQuality')], 'e keeps peopleCount off');
+
+  const airQuality = (await store.recipientsIn('acme', 'airQuality')).map((r) => r.accountName);
+  t.same(airQuality, [], 'no devices yet, so no recipients');
+  await store.saveDevice('a', { endpoint: 'https://push.example.invalid/a', keys: { p256dh: 'x', auth: 'y' } });
+  await store.saveDevice('b', { endpoint: 'https://push.example.invalid/b', keys: { p256dh: 'x', auth: 'y' } });
+  t.same((await store.recipientsIn('acme', 'airQuality')).map((r) => r.accountName), ['a'], 'the migrated opt-in routes pushes; b stays opted out');
+
+  t.test('the markers stop a second run: a record written later in the old shape is left alone', async (t) => {
+    await legacy(db, 'f', 'acme', [on('temperature')]);
+    const again = await migrateAlertableMetrics(store, logger);
+    t.same(again, { backfilled: 1, metrics: { peopleCount: 'done', airQuality: 'done' } });
+    t.same(await preferencesOf(db, 'f'), [on('temperature')]);
+    const markers = await db.collection(COLLECTIONS.migrations).find({}).sort({ _id: 1 }).toArray();
+    t.same(markers.map((m) => [m._id, m.state]), [
+      [markerId('airQuality'), 'done'],
+      [markerId('peopleCount'), 'done'],
+    ]);
+  });
+});
+
+t.test('two replicas starting at once: one migrates, the other skips, no entry is lost or doubled', async (t) => {
+  const { db, uri } = await freshMongo(t);
+  const accounts = Array.from({ length: 30 }, () => uniqueName('acct'));
+  for (const account of accounts) await legacy(db, account, 'acme', [on('temperature')]);
+  const [one, two] = [await replica(t, uri, db), await replica(t, uri, db)];
+  const [first, second] = await Promise.all([migrateAlertableMetrics(one, logger), migrateAlertableMetrics(two, logger)]);
+  const ran = [first, second].filter((r) => typeof r.metrics.peopleCount === 'number');
+  t.equal(ran.length, 1, `one replica ran the migration (${JSON.stringify([first, second])})`);
+  t.same(ran[0]?.metrics, { peopleCount: 30, airQuality: 30 });
+  const other = ran[0] === first ? second : first;
+  for (const metric of ['peopleCount', 'airQuality']) t.ok(['held', 'done'].includes(String(other.metrics[metric])), `the other replica skipped ${metric}`);
+  for (const account of accounts) {
+    const prefs = (await preferencesOf(db, account)) as Array<{ notificationType: string }>;
+    if (prefs.length !== 3) t.fail(`${account}: ${JSON.stringify(prefs)}`);
+  }
+  t.pass('every account has exactly one entry per metric');
+});
+
+t.test('a lock left by a replica that stopped mid-way is taken over after its lease', async (t) => {
+  const { db } = await freshMongo(t);
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  await store.start();
+  await legacy(db, 'a', 'acme', [on('temperature'), on('peopleCount')]);
+  const markers = db.collection<{ _id: string; state: string; owner?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
+  await markers.insertOne({ _id: markerId('peopleCount'), state: 'done' });
+  await markers.insertOne({ _id: MIGRATION_LOCK_ID, state: 'running', owner: 'gone', claimedAt: new Date(Date.now() - 60_000) });
+  const held = await migrateAlertableMetrics(store, logger, { leaseMs: 10 * 60_000 });
+  t.equal(held.metrics.airQuality, 'held', 'within the lease the other replica is trusted to finish');
+  t.same(await preferencesOf(db, 'a'), [on('temperature'), on('peopleCount')]);
+  const taken = await migrateAlertableMetrics(store, logger, { leaseMs: 30_000 });
+  t.equal(taken.metrics.airQuality, 1, 'after the lease it is taken over and finished');
+  t.same(await preferencesOf(db, 'a'), [on('temperature'), on('peopleCount'), on('airQuality')]);
+  t.equal(taken.metrics.peopleCount, 'done', 'a finished metric is not run again');
+  t.equal((await markers.findOne({ _id: markerId('airQuality') }))?.state, 'done');
+  t.equal(await markers.countDocuments({ _id: MIGRATION_LOCK_ID }), 0, 'the lock is released');
+});
