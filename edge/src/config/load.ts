@@ -9,6 +9,7 @@ import { formatErrors } from '../../../shared/kinds.js';
 import type { AccessPoint } from '../poll/types.js';
 import type { TrackerConfig } from '../zones/types.js';
 import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
+import { looksLikeIdentifier } from '../report/identifiers.js';
 import { EdgeConfigFile, type AccessPointConfig } from './schema.js';
 
 /** What the config needs to know of an AP dialect. */
@@ -33,6 +34,8 @@ export interface EdgeConfig {
   logLevel: string;
   /** The APs with their secrets read from their files. */
   accessPoints: AccessPoint[];
+  /** The name reports use for each AP a poll result names (an AP, or an AP behind a controller). */
+  reportNames: Record<string, string>;
 }
 
 export type ConfigResult = { ok: true; config: EdgeConfig; warnings: string[] } | { ok: false; errors: string[] };
@@ -47,6 +50,7 @@ export interface LoadOptions {
 }
 
 const DEFAULT_INGEST_TIMEOUT_S = 5;
+const NAME_FOR_REPORTS = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/;
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
@@ -113,6 +117,7 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
     tracker,
     logLevel: file.logLevel ?? 'info',
     accessPoints: file.accessPoints.map((ap) => resolveAccessPoint(ap, baseDir, options.dialects)),
+    reportNames: reportNamesOf(file.accessPoints),
   };
   if (file.ingest) {
     config.ingest = {
@@ -129,6 +134,20 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
   return { ok: true, config, warnings };
 }
 
+/** An apZones entry as zone and reported name. */
+function controlledAp(identity: string, entry: string | { zone: string; name?: string }): { zone: string; name: string } {
+  return typeof entry === 'string' ? { zone: entry, name: identity } : { zone: entry.zone, name: entry.name ?? identity };
+}
+
+function reportNamesOf(aps: readonly AccessPointConfig[]): Record<string, string> {
+  const names: Record<string, string> = {};
+  for (const ap of aps) {
+    if (ap.apZones) for (const [identity, entry] of Object.entries(ap.apZones)) names[identity] = controlledAp(identity, entry).name;
+    else names[ap.name] = ap.name;
+  }
+  return names;
+}
+
 /** A secret file's contents, without the trailing newline editors add. */
 function readSecret(path: string): string {
   return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
@@ -137,9 +156,13 @@ function readSecret(path: string): string {
 function resolveAccessPoint(ap: AccessPointConfig, baseDir: string, dialects: ReadonlyMap<string, DialectInfo>): AccessPoint {
   const file = (p: string) => resolve(baseDir, p);
   const controller = dialects.get(ap.dialect)?.controller === true;
-  const zone = ap.zone ?? (controller ? Object.values(ap.apZones ?? {})[0] : undefined) ?? '';
+  const apZones = ap.apZones
+    ? Object.fromEntries(Object.entries(ap.apZones).map(([identity, entry]) => [identity, controlledAp(identity, entry).zone]))
+    : undefined;
+  // A controller has no zone of its own; its results carry the zones of the APs behind it.
+  const zone = ap.zone ?? (controller && apZones ? Object.values(apZones)[0] : undefined) ?? '';
   const out: AccessPoint = { name: ap.name, zone, dialect: ap.dialect, target: { transport: 'snmp', host: ap.host, port: 161, version: '2c' } };
-  if (ap.apZones) out.apZones = { ...ap.apZones };
+  if (apZones) out.apZones = apZones;
   if (ap.transport === 'snmp' && ap.snmp) {
     const s = ap.snmp;
     out.target = {
@@ -195,8 +218,18 @@ function crossCheck(raw: unknown, options: LoadOptions, baseDir: string, warning
       const at = `accessPoints[${i}]`;
       if (typeof ap.name === 'string') {
         const first = names.get(ap.name);
-        if (first !== undefined) errors.push(`${at}.name: "${ap.name}" is already the name of accessPoints[${first}]; names must be unique`);
+        if (first !== undefined) errors.push(`${at}.name: "${ap.name}" is already used by accessPoints[${first}]; AP names must be unique`);
         else names.set(ap.name, i);
+      }
+      if (isRecord(ap.apZones)) {
+        for (const [identity, entry] of Object.entries(ap.apZones)) {
+          const reported = isRecord(entry) && typeof entry.name === 'string' ? entry.name : identity;
+          for (const name of new Set([identity, reported])) {
+            const first = names.get(name);
+            if (first !== undefined && first !== i) errors.push(`${at}.apZones.${identity}: "${name}" is already used by accessPoints[${first}]; AP names must be unique`);
+            else names.set(name, i);
+          }
+        }
       }
       errors.push(...checkAccessPoint(ap, at, zones, options.dialects, baseDir, warnings));
     });
@@ -240,7 +273,18 @@ function checkAccessPoint(
   }
   if (dialect && !dialect.controller && ap.zone === undefined) errors.push(`${at}.zone: required (the zone this AP covers)`);
   checkZone(ap.zone, `${at}.zone`);
-  if (isRecord(ap.apZones)) for (const [name, zone] of Object.entries(ap.apZones)) checkZone(zone, `${at}.apZones.${name}`);
+  if (isRecord(ap.apZones)) {
+    for (const [identity, entry] of Object.entries(ap.apZones)) {
+      const zone = isRecord(entry) ? entry.zone : entry;
+      checkZone(zone, `${at}.apZones.${identity}${isRecord(entry) ? '.zone' : ''}`);
+      const named = isRecord(entry) && typeof entry.name === 'string';
+      if (!named && looksLikeIdentifier(identity)) {
+        errors.push(`${at}.apZones.${identity}: an AP keyed by MAC needs a name for its apClients readings; write { zone: ${typeof zone === 'string' ? zone : '<zone>'}, name: <a readable AP name> }`);
+      } else if (!named && !NAME_FOR_REPORTS.test(identity)) {
+        errors.push(`${at}.apZones.${identity}: this AP name cannot be sent as a roomId (letters, digits, space . _ - only); add name: <a readable AP name>`);
+      }
+    }
+  }
 
   const snmp = ap.snmp;
   if (isRecord(snmp)) {

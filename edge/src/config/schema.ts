@@ -51,10 +51,16 @@ const Ssh = closed(
   { password: 'password login is not supported; use key authentication with privateKeyFile', privateKey: inline('privateKeyFile') },
 );
 
+/** An AP behind a controller: its zone, and the name reports use (needed when it is keyed by MAC). */
+const ControlledAp = t.union(
+  [ExportedName, closed('an AP behind the controller ({zone, name})', { zone: ExportedName }, { name: ExportedName })],
+  'a zone, or {zone, name}',
+);
+
 export const AccessPointConfig = closed(
   'an access point (an object)',
   { name: ExportedName, host: Hostname, dialect: t.string, transport: t.keyof({ snmp: null, ssh: null }, 'one of snmp, ssh') },
-  { zone: ExportedName, snmp: Snmp, ssh: Ssh, apZones: t.record(t.string, ExportedName, 'a map from AP name (or MAC) to zone') },
+  { zone: ExportedName, snmp: Snmp, ssh: Ssh, apZones: t.record(t.string, ControlledAp, 'a map from AP name (or MAC) to its zone') },
   { zones: 'use apZones (AP behind the controller → zone) or zone (this AP’s zone)', port: 'set the port inside the snmp or ssh block' },
 );
 export type AccessPointConfig = t.TypeOf<typeof AccessPointConfig>;

@@ -54,3 +54,24 @@ export function masked(s: string): string {
   if (s.length <= 4) return '*'.repeat(s.length);
   return `${s.slice(0, 2)}${'*'.repeat(Math.min(s.length - 2, 12))}(${s.length} chars)`;
 }
+
+const REDACTIONS: ReadonlyArray<readonly [RegExp, string]> = [
+  [/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '[uuid]'],
+  [/(?<![0-9a-f])[0-9a-f]{2}([^0-9a-z]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?![0-9a-f])/gi, '[mac]'],
+  [/(?<![0-9a-f])[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}(?![0-9a-f])/gi, '[mac]'],
+  [/[0-9a-f]{16,}/gi, '[hex]'],
+  // An OID long enough to carry a table index, which for station tables is the station's MAC.
+  [/\b\d+(?:\.\d+){12,}\b/g, '[oid]'],
+];
+
+/**
+ * A text (an error message, a reason) with anything identifier-like replaced, safe to log.
+ *
+ * @example
+ * redactIdentifiers('no answer for 3c:22:fb:01:02:03'); // 'no answer for [mac]'
+ */
+export function redactIdentifiers(text: string): string {
+  let out = text;
+  for (const [pattern, replacement] of REDACTIONS) out = out.replace(pattern, replacement);
+  return out;
+}

@@ -77,7 +77,8 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
   return {
     append(body, createdAt) {
       if (!insert) throw new Error('the ledger was opened read-only');
-      return append(body, createdAt);
+      // IMMEDIATE: another process appending (doctor's probe) waits instead of forking the chain.
+      return append.immediate(body, createdAt);
     },
     setDelivery(seq, delivery) {
       if (options.readonly) throw new Error('the ledger was opened read-only');

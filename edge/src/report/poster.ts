@@ -7,8 +7,8 @@ import { Agent, request } from 'undici';
 import { KEY_ID_HEADER, SIGNATURE_HEADER, sign } from '../../../shared/hmac.js';
 
 export type PostOutcome =
-  | { outcome: 'accepted'; status: number }
-  | { outcome: 'rejected'; status: number; reason: string }
+  | { outcome: 'accepted'; status: number; serverDate?: string }
+  | { outcome: 'rejected'; status: number; reason: string; serverDate?: string }
   | { outcome: 'unreachable'; reason: string };
 
 export interface BatchPoster {
@@ -21,6 +21,8 @@ export interface PosterOptions {
   secret: string;
   keyId?: string;
   timeoutMs: number;
+  /** Report the ingest's Date header (doctor's clock check). */
+  withServerDate?: boolean;
 }
 
 const MAX_REASON = 200;
@@ -70,8 +72,10 @@ export function createBatchPoster(options: PosterOptions): BatchPoster {
           signal: AbortSignal.timeout(options.timeoutMs),
         });
         const text = await response.body.text();
-        if (response.statusCode >= 200 && response.statusCode < 300) return { outcome: 'accepted', status: response.statusCode };
-        return { outcome: 'rejected', status: response.statusCode, reason: reasonOf(text) };
+        const date = response.headers.date;
+        const serverDate = typeof date === 'string' && options.withServerDate ? { serverDate: date } : {};
+        if (response.statusCode >= 200 && response.statusCode < 300) return { outcome: 'accepted', status: response.statusCode, ...serverDate };
+        return { outcome: 'rejected', status: response.statusCode, reason: reasonOf(text), ...serverDate };
       } catch (err) {
         return { outcome: 'unreachable', reason: unreachableReason(err) };
       }

@@ -125,7 +125,7 @@ accessPoints:
   expectLine(/^zones\.lobby\.devicesPerPerson: expected a positive number/);
   expectLine(/^accessPoints\[0\]\.snmp\.version: expected an SNMP version: 2c or 3, got 1$/);
   expectLine(/^accessPoints\[0\]\.snmp\.communityFile: cannot read .*missing-file \(no such file\)$/);
-  expectLine(/^accessPoints\[1\]\.name: "a1" is already the name of accessPoints\[0\]/);
+  expectLine(/^accessPoints\[1\]\.name: "a1" is already used by accessPoints\[0\]/);
   expectLine(/^accessPoints\[1\]\.dialect: expected one of aruba-aos, cisco-wlc, openwrt-iw, got "fritzbox"$/);
   expectLine(/^accessPoints\[1\]\.zone: "kitchen" is not a zone declared under zones/);
   expectLine(/^accessPoints\[1\]\.ssh\.privateKeyFile: cannot read/);
@@ -193,6 +193,18 @@ t.test('a controller maps its APs to declared zones', async (t) => {
   if (!wrongZone.ok) t.match(wrongZone.errors, [/^accessPoints\[1\]\.apZones\.AP-2: "roof" is not a zone declared under zones/]);
   const good = parseConfig(minimal(`${controller}    apZones: { AP-1: lobby }\n`), join(dir, 'c.yaml'), { dialects });
   t.ok(good.ok);
+  const byMac = parseConfig(minimal(`${controller}    apZones: { "00:11:22:33:44:55": lobby }\n`), join(dir, 'c.yaml'), { dialects });
+  t.notOk(byMac.ok, 'an AP keyed by MAC must be given a name for reports');
+  if (!byMac.ok) t.match(byMac.errors, [/^accessPoints\[1\]\.apZones\.00:11:22:33:44:55: an AP keyed by MAC needs a name/]);
+  const named = parseConfig(minimal(`${controller}    apZones: { "00:11:22:33:44:55": { zone: lobby, name: lobby-ceiling } }\n`), join(dir, 'c.yaml'), { dialects });
+  t.ok(named.ok);
+  if (named.ok) {
+    t.same(named.config.accessPoints[1]!.apZones, { '00:11:22:33:44:55': 'lobby' });
+    t.same(named.config.reportNames, { 'lobby-1': 'lobby-1', '00:11:22:33:44:55': 'lobby-ceiling' });
+  }
+  const clash = parseConfig(minimal(`${controller}    apZones: { lobby-1: lobby }\n`), join(dir, 'c.yaml'), { dialects });
+  t.notOk(clash.ok);
+  if (!clash.ok) t.match(clash.errors, [/^accessPoints\[1\]\.apZones\.lobby-1: "lobby-1" is already used by accessPoints\[0\]/]);
   const plain = parseConfig(minimal().replace('    zone: lobby\n', '    zone: lobby\n    apZones: { x: lobby }\n'), join(dir, 'c.yaml'), { dialects });
   t.notOk(plain.ok);
   if (!plain.ok) t.match(plain.errors, [/^accessPoints\[0\]\.apZones: only controller dialects use apZones/]);

@@ -1,0 +1,70 @@
+/**
+ * What the commands share: where they write, and loading the config with every check at once.
+ */
+import { homedir } from 'node:os';
+import { loadConfig, type EdgeConfig } from '../config/load.js';
+import { dialectInfoOf } from '../config/dialects.js';
+import { checkAccessPoint, DialectError, loadDialects, type DialectCatalog } from '../poll/index.js';
+
+/** Where a command writes; tests capture it. */
+export interface CommandIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Whether `out` is an interactive terminal (live redraws). */
+  isTty?: boolean;
+}
+
+export const processIo: CommandIo = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+  isTty: process.stdout.isTTY === true,
+};
+
+/** The shipped dialects, or undefined after printing every problem in them. */
+export function loadShippedDialects(io: CommandIo): DialectCatalog | undefined {
+  try {
+    return loadDialects();
+  } catch (err) {
+    if (err instanceof DialectError) {
+      io.err(`${err.message}\n`);
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+/** The default state directory: systemd's StateDirectory, else /var/lib/lintel-edge. */
+export function defaultStateDir(): string {
+  return process.env.STATE_DIRECTORY?.split(':')[0] || '/var/lib/lintel-edge';
+}
+
+/**
+ * Loads and checks the config (and every AP against its dialect); prints every problem and returns
+ * undefined when there is any.
+ */
+export function loadCheckedConfig(
+  path: string,
+  frozenPolls: number | undefined,
+  io: CommandIo,
+): { config: EdgeConfig; dialects: DialectCatalog; warnings: string[] } | undefined {
+  const dialects = loadShippedDialects(io);
+  if (!dialects) return undefined;
+  const result = loadConfig(path.replace(/^~(?=\/)/, homedir()), {
+    dialects: dialectInfoOf(dialects),
+    defaultStateDir: defaultStateDir(),
+    ...(frozenPolls !== undefined ? { frozenPolls } : {}),
+  });
+  if (!result.ok) {
+    io.err(`lintel-edge: invalid configuration in ${path}:\n  ${result.errors.join('\n  ')}\n`);
+    return undefined;
+  }
+  const problems: string[] = [];
+  result.config.accessPoints.forEach((ap, i) => {
+    for (const problem of checkAccessPoint(ap, dialects)) problems.push(`accessPoints[${i}] (${ap.name}): ${problem}`);
+  });
+  if (problems.length > 0) {
+    io.err(`lintel-edge: invalid configuration in ${path}:\n  ${problems.join('\n  ')}\n`);
+    return undefined;
+  }
+  return { config: result.config, dialects, warnings: result.warnings };
+}

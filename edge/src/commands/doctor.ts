@@ -1,0 +1,218 @@
+/**
+ * `lintel-edge doctor --config <yaml>`: what an installer checks before leaving the building. For each AP:
+ * reachable, authenticated, walkable, and its station count; for the ingest: reachable, and a signed probe
+ * batch (no readings) accepted; the clock; the state directory and the ledger. Exits 1 on any failure.
+ */
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { createPoller } from '../poll/index.js';
+import type { AccessPoint, ApPollResult, Poller } from '../poll/types.js';
+import { redactIdentifiers } from '../report/identifiers.js';
+import { openLedger } from '../report/ledger.js';
+import { createBatchPoster, type PostOutcome } from '../report/poster.js';
+import type { EdgeConfig } from '../config/load.js';
+import { loadCheckedConfig, type CommandIo } from './common.js';
+import { statePaths } from './gateway.js';
+
+const MAX_CLOCK_SKEW_S = 60;
+const OK = 'ok  ';
+const FAIL = 'FAIL';
+const WARN = 'warn';
+
+export interface DoctorOptions {
+  config: string;
+  /** Injected in tests; default the real poller. */
+  poller?: Poller;
+  clock?: () => number;
+}
+
+interface Check {
+  problems: number;
+  line(status: string, text: string): void;
+}
+
+/** Runs every check, prints a human-readable report, resolves with the exit code. */
+export async function doctor(options: DoctorOptions, io: CommandIo): Promise<number> {
+  io.out(`lintel-edge doctor: ${options.config}\n`);
+  const loaded = loadCheckedConfig(options.config, undefined, io);
+  if (!loaded) {
+    io.out(`${FAIL} config    see the problems above\n`);
+    return 2;
+  }
+  const { config, dialects, warnings } = loaded;
+  const check: Check = {
+    problems: 0,
+    line(status, text) {
+      if (status === FAIL) this.problems++;
+      io.out(`${status} ${text}\n`);
+    },
+  };
+  check.line(OK, `config    ${config.accessPoints.length} access point(s), ${config.zones.length} zone(s), poll every ${config.pollIntervalMs / 1000} s`);
+  for (const warning of warnings) check.line(WARN, `config    ${warning}`);
+
+  const now = (options.clock ?? Date.now)();
+  const year = new Date(now).getUTCFullYear();
+  if (year < 2024 || year >= 2100) check.line(FAIL, `clock     the gateway's clock says ${new Date(now).toISOString()}; set the time (NTP) before counting`);
+
+  checkState(config, check);
+
+  const poller = options.poller ?? createPoller({ dialects });
+  try {
+    await checkAccessPoints(config, poller, check);
+  } finally {
+    if (!options.poller) await poller.close();
+  }
+
+  let serverDate: string | undefined;
+  if (config.ingest) serverDate = await checkIngest(config, now, check);
+  else check.line(WARN, 'ingest    none configured: batches are kept in the ledger only');
+
+  if (year >= 2024 && year < 2100) {
+    if (serverDate) {
+      const skewS = (Date.parse(serverDate) - now) / 1000;
+      const text = `clock     ${new Date(now).toISOString()}, ingest clock differs by ${Math.abs(skewS).toFixed(0)} s`;
+      if (Math.abs(skewS) > MAX_CLOCK_SKEW_S) check.line(FAIL, `${text} (more than ${MAX_CLOCK_SKEW_S} s: check NTP)`);
+      else check.line(OK, text);
+    } else {
+      check.line(OK, `clock     ${new Date(now).toISOString()} (not compared: the ingest gave no Date)`);
+    }
+  }
+  io.out(check.problems === 0 ? 'result: all checks passed\n' : `result: ${check.problems} problem${check.problems === 1 ? '' : 's'}\n`);
+  return check.problems === 0 ? 0 : 1;
+}
+
+function checkState(config: EdgeConfig, check: Check): void {
+  const dir = config.stateDir;
+  const paths = statePaths(dir);
+  try {
+    if (existsSync(dir)) accessSync(dir, constants.W_OK);
+    else accessSync(dirname(dir), constants.W_OK);
+  } catch {
+    check.line(FAIL, `state     ${dir} is not writable by this user (run doctor as the service user, or fix StateDirectory)`);
+    return;
+  }
+  const parts: string[] = [`${dir} writable`];
+  if (existsSync(paths.deviceKey)) {
+    const mode = statSync(paths.deviceKey).mode & 0o777;
+    if ((mode & 0o077) !== 0) {
+      check.line(FAIL, `state     device key ${paths.deviceKey} is mode ${mode.toString(8)}; chmod 600 it`);
+      return;
+    }
+    parts.push('device key 600');
+  } else {
+    parts.push('device key will be created on first run');
+  }
+  if (existsSync(paths.ledger)) {
+    try {
+      const ledger = openLedger(paths.ledger, { readonly: true });
+      try {
+        const verdict = ledger.verify();
+        if (!verdict.ok) {
+          check.line(FAIL, `state     ledger chain broken at seq ${verdict.problems[0]?.seq}: run lintel-edge ledger verify`);
+          return;
+        }
+        parts.push(`ledger ${verdict.entries} entries, chain intact`);
+      } finally {
+        ledger.close();
+      }
+    } catch (err) {
+      check.line(FAIL, `state     cannot read the ledger ${paths.ledger}: ${(err as Error).message}`);
+      return;
+    }
+  }
+  check.line(OK, `state     ${parts.join('; ')}`);
+}
+
+function targetOf(ap: AccessPoint): string {
+  return `${ap.target.transport} ${ap.target.host}:${ap.target.port}`;
+}
+
+const VERDICTS: Record<string, string> = {
+  timeout: 'reachable ?  no answer in time (host down, port filtered, or a wrong SNMP community)',
+  unreachable: 'reachable ✗  connection refused or reset',
+  auth: 'reachable ✓  authenticated ✗',
+  bad_output: 'reachable ✓  authenticated ✓  walkable ✗',
+  config: 'not polled: its configuration cannot work with its dialect',
+  error: 'failed',
+};
+
+async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Check): Promise<void> {
+  const results = await poller.pollAll(config.accessPoints, config.requestTimeoutMs);
+  for (const ap of config.accessPoints) {
+    const mine: ApPollResult[] = ap.apZones ? results.filter((r) => r.ap in ap.apZones!) : results.filter((r) => r.ap === ap.name);
+    const head = `ap        ${ap.name} (${ap.dialect}, ${targetOf(ap)})`;
+    const failed = mine.find((r) => !r.ok);
+    if (mine.length === 0) {
+      check.line(FAIL, `${head}: no result`);
+      continue;
+    }
+    if (failed && !failed.ok) {
+      const why = VERDICTS[failed.reason ?? 'error'] ?? 'failed';
+      check.line(FAIL, `${head}: ${why}: ${redactIdentifiers(failed.error)}`);
+      continue;
+    }
+    const stations = mine.reduce((n, r) => n + (r.ok ? r.stations.length : 0), 0);
+    const ms = Math.max(...mine.map((r) => r.durationMs));
+    check.line(OK, `${head}: reachable ✓  authenticated ✓  walkable ✓  ${stations} station${stations === 1 ? '' : 's'} (${Math.round(ms)} ms)`);
+    if (ap.apZones) {
+      for (const r of mine) {
+        const name = config.reportNames[r.ap] ?? r.ap;
+        check.line(OK, `            ${name} → ${ap.apZones[r.ap]}: ${r.ok ? r.stations.length : 0} station(s)`);
+      }
+    }
+  }
+}
+
+/** Posts a signed probe batch with no readings; the ingest accepting it proves URL, key and key id. */
+async function checkIngest(config: EdgeConfig, now: number, check: Check): Promise<string | undefined> {
+  const ingest = config.ingest!;
+  const body = JSON.stringify({ batchId: `doctor-${new Date(now).toISOString()}`, readings: [] });
+  const paths = statePaths(config.stateDir);
+  let recorded: { seq: number; close(outcome: PostOutcome): void } | undefined;
+  // The probe leaves the gateway, so it is recorded in the ledger like any batch (when the ledger exists).
+  if (existsSync(paths.ledger)) {
+    try {
+      const ledger = openLedger(paths.ledger);
+      const entry = ledger.append(body, now);
+      recorded = {
+        seq: entry.seq,
+        close(outcome) {
+          ledger.setDelivery(entry.seq, outcome.outcome);
+          ledger.close();
+        },
+      };
+    } catch (err) {
+      check.line(FAIL, `ingest    cannot record the probe in the ledger (${(err as Error).message}); not sent`);
+      return undefined;
+    }
+  }
+  const poster = createBatchPoster({ ...ingest, withServerDate: true });
+  let outcome: PostOutcome;
+  try {
+    outcome = await poster.post(body);
+  } finally {
+    await poster.close();
+  }
+  try {
+    recorded?.close(outcome);
+  } catch {
+    // the delivery note is informational
+  }
+  const head = `ingest    ${ingest.url}${ingest.keyId ? ` (key id ${ingest.keyId})` : ''}`;
+  if (outcome.outcome === 'accepted') {
+    check.line(OK, `${head}: reachable ✓  signature accepted ✓ (${outcome.status})`);
+    return outcome.serverDate;
+  }
+  if (outcome.outcome === 'unreachable') {
+    check.line(FAIL, `${head}: reachable ✗ (${outcome.reason})`);
+    return undefined;
+  }
+  const why =
+    outcome.status === 403
+      ? 'signature refused ✗ (check ingest.secretFile and ingest.keyId)'
+      : outcome.status === 404
+        ? 'no ingest at this URL ✗ (404)'
+        : `refused ✗ (${outcome.status} ${redactIdentifiers(outcome.reason)})`;
+  check.line(FAIL, `${head}: reachable ✓  ${why}`);
+  return outcome.serverDate;
+}

@@ -1,0 +1,240 @@
+/**
+ * lintel-edge's command line: parsing and dispatch. Each command module is the composition root of what
+ * it runs. The entry point is cli.ts.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { join, resolve } from 'node:path';
+import { processIo, loadCheckedConfig, defaultStateDir, type CommandIo } from './common.js';
+import { VERSION } from '../version.js';
+
+const USAGE = `lintel-edge ${VERSION}: count people by zone from a building's Wi-Fi access points.
+
+Usage:
+  lintel-edge run --config <file> [--frozen-polls <n>]
+      Run the collector until SIGTERM/SIGINT.
+  lintel-edge simulate [options]
+      A simulated building (real SNMP agents and SSH servers on loopback) with a live table of zone counts
+      against the ground truth. Options:
+        --aps <n>                 access points (default 6)
+        --devices <n>             devices walking around (default 40)
+        --zones <n>               zones (default 3)
+        --seed <n>                deterministic randomness
+        --reboot-rate <x>         fraction of steps in which some AP reboots (default 0.02)
+        --dialects <a,b,...>      AP dialects to serve (default: a mix of SNMP and SSH)
+        --interval-ms <ms>        tick interval (default 1000)
+        --ticks <n>               stop after n ticks (default: run until Ctrl-C)
+        --ingest <url>            post batches here (default: keep them in the ledger only)
+        --ingest-secret-file <f>  the HMAC key for --ingest (required with it)
+        --key-id <id>             sent as X-Key-Id
+        --devices-per-person <x>  for ratioDeviceCount (default 1.5)
+        --state-dir <dir>         keep the state and ledger here (default: a temporary directory)
+        --frozen-polls <n>        polls a device behind a silent AP is kept (default 30)
+        --output table|lines|json how to show ticks (default: table on a terminal, else lines)
+  lintel-edge doctor --config <file>
+      Check every AP (reachable, authenticated, walkable, stations), the ingest (signed probe), the clock
+      and the state. Exits 1 on any failure.
+  lintel-edge ledger verify|audit|export [--config <file> | --state-dir <dir> | --ledger <file>] [--from-seq <n>]
+      verify: the hash chain is intact. audit: every exported byte is an aggregate (exits 1 on a finding).
+      export: the entries as JSON lines.
+  lintel-edge version
+
+Exit codes: 0 success, 1 a check failed, 2 bad usage or configuration.
+`;
+
+class UsageError extends Error {}
+
+type Values = Record<string, string | boolean | undefined>;
+
+function parse(args: string[], options: ParseArgsConfig['options']): { values: Values; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    return { values: values as Values, positionals };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+function integer(values: Values, name: string, min = 1): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name}: expected an integer of at least ${min}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function number(values: Values, name: string, check: (n: number) => boolean, expected: string): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const n = Number(raw);
+  if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(n) || !check(n)) throw new UsageError(`--${name}: expected ${expected}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function required(values: Values, name: string, command: string): string {
+  const v = values[name];
+  if (typeof v !== 'string' || v === '') throw new UsageError(`${command} needs --${name} <${name === 'config' ? 'file' : 'value'}>`);
+  return v;
+}
+
+async function runCommand(argv: string[], io: CommandIo): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      io.out(USAGE);
+      return command === undefined ? 2 : 0;
+    case 'version':
+    case '--version': {
+      const { describeVersion } = await import('./version.js');
+      io.out(`${describeVersion()}\n`);
+      return 0;
+    }
+    case 'run': {
+      const { values } = parse(rest, { config: { type: 'string', short: 'c' }, 'frozen-polls': { type: 'string' } });
+      if (values.help) return help(io);
+      const { runCollector } = await import('./run.js');
+      const frozenPolls = integer(values, 'frozen-polls');
+      return runCollector({ config: required(values, 'config', 'run'), ...(frozenPolls !== undefined ? { frozenPolls } : {}) }, io);
+    }
+    case 'doctor': {
+      const { values } = parse(rest, { config: { type: 'string', short: 'c' } });
+      if (values.help) return help(io);
+      const { doctor } = await import('./doctor.js');
+      return doctor({ config: required(values, 'config', 'doctor') }, io);
+    }
+    case 'ledger': {
+      const { values, positionals } = parse(rest, {
+        config: { type: 'string', short: 'c' },
+        'state-dir': { type: 'string' },
+        ledger: { type: 'string' },
+        'from-seq': { type: 'string' },
+      });
+      if (values.help) return help(io);
+      const action = positionals[0];
+      if (action !== 'verify' && action !== 'audit' && action !== 'export') throw new UsageError('ledger needs an action: verify, audit or export');
+      if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
+      const path = ledgerPath(values, io);
+      if (!path) return 2;
+      const { ledgerCommand } = await import('./ledger.js');
+      const fromSeq = integer(values, 'from-seq', 0);
+      return ledgerCommand(action, path, io, fromSeq !== undefined ? { fromSeq } : {});
+    }
+    case 'simulate':
+      return simulateCommand(rest, io);
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+function help(io: CommandIo): number {
+  io.out(USAGE);
+  return 0;
+}
+
+/** The ledger file named by --ledger, --state-dir or --config (its stateDir), else the default state dir. */
+function ledgerPath(values: Values, io: CommandIo): string | undefined {
+  const given = ['ledger', 'state-dir', 'config'].filter((k) => values[k] !== undefined);
+  if (given.length > 1) throw new UsageError(`give only one of --ledger, --state-dir, --config (got ${given.map((g) => `--${g}`).join(', ')})`);
+  if (typeof values.ledger === 'string') return resolve(values.ledger);
+  if (typeof values['state-dir'] === 'string') return join(resolve(values['state-dir']), 'ledger.sqlite');
+  if (typeof values.config === 'string') {
+    const loaded = loadCheckedConfig(values.config, undefined, io);
+    return loaded ? join(loaded.config.stateDir, 'ledger.sqlite') : undefined;
+  }
+  return join(defaultStateDir(), 'ledger.sqlite');
+}
+
+async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
+  const { values } = parse(args, {
+    aps: { type: 'string' },
+    devices: { type: 'string' },
+    zones: { type: 'string' },
+    seed: { type: 'string' },
+    'reboot-rate': { type: 'string' },
+    dialects: { type: 'string' },
+    'interval-ms': { type: 'string' },
+    ticks: { type: 'string' },
+    ingest: { type: 'string' },
+    'ingest-secret-file': { type: 'string' },
+    'key-id': { type: 'string' },
+    'devices-per-person': { type: 'string' },
+    'state-dir': { type: 'string' },
+    'frozen-polls': { type: 'string' },
+    output: { type: 'string' },
+  });
+  if (values.help) return help(io);
+  const output = values.output ?? (io.isTty ? 'table' : 'lines');
+  if (output !== 'table' && output !== 'lines' && output !== 'json') throw new UsageError(`--output: expected table, lines or json, got ${JSON.stringify(output)}`);
+  let ingest: { url: string; secret: string; keyId?: string } | undefined;
+  if (typeof values.ingest === 'string') {
+    let url: URL;
+    try {
+      url = new URL(values.ingest);
+    } catch {
+      throw new UsageError(`--ingest: expected an http:// or https:// URL, got ${JSON.stringify(values.ingest)}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--ingest: expected an http:// or https:// URL, got ${JSON.stringify(values.ingest)}`);
+    const secretFile = values['ingest-secret-file'];
+    if (typeof secretFile !== 'string') throw new UsageError('--ingest needs --ingest-secret-file <file> (the HMAC key; secrets are never given inline)');
+    let secret: string;
+    try {
+      secret = readFileSync(secretFile, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new UsageError(`--ingest-secret-file: cannot read ${secretFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    if (secret === '') throw new UsageError(`--ingest-secret-file: ${secretFile} is empty`);
+    ingest = { url: url.href, secret, ...(typeof values['key-id'] === 'string' ? { keyId: values['key-id'] } : {}) };
+  } else if (values['ingest-secret-file'] !== undefined || values['key-id'] !== undefined) {
+    throw new UsageError('--ingest-secret-file and --key-id only make sense with --ingest <url>');
+  }
+  const dialects = typeof values.dialects === 'string' ? values.dialects.split(',').map((d) => d.trim()).filter(Boolean) : undefined;
+  const options = {
+    intervalMs: integer(values, 'interval-ms', 50) ?? 1000,
+    output: output as 'table' | 'lines' | 'json',
+    ...defined('accessPoints', integer(values, 'aps')),
+    ...defined('devices', integer(values, 'devices', 0)),
+    ...defined('zones', integer(values, 'zones')),
+    ...defined('seed', integer(values, 'seed', 0)),
+    ...defined('rebootRate', number(values, 'reboot-rate', (n) => n >= 0 && n <= 1, 'a fraction between 0 and 1')),
+    ...defined('ticks', integer(values, 'ticks')),
+    ...defined('frozenPolls', integer(values, 'frozen-polls')),
+    ...defined('devicesPerPerson', number(values, 'devices-per-person', (n) => n > 0, 'a positive number')),
+    ...defined('stateDir', typeof values['state-dir'] === 'string' ? resolve(values['state-dir']) : undefined),
+    ...defined('ingest', ingest),
+    ...defined('dialects', dialects),
+  };
+  const { simulate } = await import('./simulate.js');
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const { exitCode } = await simulate(options, io, { signal: stop.signal });
+    return exitCode;
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+function defined<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+/** Runs the command line; resolves with the exit code. */
+export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+  try {
+    return await runCommand(argv, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`lintel-edge: ${err.message}\nRun lintel-edge help for usage.\n`);
+      return 2;
+    }
+    io.err(`lintel-edge: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+

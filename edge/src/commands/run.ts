@@ -1,0 +1,66 @@
+/**
+ * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT.
+ */
+import { createLogger } from '../../../shared/logger.js';
+import { describeError } from '../../../shared/errors.js';
+import { serveMetrics } from '../metrics.js';
+import { createPoller } from '../poll/index.js';
+import { openGateway } from './gateway.js';
+import { loadCheckedConfig, type CommandIo } from './common.js';
+
+export interface RunOptions {
+  config: string;
+  frozenPolls?: number;
+}
+
+/** Runs until a signal; resolves with the exit code. */
+export async function runCollector(options: RunOptions, io: CommandIo): Promise<number> {
+  const loaded = loadCheckedConfig(options.config, options.frozenPolls, io);
+  if (!loaded) return 2;
+  const { config, dialects, warnings } = loaded;
+  const logger = createLogger('lintel-edge', { level: config.logLevel });
+  for (const warning of warnings) logger.warn(warning);
+
+  const poller = createPoller({ dialects });
+  let gateway;
+  try {
+    gateway = openGateway({ config, stateDir: config.stateDir, poller, ...(config.ingest ? { ingest: config.ingest } : {}), logger });
+  } catch (err) {
+    await poller.close();
+    io.err(`lintel-edge: cannot open the state in ${config.stateDir}: ${(err as Error).message}\n`);
+    return 2;
+  }
+  let metricsServer: { port: number; close(): Promise<void> } | undefined;
+  try {
+    if (config.metrics) {
+      metricsServer = await serveMetrics(gateway.metrics.registry, config.metrics.host, config.metrics.port);
+      logger.info({ host: config.metrics.host, port: metricsServer.port }, 'metrics listening');
+    }
+    if (!config.ingest) logger.warn('no ingest configured: batches are kept in the ledger only');
+    await gateway.daemon.start();
+  } catch (err) {
+    logger.error({ error: describeError(err) }, 'cannot start');
+    await metricsServer?.close();
+    await gateway.close();
+    await poller.close();
+    return 1;
+  }
+
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  logger.info({ signal }, 'stopping');
+  const deadline = setTimeout(() => {
+    logger.error('stop took too long; exiting');
+    process.exit(1);
+  }, 10_000);
+  deadline.unref();
+  // Closing the poller first ends a poll in flight at once, so stopping never waits out a timeout.
+  await poller.close();
+  await metricsServer?.close();
+  await gateway.close();
+  clearTimeout(deadline);
+  logger.info('stopped');
+  return 0;
+}

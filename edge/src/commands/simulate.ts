@@ -1,0 +1,269 @@
+/**
+ * `lintel-edge simulate`: a simulated building (real SNMP agents and SSH servers on loopback, devices
+ * walking between zones, APs rebooting) and the real collector polling it, with a live table of zone
+ * counts against the ground truth. Posts to `--ingest` when given; otherwise batches stay in the ledger.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import { createLogger, silentLogger } from '../../../shared/logger.js';
+import type { DaemonConfig, TickReport } from '../daemon.js';
+import { createPoller, loadDialects } from '../poll/index.js';
+import type { AccessPoint, Poller } from '../poll/types.js';
+import { looksLikeIdentifier } from '../report/identifiers.js';
+import { peopleFromDevices } from '../report/readings.js';
+import { startSimulatedBuilding } from '../simulate/index.js';
+import type { SimulatedBuilding, SimulationOptions } from '../simulate/types.js';
+import { createLiveRegion, renderLiveTable } from '../ui/table.js';
+import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
+import type { CommandIo } from './common.js';
+import { openGateway } from './gateway.js';
+
+export interface SimulateOptions {
+  accessPoints?: number;
+  devices?: number;
+  zones?: number;
+  seed?: number;
+  rebootRate?: number;
+  dialects?: string[];
+  intervalMs: number;
+  /** Stop after this many ticks; default: until interrupted. */
+  ticks?: number;
+  ingest?: { url: string; secret: string; keyId?: string };
+  /** Keep state (device key, zone store, ledger) here; default a temporary directory, removed at the end. */
+  stateDir?: string;
+  frozenPolls?: number;
+  devicesPerPerson?: number;
+  output: 'table' | 'lines' | 'json';
+}
+
+export interface SimulateDeps {
+  startBuilding?: (options: SimulationOptions) => Promise<SimulatedBuilding>;
+  /** Wraps the poller (tests record what the APs said). */
+  wrapPoller?: (poller: Poller) => Poller;
+  /** Ends the run after the tick in flight. */
+  signal?: AbortSignal;
+}
+
+export interface SimulationSummary {
+  ticks: number;
+  /** Σ|counted − truth| / Σ truth over every zone and tick. */
+  errorRate: number;
+  /** Batches by delivery (accepted, rejected, unreachable, kept). */
+  deliveries: Record<string, number>;
+  stateDir: string | null;
+  ledgerHead: { seq: number; hash: string };
+}
+
+/** How far the counts are from the truth: Σ|counted − truth| and Σ truth over every zone. */
+export function countError(counts: Readonly<Record<string, number>>, truth: Readonly<Record<string, number>>): { absolute: number; truth: number } {
+  let absolute = 0;
+  let total = 0;
+  for (const zone of new Set([...Object.keys(counts), ...Object.keys(truth)])) {
+    absolute += Math.abs((counts[zone] ?? 0) - (truth[zone] ?? 0));
+    total += truth[zone] ?? 0;
+  }
+  return { absolute, truth: total };
+}
+
+/**
+ * The names reports use for the simulated APs. An AP behind a controller that is keyed by MAC gets a
+ * readable name, as an installer would give it in the config, so no MAC reaches an apClients reading.
+ */
+export function reportNamesOf(aps: readonly AccessPoint[]): Record<string, string> {
+  const names: Record<string, string> = {};
+  for (const ap of aps) {
+    if (!ap.apZones) {
+      names[ap.name] = ap.name;
+      continue;
+    }
+    Object.keys(ap.apZones).forEach((identity, i) => {
+      names[identity] = looksLikeIdentifier(identity) ? `${ap.name}-ap${i + 1}` : identity;
+    });
+  }
+  return names;
+}
+
+const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 0 : 1) : a / b);
+
+/** Runs the simulation; resolves with the exit code and a summary. */
+export async function simulate(options: SimulateOptions, io: CommandIo, deps: SimulateDeps = {}): Promise<{ exitCode: number; summary: SimulationSummary }> {
+  const temporary = options.stateDir === undefined;
+  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
+  // The terminal belongs to the table; the collector's log goes to a file beside the state.
+  const logger =
+    options.output === 'json'
+      ? silentLogger()
+      : createLogger('lintel-edge', { level: 'info', destination: pino.destination({ dest: join(stateDir, 'lintel-edge.log'), mkdir: true, sync: true }) });
+
+  const building = await (deps.startBuilding ?? startSimulatedBuilding)({
+    workDir: join(stateDir, 'building'),
+    ...(options.accessPoints !== undefined ? { accessPoints: options.accessPoints } : {}),
+    ...(options.devices !== undefined ? { devices: options.devices } : {}),
+    ...(options.zones !== undefined ? { zones: Array.from({ length: options.zones }, (_, i) => `zone-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`) } : {}),
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    ...(options.rebootRate !== undefined ? { rebootRate: options.rebootRate } : {}),
+    ...(options.dialects ? { dialects: options.dialects } : {}),
+  });
+  const basePoller = createPoller({ dialects: loadDialects() });
+  const poller = deps.wrapPoller ? deps.wrapPoller(basePoller) : basePoller;
+  const reportNames = reportNamesOf(building.accessPoints);
+  const devicesPerPerson = options.devicesPerPerson ?? 1.5;
+  const config: DaemonConfig = {
+    buildingId: 'simulated-building',
+    pollIntervalMs: options.intervalMs,
+    requestTimeoutMs: Math.max(50, Math.floor(options.intervalMs * 0.8)),
+    zones: building.zones.map((id) => ({ id, devicesPerPerson })),
+    tracker: {
+      ...DEFAULT_TRACKER_CONFIG,
+      frozenPolls: options.frozenPolls ?? DEFAULT_TRACKER_CONFIG.frozenPolls,
+      transitionWindowPolls: Math.max(1, Math.ceil(60_000 / options.intervalMs)),
+    },
+    accessPoints: building.accessPoints,
+    reportNames,
+  };
+  let gateway;
+  try {
+    gateway = openGateway({
+      config,
+      stateDir,
+      poller,
+      ...(options.ingest ? { ingest: { ...options.ingest, timeoutMs: Math.min(options.intervalMs, 5000) } } : {}),
+      logger,
+      processMetrics: false,
+    });
+  } catch (err) {
+    await basePoller.close();
+    await building.stop();
+    throw err;
+  }
+
+  const destination = options.ingest ? `posted to ${options.ingest.url}` : 'ledger only';
+  const region = createLiveRegion(io.out);
+  const deliveries: Record<string, number> = {};
+  let absolute = 0;
+  let truthTotal = 0;
+  let ticks = 0;
+  let next = Date.now();
+  let ledgerHead = { seq: 0, hash: '' };
+  if (options.output === 'table' || options.output === 'lines') {
+    io.out(`simulated building: ${building.accessPoints.length} access points, ${building.zones.length} zones; state in ${stateDir}${temporary ? ' (temporary)' : ''}\n`);
+  }
+  try {
+    while (!deps.signal?.aborted && (options.ticks === undefined || ticks < options.ticks)) {
+      building.step();
+      await building.ready();
+      const truth = building.groundTruth().zoneCounts;
+      const report: TickReport = await gateway.daemon.tick();
+      ticks++;
+      const error = countError(report.counts, truth);
+      absolute += error.absolute;
+      truthTotal += error.truth;
+      deliveries[report.batch.delivery] = (deliveries[report.batch.delivery] ?? 0) + 1;
+      show(options, io, region, {
+        report,
+        truth,
+        ticks,
+        tickErrorRate: ratio(error.absolute, error.truth),
+        overallErrorRate: ratio(absolute, truthTotal),
+        destination,
+        devicesPerPerson,
+      });
+      next += options.intervalMs;
+      const wait = next - Date.now();
+      if (wait > 0 && (options.ticks === undefined || ticks < options.ticks)) {
+        await sleep(wait, undefined, deps.signal ? { signal: deps.signal } : {}).catch(() => undefined);
+      } else if (wait <= 0) {
+        next = Date.now();
+      }
+    }
+  } finally {
+    ledgerHead = gateway.ledger.head();
+    await basePoller.close();
+    await gateway.close();
+    await building.stop();
+  }
+  const summary: SimulationSummary = { ticks, errorRate: ratio(absolute, truthTotal), deliveries, stateDir: temporary ? null : stateDir, ledgerHead };
+  if (options.output === 'json') io.out(`${JSON.stringify({ summary })}\n`);
+  else {
+    io.out(
+      `\n${ticks} ticks · error rate ${(summary.errorRate * 100).toFixed(1)}% · batches ${Object.entries(deliveries)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ')}\n`,
+    );
+    io.out(
+      temporary
+        ? 'state removed (run with --state-dir <dir> to keep it, then: lintel-edge ledger verify --state-dir <dir>)\n'
+        : `ledger: ${gateway.paths.ledger} (head seq ${ledgerHead.seq}); check it with: lintel-edge ledger verify --state-dir ${stateDir}\n`,
+    );
+  }
+  if (temporary) rmSync(stateDir, { recursive: true, force: true });
+  return { exitCode: 0, summary };
+}
+
+interface Shown {
+  report: TickReport;
+  truth: Record<string, number>;
+  ticks: number;
+  tickErrorRate: number;
+  overallErrorRate: number;
+  destination: string;
+  devicesPerPerson: number;
+}
+
+function show(options: SimulateOptions, io: CommandIo, region: ReturnType<typeof createLiveRegion>, s: Shown): void {
+  const { report } = s;
+  if (options.output === 'json') {
+    io.out(
+      `${JSON.stringify({
+        tick: s.ticks,
+        timestamp: report.timestamp,
+        counts: report.counts,
+        truth: s.truth,
+        errorRate: s.tickErrorRate,
+        tracked: report.tracked,
+        frozen: report.frozen,
+        moved: report.stats.moved,
+        aps: report.aps.map((a) => ({ ap: a.ap, ok: a.ok, stations: a.stations, ...(a.reason ? { reason: a.reason } : {}) })),
+        batch: report.batch,
+        durationMs: Math.round(report.durationMs),
+      })}\n`,
+    );
+    return;
+  }
+  const zones = Object.keys(report.counts).map((zone) => ({
+    zone,
+    counted: report.counts[zone] ?? 0,
+    truth: s.truth[zone] ?? 0,
+    people: peopleFromDevices(report.counts[zone] ?? 0, s.devicesPerPerson),
+  }));
+  if (options.output === 'lines') {
+    const cells = zones.map((z) => `${z.zone} ${z.counted}/${z.truth}`).join('  ');
+    const down = report.aps.filter((a) => !a.ok).map((a) => a.ap);
+    io.out(
+      `tick ${s.ticks}  ${cells}  error ${(s.tickErrorRate * 100).toFixed(1)}%  batch #${report.batch.seq ?? '-'} ${report.batch.delivery}${down.length > 0 ? `  down: ${down.join(',')}` : ''}\n`,
+    );
+    return;
+  }
+  region.draw(
+    renderLiveTable({
+      title: 'Lintel edge · simulated building',
+      tick: s.ticks,
+      ...(options.ticks !== undefined ? { ticksPlanned: options.ticks } : {}),
+      intervalMs: options.intervalMs,
+      zones,
+      aps: report.aps,
+      transitions: report.transitions,
+      tracked: report.tracked,
+      frozen: report.frozen,
+      batch: report.batch,
+      destination: s.destination,
+      tickMs: report.durationMs,
+      tickErrorRate: s.tickErrorRate,
+      overallErrorRate: s.overallErrorRate,
+      color: io.isTty === true,
+    }),
+  );
+}

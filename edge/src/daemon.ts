@@ -1,0 +1,291 @@
+/**
+ * The collector's tick: poll every AP → tracker → one batch → ledger → post. An AP that fails, a store
+ * that cannot write, an ingest that refuses: each is logged and counted, and the next tick runs anyway.
+ */
+import type { Logger } from 'pino';
+import { describeError } from '../../shared/errors.js';
+import type { EdgeConfig } from './config/load.js';
+import type { EdgeMetrics } from './metrics.js';
+import type { ApPollResult, Poller } from './poll/types.js';
+import type { Ledger, Delivery } from './report/ledger.js';
+import type { BatchPoster } from './report/poster.js';
+import { redactIdentifiers } from './report/identifiers.js';
+import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
+import type { DeviceHasher } from './zones/device-key.js';
+import { observe } from './zones/observe.js';
+import type { ZoneStore } from './zones/store.js';
+import { applyPoll, frozenCount, transitionWindow, zoneCounts } from './zones/tracker.js';
+import type { PollStats, TrackerState, ZonePairCount } from './zones/types.js';
+
+export type DaemonConfig = Pick<EdgeConfig, 'buildingId' | 'pollIntervalMs' | 'requestTimeoutMs' | 'zones' | 'tracker' | 'accessPoints' | 'reportNames'>;
+
+export interface DaemonDeps {
+  config: DaemonConfig;
+  poller: Poller;
+  hasher: DeviceHasher;
+  zones: ZoneStore;
+  ledger: Ledger;
+  /** Where batches go; without one they are kept in the ledger only. */
+  poster?: BatchPoster;
+  metrics: EdgeMetrics;
+  logger: Logger;
+  /** Epoch ms; injectable for tests. */
+  clock?: () => number;
+  /** Ledger entries older than this are pruned (checked hourly). Default 30 days. */
+  ledgerRetentionMs?: number;
+  /** Called after every tick with what it did. */
+  onTick?: (report: TickReport) => void;
+}
+
+/** What one AP did in a tick, by its reported name. */
+export interface ApTickStatus {
+  ap: string;
+  ok: boolean;
+  stations: number;
+  durationMs: number;
+  reason?: string;
+  /** Why it failed, with anything identifier-like redacted. */
+  error?: string;
+}
+
+export interface TickReport {
+  poll: number;
+  timestamp: number;
+  durationMs: number;
+  counts: Record<string, number>;
+  transitions: ZonePairCount[];
+  aps: ApTickStatus[];
+  stats: PollStats;
+  tracked: number;
+  frozen: number;
+  batch: { batchId: string; readings: number; refused: number; seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string };
+}
+
+const HOUR_MS = 3_600_000;
+const DEFAULT_RETENTION_MS = 30 * 24 * HOUR_MS;
+
+/**
+ * The collector. `tick()` runs one tick on demand (the simulator drives it); `start()` runs ticks on the
+ * poll interval until `stop()`. The composition root owns (and closes) the poller, stores and poster.
+ */
+export class EdgeDaemon {
+  private state: TrackerState | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = true;
+  private lastPrune = 0;
+  private readonly apDown = new Map<string, boolean>();
+
+  constructor(private readonly deps: DaemonDeps) {}
+
+  /** Loads the saved state and starts ticking on the interval. */
+  async start(): Promise<void> {
+    this.load();
+    this.stopped = false;
+    const head = this.deps.ledger.head();
+    this.deps.logger.info(
+      { aps: this.deps.config.accessPoints.length, zones: this.deps.config.zones.length, tracked: this.state?.devices.size ?? 0, ledgerSeq: head.seq, ledgerHead: head.hash },
+      'collector started',
+    );
+    this.schedule(this.now());
+  }
+
+  /** Stops ticking, after the tick in flight (if any) completes. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running?.catch(() => undefined);
+    const head = this.deps.ledger.head();
+    this.deps.logger.info({ ledgerSeq: head.seq, ledgerHead: head.hash }, 'collector stopped');
+  }
+
+  private now(): number {
+    return (this.deps.clock ?? Date.now)();
+  }
+
+  private load(): TrackerState {
+    if (!this.state) this.state = this.deps.zones.load();
+    return this.state;
+  }
+
+  private schedule(slot: number): void {
+    if (this.stopped) return;
+    const delay = Math.max(0, slot - this.now());
+    this.timer = setTimeout(() => {
+      const started = this.now();
+      const run = this.tick().catch((err) => this.deps.logger.error({ error: describeError(err) }, 'tick failed'));
+      this.running = run;
+      void run.then(() => {
+        const interval = this.deps.config.pollIntervalMs;
+        let next = slot + interval;
+        if (this.now() > next) {
+          this.deps.metrics.tickOverruns.inc();
+          this.deps.logger.warn({ tookMs: this.now() - started, intervalMs: interval }, 'tick took longer than the poll interval');
+          next = this.now();
+        }
+        this.schedule(next);
+      });
+    }, delay);
+  }
+
+  /** Runs one tick: poll, track, report. Never rejects for an AP, store or ingest failure. */
+  async tick(): Promise<TickReport> {
+    const { config, metrics, logger } = this.deps;
+    const started = performance.now();
+    const timestamp = this.now();
+    const state = this.load();
+
+    const results = await this.pollAll();
+    const apStatus = this.noteAps(results);
+
+    const outcome = applyPoll(state, observe(results, this.deps.hasher), config.tracker);
+    this.state = outcome.state;
+    try {
+      this.deps.zones.save(outcome);
+    } catch (err) {
+      logger.error({ error: describeError(err) }, 'cannot save the zone state; counting continues in memory');
+    }
+    const zoneIds = config.zones.map((z) => z.id);
+    const counts = zoneCounts(outcome.state, zoneIds);
+    const transitions = transitionWindow(outcome.state, config.tracker);
+
+    const built = buildReadings({
+      buildingId: config.buildingId,
+      timestamp,
+      zones: config.zones,
+      counts,
+      transitions,
+      apClients: apStatus.filter((a) => a.ok).map((a) => ({ ap: a.ap, stations: a.stations })),
+    });
+    if (built.refused.length > 0) {
+      metrics.readingsRefused.inc(built.refused.length);
+      logger.warn({ refused: built.refused }, 'readings refused by the catalog were not sent');
+    }
+    const batchId = batchIdOf(config.buildingId, timestamp);
+    const body = encodeBatch(batchId, built.readings);
+    const batch = await this.deliver(body, timestamp);
+
+    const frozen = frozenCount(outcome.state);
+    const durationMs = performance.now() - started;
+    metrics.ticks.inc();
+    metrics.tickSeconds.observe(durationMs / 1000);
+    for (const zone of zoneIds) metrics.zoneDevices.set({ zone }, counts[zone] ?? 0);
+    metrics.trackedDevices.set(outcome.state.devices.size);
+    metrics.frozenDevices.set(frozen);
+    metrics.zoneMoves.inc(outcome.stats.moved);
+    metrics.batches.inc({ delivery: batch.delivery });
+    if (batch.seq !== null) metrics.ledgerHead.set(batch.seq);
+
+    const report: TickReport = {
+      poll: outcome.state.poll,
+      timestamp,
+      durationMs,
+      counts,
+      transitions,
+      aps: apStatus,
+      stats: outcome.stats,
+      tracked: outcome.state.devices.size,
+      frozen,
+      batch: { batchId, readings: built.readings.length, refused: built.refused.length, ...batch },
+    };
+    logger.info(
+      {
+        poll: report.poll,
+        durationMs: Math.round(durationMs),
+        devices: outcome.state.devices.size,
+        frozen,
+        moved: outcome.stats.moved,
+        apsDown: apStatus.filter((a) => !a.ok).length,
+        readings: built.readings.length,
+        ledgerSeq: batch.seq,
+        delivery: batch.delivery,
+      },
+      'tick',
+    );
+    this.pruneLedger(timestamp);
+    this.deps.onTick?.(report);
+    return report;
+  }
+
+  private async pollAll(): Promise<ApPollResult[]> {
+    const { config, poller } = this.deps;
+    try {
+      return await poller.pollAll(config.accessPoints, config.requestTimeoutMs);
+    } catch (err) {
+      // The poller's contract is never to reject; if it does, every AP counts as silent this tick.
+      this.deps.logger.error({ error: describeError(err) }, 'polling failed; every AP counts as silent this tick');
+      return config.accessPoints.map((ap) => ({ ap: ap.name, zone: ap.zone, ok: false as const, error: 'poller failed', durationMs: 0, reason: 'error' as const }));
+    }
+  }
+
+  /** Metrics and logs per AP; a change of state (down, back up) is logged once. */
+  private noteAps(results: readonly ApPollResult[]): ApTickStatus[] {
+    const { metrics, logger, config } = this.deps;
+    return results.map((result) => {
+      const ap = config.reportNames[result.ap] ?? result.ap;
+      metrics.apPollSeconds.set({ ap }, result.durationMs / 1000);
+      if (result.ok) {
+        metrics.apUp.set({ ap }, 1);
+        metrics.apStations.set({ ap }, result.stations.length);
+        metrics.apPolls.inc({ ap, outcome: 'ok' });
+        if (this.apDown.get(ap)) logger.info({ ap }, 'access point answers again');
+        this.apDown.set(ap, false);
+        return { ap, ok: true, stations: result.stations.length, durationMs: result.durationMs };
+      }
+      const reason = result.reason ?? 'error';
+      const error = redactIdentifiers(result.error);
+      metrics.apUp.set({ ap }, 0);
+      metrics.apPolls.inc({ ap, outcome: reason });
+      if (!this.apDown.get(ap)) logger.warn({ ap, reason, error }, 'access point did not answer; its devices are frozen');
+      else logger.debug({ ap, reason, error }, 'access point still silent');
+      this.apDown.set(ap, true);
+      return { ap, ok: false, stations: 0, durationMs: result.durationMs, reason, error };
+    });
+  }
+
+  /** Ledger first (what is not recorded is not sent), then the post. */
+  private async deliver(body: string, timestamp: number): Promise<{ seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string }> {
+    const { ledger, poster, logger } = this.deps;
+    let seq: number;
+    try {
+      seq = ledger.append(body, timestamp).seq;
+    } catch (err) {
+      logger.error({ error: describeError(err) }, 'cannot append to the export ledger; the batch is not sent');
+      return { seq: null, delivery: 'not_recorded' };
+    }
+    let delivery: Delivery = 'kept';
+    let reason: string | undefined;
+    if (poster) {
+      const result = await poster.post(body);
+      delivery = result.outcome;
+      if (result.outcome === 'rejected') {
+        reason = `${result.status} ${redactIdentifiers(result.reason)}`;
+        logger.warn({ status: result.status, reason: redactIdentifiers(result.reason), ledgerSeq: seq }, 'ingest rejected the batch; dropped, the next tick supersedes it');
+      } else if (result.outcome === 'unreachable') {
+        reason = result.reason;
+        logger.warn({ reason: result.reason, ledgerSeq: seq }, 'ingest unreachable; batch dropped, the next tick supersedes it');
+      }
+    }
+    try {
+      ledger.setDelivery(seq, delivery);
+    } catch (err) {
+      logger.error({ error: describeError(err) }, 'cannot record the delivery in the ledger');
+    }
+    return reason === undefined ? { seq, delivery } : { seq, delivery, reason };
+  }
+
+  private pruneLedger(now: number): void {
+    if (now - this.lastPrune < HOUR_MS) return;
+    this.lastPrune = now;
+    try {
+      const removed = this.deps.ledger.prune(now - (this.deps.ledgerRetentionMs ?? DEFAULT_RETENTION_MS));
+      if (removed > 0) {
+        const start = this.deps.ledger.start();
+        this.deps.logger.info({ removed, checkpointSeq: start.seq, checkpointHash: start.hash }, 'pruned old ledger entries');
+      }
+    } catch (err) {
+      this.deps.logger.error({ error: describeError(err) }, 'cannot prune the ledger');
+    }
+  }
+}

@@ -1,0 +1,4 @@
+/** The version this build reports: the package's. */
+import pkg from '../../package.json' with { type: 'json' };
+
+export const VERSION: string = pkg.version;
