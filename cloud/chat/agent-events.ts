@@ -41,9 +41,11 @@ export function agentEventOf(data: string): AgentEvent | undefined {
   }
   const type = (parsed as { type?: unknown }).type;
   if (type === 'token') {
+    // The hot path, once per token: a direct check instead of a codec walk.
+    const text = (parsed as { text?: unknown }).text;
+    if (typeof text === 'string') return { type: 'token', text };
     const token = decode(TokenEvent, parsed);
-    if (!token.ok) throw new AgentStreamError('malformed', `agent token event: ${token.errors.join('; ')}`);
-    return { type: 'token', text: token.value.text };
+    throw new AgentStreamError('malformed', `agent token event: ${token.ok ? 'text: expected a string' : token.errors.join('; ')}`);
   }
   if (type === 'final') {
     const final = decode(FinalEvent, parsed);

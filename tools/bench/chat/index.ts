@@ -1,0 +1,210 @@
+/**
+ * Chat benchmark: 200 concurrent conversations, each streaming a 300-token answer from a paced fake
+ * agent, read once straight from the agent and once through the chat service (its real composition
+ * root, `cloud/chat/main.ts`, in its own process, on the local FerretDB).
+ *
+ * Figures:
+ * - time to first token (TTFT) from the request leaving the client, direct and through chat; the added
+ *   TTFT is the difference of the two at the same percentile;
+ * - per-token latency (agent wrote the token → client parsed its frame) for tokens 2..300, direct and
+ *   through chat; the difference is the relay overhead per token;
+ * - store latency at done: agent wrote its final event → client parsed chat's `done` (store + relay),
+ *   and the service's own chat_store_append_seconds mean.
+ *
+ * Headline: ratio = max(added TTFT p50 / 5 ms, added TTFT p99 / 25 ms), the worse of the two targets;
+ * at most 1 meets both.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { loadavg } from 'node:os';
+import { MongoClient } from 'mongodb';
+import { Agent } from 'undici';
+import { encodeClaims } from '../../../shared/claims.js';
+import { listen } from '../../../shared/lifecycle.js';
+import { PacedAgent } from './paced-agent.js';
+import { readStream, type StreamTimings } from './stream-client.js';
+
+const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 200);
+const TOKENS = 300;
+/** 50 tokens a second per answer, the pace of a fast language model. */
+const TOKEN_INTERVAL_MS = 20;
+/** Conversations start this far apart, so all 200 are streaming at once without a thundering herd. */
+const ARRIVAL_SPACING_MS = 5;
+const WARMUP = 20;
+const TARGET_P50_MS = 5;
+const TARGET_P99_MS = 25;
+const DEADLINE_MS = 110_000;
+
+function percentile(values: number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
+}
+
+/** The most streams open at one moment. */
+function peakOf(results: StreamTimings[]): number {
+  const edges = results.flatMap((r) => [[r.startedAt, 1] as const, [r.endedAt, -1] as const]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let peak = 0;
+  for (const [, delta] of edges) peak = Math.max(peak, (open += delta));
+  return peak;
+}
+
+const ms = (value: number) => value.toFixed(2);
+const line = (label: string, value: string, unit = '') => console.log(`${label}: ${value}${unit ? ` ${unit}` : ''}`);
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  const port = await listen(server, 0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', 'cloud/chat/main.ts'], {
+    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  for (let i = 0; i < 400; i++) {
+    if (child.exitCode !== null) throw new Error(`chat exited with ${child.exitCode}`);
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return child;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('chat did not come up');
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+async function cpuSecondsOf(pid: number | undefined): Promise<number> {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+async function storeMeanSeconds(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const sum = Number(/^chat_store_append_seconds_sum\{[^}]*\} (\S+)$/m.exec(text)?.[1]);
+  const count = Number(/^chat_store_append_seconds_count\{[^}]*\} (\S+)$/m.exec(text)?.[1]);
+  return count > 0 ? sum / count : Number.NaN;
+}
+
+async function main(): Promise<void> {
+  const deadline = setTimeout(() => {
+    console.error('bench: over its time bound; giving up');
+    process.exit(1);
+  }, DEADLINE_MS);
+  deadline.unref();
+
+  const mongoUri = new URL(process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel');
+  mongoUri.pathname = `/chat_bench_${Date.now().toString(36)}`;
+  const agent = new PacedAgent({ tokens: TOKENS, intervalMs: TOKEN_INTERVAL_MS });
+  await agent.start();
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const chat = await startChat(port, { MONGO_URI: mongoUri.toString(), AGENT_URL: agent.url });
+  const client = new Agent({ keepAliveTimeout: 30_000, connections: null });
+
+  try {
+    const users = Array.from({ length: CONVERSATIONS + WARMUP }, (_, i) => encodeClaims({ sub: `bench-user-${i}` }));
+    const conversationIds: string[] = [];
+    for (const claims of users) {
+      const res = await fetch(`${base}/chat/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claims } });
+      conversationIds.push(((await res.json()) as { id: string }).id);
+    }
+
+    const direct = (i: number, tag: string) =>
+      readStream(client, `${agent.url}/ask`, { 'x-gateway-claims': users[i] ?? '' }, { question: `${tag}-${i}`, history: [], stream: true });
+    const viaChat = (i: number, tag: string) =>
+      readStream(client, `${base}/chat/conversations/${conversationIds[i]}/messages`, { 'x-gateway-claims': users[i] ?? '' }, { content: `${tag}-${i}` });
+
+    // Warm both paths (connections, JIT) with conversations the measured phase does not use.
+    await Promise.all(Array.from({ length: WARMUP }, (_, k) => direct(CONVERSATIONS + k, 'warm-direct')));
+    await Promise.all(Array.from({ length: WARMUP }, (_, k) => viaChat(CONVERSATIONS + k, 'warm-chat')));
+
+    const phase = async (run: (i: number, tag: string) => Promise<StreamTimings>, tag: string) => {
+      const started = performance.now();
+      const runs: Array<Promise<StreamTimings>> = [];
+      for (let i = 0; i < CONVERSATIONS; i++) {
+        runs.push(run(i, tag));
+        await new Promise((resolve) => setTimeout(resolve, ARRIVAL_SPACING_MS));
+      }
+      const results = await Promise.all(runs);
+      return { results, seconds: (performance.now() - started) / 1000 };
+    };
+    const directRun = await phase(direct, 'direct');
+    const cpuBefore = await cpuSecondsOf(chat.pid);
+    const chatRun = await phase(viaChat, 'chat');
+    const chatCpuSeconds = (await cpuSecondsOf(chat.pid)) - cpuBefore;
+
+    const ttft = (results: StreamTimings[]) => results.map((r) => (r.tokenReceivedAt[0] ?? Number.NaN) - r.startedAt);
+    const perToken = (results: StreamTimings[], tag: string) =>
+      results.flatMap((r, i) => {
+        const sent = agent.timings.get(`${tag}-${i}`)?.tokenSentAt;
+        return sent ? r.tokenReceivedAt.slice(1).map((at, k) => at - (sent[k + 1] ?? Number.NaN)) : [];
+      });
+    const incomplete = chatRun.results.filter((r) => r.terminal !== 'done' || r.tokenReceivedAt.length !== TOKENS).length;
+    const directIncomplete = directRun.results.filter((r) => r.terminal !== 'final' || r.tokenReceivedAt.length !== TOKENS).length;
+    if (incomplete + directIncomplete > 0) throw new Error(`${incomplete} chat and ${directIncomplete} direct streams did not complete`);
+
+    let stored = 0;
+    for (const [i, claims] of users.slice(0, CONVERSATIONS).entries()) {
+      const res = await fetch(`${base}/chat/conversations/${conversationIds[i]}`, { headers: { 'x-gateway-claims': claims } });
+      const conversation = (await res.json()) as { messages: Array<{ content: string }> };
+      if (conversation.messages.length === 2 && conversation.messages[1]?.content.startsWith('word0 ')) stored++;
+    }
+
+    const directTtft = ttft(directRun.results);
+    const chatTtft = ttft(chatRun.results);
+    const addedP50 = percentile(chatTtft, 50) - percentile(directTtft, 50);
+    const addedP99 = percentile(chatTtft, 99) - percentile(directTtft, 99);
+    const directToken = perToken(directRun.results, 'direct');
+    const chatToken = perToken(chatRun.results, 'chat');
+    const storeAtDone = chatRun.results.map((r, i) => r.endedAt - (agent.timings.get(`chat-${i}`)?.finalSentAt ?? Number.NaN));
+
+    line('conversations', String(CONVERSATIONS));
+    line('tokens per answer', String(TOKENS));
+    line('agent token interval', String(TOKEN_INTERVAL_MS), 'ms');
+    line('arrival spacing', String(ARRIVAL_SPACING_MS), 'ms');
+    line('peak concurrent streams', String(Math.max(peakOf(directRun.results), peakOf(chatRun.results))));
+    line('exchanges stored', `${stored}/${CONVERSATIONS}`);
+    line('direct ttft p50', ms(percentile(directTtft, 50)), 'ms');
+    line('direct ttft p99', ms(percentile(directTtft, 99)), 'ms');
+    line('chat ttft p50', ms(percentile(chatTtft, 50)), 'ms');
+    line('chat ttft p99', ms(percentile(chatTtft, 99)), 'ms');
+    line('added ttft p50', ms(addedP50), 'ms');
+    line('added ttft p99', ms(addedP99), 'ms');
+    line('direct token latency p50', ms(percentile(directToken, 50)), 'ms');
+    line('direct token latency p99', ms(percentile(directToken, 99)), 'ms');
+    line('chat token latency p50', ms(percentile(chatToken, 50)), 'ms');
+    line('chat token latency p99', ms(percentile(chatToken, 99)), 'ms');
+    line('relay overhead per token p50', ms(percentile(chatToken, 50) - percentile(directToken, 50)), 'ms');
+    line('relay overhead per token p99', ms(percentile(chatToken, 99) - percentile(directToken, 99)), 'ms');
+    line('store at done p50', ms(percentile(storeAtDone, 50)), 'ms');
+    line('store at done p99', ms(percentile(storeAtDone, 99)), 'ms');
+    line('store append mean (service metric)', ms((await storeMeanSeconds(base)) * 1000), 'ms');
+    line('chat cpu per relayed token', ((chatCpuSeconds / (CONVERSATIONS * TOKENS)) * 1e6).toFixed(1), 'us');
+    line('chat cpu during chat phase', chatCpuSeconds.toFixed(2), 's');
+    line('machine load average (1 min)', loadavg()[0]?.toFixed(2) ?? 'n/a');
+    line('direct phase', directRun.seconds.toFixed(2), 's');
+    line('chat phase', chatRun.seconds.toFixed(2), 's');
+    console.log(`# ratio = max(added ttft p50 / ${TARGET_P50_MS} ms, added ttft p99 / ${TARGET_P99_MS} ms); at most 1 meets both targets`);
+    line('ratio', Math.max(addedP50 / TARGET_P50_MS, addedP99 / TARGET_P99_MS).toFixed(3));
+  } finally {
+    await client.close();
+    chat.kill('SIGTERM');
+    if (chat.exitCode === null) await once(chat, 'exit');
+    await agent.stop();
+    const mongo = new MongoClient(mongoUri.toString(), { serverSelectionTimeoutMS: 5_000 });
+    await mongo.db().dropDatabase().catch(() => undefined);
+    await mongo.close();
+    clearTimeout(deadline);
+  }
+}
+
+await main();
