@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { refusingUrl } from './support/fake-agent.js';
-import { openChatDatabase } from './support/mongo.js';
+import { MongoClient } from 'mongodb';
+import { freshChatDatabase } from './support/mongo.js';
 import { answerOf, createConversation, getConversation, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
 
 async function nothingStored(t: Test, chat: ChatUnderTest, id: string): Promise<void> {
@@ -129,21 +130,20 @@ t.test('an answer that cannot be stored: empty, or over 8000 characters', async 
 });
 
 t.test('a store failure at the end: an error frame, and the conversation is as it was', async (t) => {
-  const shared = await openChatDatabase();
-  t.teardown(shared.drop);
-  const writer = await openChatDatabase();
-  const broken = writer.client.db(shared.db.databaseName);
-  const chat = await startChat(t, { db: broken });
+  const shared = await freshChatDatabase(t);
+  const writer = new MongoClient(shared.uri, { serverSelectionTimeoutMS: 5_000 });
+  await writer.connect();
+  t.teardown(() => writer.close());
+  const chat = await startChat(t, { db: writer.db() });
   const conversation = await createConversation(chat.url, 'ana');
   let release!: () => void;
   chat.agent.expect({ tokens: ['lost'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
   const pending = send(chat.url, 'ana', conversation.id, 'q');
   for (let i = 0; i < 500 && chat.agent.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  await writer.client.close();
+  await writer.close();
   release();
   const result = await pending;
   t.same(terminalOf(result), { type: 'error', error: 'store_failed', message: 'the answer could not be stored; please send the question again' });
   const stored = await shared.db.collection('conversations').findOne({});
   t.same(stored?.messages, []);
-  await writer.drop();
 });

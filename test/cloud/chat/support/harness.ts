@@ -3,7 +3,7 @@
  * it the way a browser does: fetch, and `eventsource-parser` for the answer stream.
  */
 import { createServer } from 'node:http';
-import { MongoClient, ObjectId, type Db } from 'mongodb';
+import { ObjectId, type Db } from 'mongodb';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { fetch } from 'undici';
 import { encodeClaims } from '../../../../shared/claims.js';
@@ -14,7 +14,7 @@ import { HttpAgent } from '../../../../cloud/chat/http-agent.js';
 import { createChatMetrics } from '../../../../cloud/chat/metrics.js';
 import { MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
 import { closeServer, listen } from '../../../../shared/lifecycle.js';
-import { openChatDatabase } from './mongo.js';
+import { freshChatDatabase } from './mongo.js';
 import { FakeAgent } from './fake-agent.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
@@ -44,17 +44,13 @@ export function claimsOf(sub: string): string {
 }
 
 export async function startChat(t: Teardown, options: StartOptions = {}): Promise<ChatUnderTest> {
-  // One teardown, run in reverse order of start: running answers drain before anything they use closes.
+  const db = options.db ?? (await freshChatDatabase(t)).db;
+  // One teardown, run in reverse order of start and before the database's own (tap runs teardowns
+  // last-registered first): running answers drain before anything they use closes.
   const cleanups: Array<() => unknown> = [];
   t.teardown(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
-  let db = options.db;
-  if (!db) {
-    const fresh = await openChatDatabase();
-    cleanups.push(fresh.drop);
-    db = fresh.db;
-  }
   const agent = await new FakeAgent().start();
   cleanups.push(() => agent.stop());
   const store = new MongoConversationStore(db);
@@ -292,4 +288,3 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
   return match?.value ?? 0;
 }
 
-export { MongoClient };

@@ -1,31 +1,18 @@
 /**
- * A MongoDB-wire database of its own for one test file, on the local stack's FerretDB, dropped at
- * teardown so parallel test files never see each other's conversations.
+ * A MongoDB-wire database of its own for one test file, on the stack's FerretDB (see
+ * test/support/stack.ts), so parallel test files never see each other's conversations.
  */
-import { randomBytes } from 'node:crypto';
 import { MongoClient, type Db } from 'mongodb';
+import { freshMongoUri, type Teardown } from '../../../support/stack.js';
 
-type Teardown = { teardown(fn: () => unknown): void };
-
-const DEFAULT_MONGO_URI = 'mongodb://127.0.0.1:57017/lintel';
-
-/** A unique database; `drop` removes it and closes the client. */
-export async function openChatDatabase(): Promise<{ client: MongoClient; db: Db; uri: string; drop: () => Promise<void> }> {
-  const uri = new URL(process.env.MONGO_URI ?? DEFAULT_MONGO_URI);
-  uri.pathname = `/chat_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
-  const client = new MongoClient(uri.toString(), { serverSelectionTimeoutMS: 5_000 });
-  await client.connect();
-  const db = client.db();
-  const drop = async () => {
-    await db.dropDatabase().catch(() => undefined);
-    await client.close();
-  };
-  return { client, db, uri: uri.toString(), drop };
-}
-
-/** A unique database and its client, both dropped and closed at teardown. */
+/**
+ * A unique database with a connected client. Teardowns run last-registered first, so the client
+ * closes and then the database is dropped.
+ */
 export async function freshChatDatabase(t: Teardown): Promise<{ client: MongoClient; db: Db; uri: string }> {
-  const fresh = await openChatDatabase();
-  t.teardown(fresh.drop);
-  return fresh;
+  const uri = await freshMongoUri(t);
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 5_000 });
+  await client.connect();
+  t.teardown(() => client.close());
+  return { client, db: client.db(), uri };
 }
