@@ -3,6 +3,7 @@
  * subscriber into the relay, and stops cleanly on SIGTERM.
  */
 import { createBuildingDirectory } from '../../shared/directory.js';
+import { describeError } from '../../shared/errors.js';
 import { exitOnConfigError, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/prom.js';
@@ -40,12 +41,18 @@ const relay = createRelay(
   { frontendOrigin: config.frontendOrigin, maxLifetimeMs: config.maxLifetimeMs, channels: config.channels },
 );
 
-await runUntilSignal(
-  {
-    start: async () => {
-      await relay.start(config.port);
+try {
+  await runUntilSignal(
+    {
+      start: async () => {
+        await relay.start(config.port);
+      },
+      stop: () => relay.stop(),
     },
-    stop: () => relay.stop(),
-  },
-  logger,
-);
+    logger,
+  );
+} catch (err) {
+  // e.g. the port is taken: say so in one safe line, not a stack trace.
+  logger.fatal({ error: describeError(err), port: config.port }, 'relay failed to start');
+  process.exit(1);
+}

@@ -56,3 +56,20 @@ t.test('a configuration error names every problem and exits 2', async (t) => {
   t.match(result.stderr, /REDIS_URL: not a redis:\/\/ or rediss:\/\/ URL/);
   t.match(result.stderr, /SOCKET_MAX_LIFETIME_SECS: expected an integer, got "soon"/);
 });
+
+t.test('a port already taken is one log line and exit 1, not a stack trace', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { spawnSync } = await import('node:child_process');
+  const { fileURLToPath } = await import('node:url');
+  const taken = new URL(directory.url).port;
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'cloud/relay/main.ts'], {
+    cwd: fileURLToPath(new URL('../../../', import.meta.url)),
+    env: { PATH: process.env.PATH ?? '', REDIS_URL: stackRedisUrl(), PORT: taken },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  t.equal(result.status, 1);
+  const line = JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
+  t.match(line, { msg: 'relay failed to start', error: 'Error (EADDRINUSE)' });
+  t.notMatch(result.stdout + result.stderr, /\n\s+at /, 'no stack trace');
+});
