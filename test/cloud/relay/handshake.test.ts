@@ -142,3 +142,22 @@ t.test('CORS allows only FRONTEND_URL, with credentials; another Origin is refus
   t.equal(viaWebsocket, 'websocket error', 'the websocket upgrade from another site is refused too');
   t.equal(await metric(url, 'socket_connections_rejected_total'), 0, 'an origin refusal is not a claims rejection');
 });
+
+t.test('the long-polling transport works too (single replica, or a sticky load balancer)', async (t) => {
+  const { io } = await import('socket.io-client');
+  const directory = await startFakeDirectory(t);
+  const { url, channels } = await startRelay(t, { directory });
+  const acme = uniqueName('acme');
+  const socket = io(url, { transports: ['polling'], reconnection: false, forceNew: true, extraHeaders: { 'x-gateway-claims': claimsOf({ sub: 'ana', domains: [acme] }) } });
+  t.teardown(() => socket.close());
+  await new Promise<void>((resolve, reject) => {
+    socket.once('connect', () => resolve());
+    socket.once('connect_error', reject);
+  });
+  t.equal(socket.io.engine.transport.name, 'polling');
+  const received = new Promise<unknown>((resolve) => socket.once('notification', resolve));
+  const redis = publisher(t);
+  const sent = notification({ domainName: acme });
+  await redis.publish(channels.notifications, JSON.stringify(sent));
+  t.same(await received, sent);
+});
