@@ -5,6 +5,7 @@
 import express, { type Router } from 'express';
 import { HttpError } from '../../shared/errors.js';
 import { callerOf } from '../../shared/http.js';
+import { LockTimeoutError } from './conversation-lock.js';
 import { DEFAULT_TITLE } from './conversation.js';
 import { CONVERSATION_NOT_FOUND } from './send-message.js';
 import { InvalidCursorError, type ConversationStore } from './store.js';
@@ -52,7 +53,13 @@ export function conversationsRouter(store: ConversationStore, now: () => Date): 
   router.patch('/:id', async (req, res) => {
     const id = idOf(req.params.id);
     const { title } = renameBodyOf(req.body);
-    const renamed = await store.rename(id, callerOf(res).sub, title, now());
+    let renamed;
+    try {
+      renamed = await store.rename(id, callerOf(res).sub, title, now());
+    } catch (err) {
+      if (err instanceof LockTimeoutError) throw new HttpError(409, 'conversation is busy; try the rename again');
+      throw err;
+    }
     if (!renamed) throw new HttpError(404, CONVERSATION_NOT_FOUND);
     res.json(summaryWire(renamed));
   });

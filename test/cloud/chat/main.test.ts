@@ -72,6 +72,52 @@ t.test('npm run chat: serves with its env, answers a send end to end, stops clea
   t.equal(code, 0, 'exit 0 after SIGTERM');
 });
 
+t.test('SIGTERM while an answer streams: the answer finishes, is stored, then the process exits 0', async (t) => {
+  const { uri, db } = await freshChatDatabase(t);
+  const agent = await new FakeAgent().start();
+  t.teardown(() => agent.stop());
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
+    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const base = `http://127.0.0.1:${port}`;
+  let up = false;
+  for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
+    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
+  const { id } = (await created.json()) as { id: string };
+  let release!: () => void;
+  agent.expect({ tokens: ['before ', 'after'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
+  const sent = await fetch(`${base}/conversations/${id}/messages`, {
+    method: 'POST',
+    headers: { 'x-gateway-claims': claimsOf('ana'), 'content-type': 'application/json' },
+    body: JSON.stringify({ content: 'finish me' }),
+  });
+  const body = sent.text();
+  for (let i = 0; i < 300 && agent.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  child.kill('SIGTERM');
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  // Shutdown has begun once new connections are refused; only then does the agent finish.
+  let refusing = false;
+  for (let i = 0; i < 300 && !refusing; i++) {
+    refusing = await fetch(`${base}/health`).then(() => false, () => true);
+    if (!refusing) await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  t.ok(refusing, 'the server stopped taking new requests');
+  release();
+  t.match(await body, /"type":"done"/, 'the browser still got its answer');
+  const [code] = await exited;
+  t.equal(code, 0);
+  const stored = await db.collection('conversations').findOne({});
+  t.same((stored?.messages as Array<{ content: string }>).map((m) => m.content), ['finish me', 'before after']);
+});
+
 t.test('npm run chat with a bad environment exits 2 naming every problem', async (t) => {
   const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
     env: { ...process.env, PORT: 'x', MONGO_URI: '', AGENT_URL: 'nope' },
