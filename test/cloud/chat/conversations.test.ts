@@ -143,3 +143,16 @@ t.test('health and metrics are public, under both prefixes; unknown routes are a
   const nowhere = await call(chat.url, 'GET', '/nowhere', 'ana');
   t.same([nowhere.status, (nowhere.body as { type: string }).type], [404, 'Not Found']);
 });
+
+t.test('a rename that cannot get the conversation (another replica holds it too long) is 409, and nothing changes', async (t) => {
+  const chat = await startChat(t, { lock: { waitMs: 200 } });
+  const conversation = await createConversation(chat.url, 'ana', 'Before');
+  await chat.db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
+    _id: conversation.id,
+    token: 'another-replica',
+    expires_at: new Date(Date.now() + 60_000),
+  });
+  const res = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', { title: 'After' });
+  t.same([res.status, res.body], [409, { type: 'Conflict', message: 'conversation is busy; try the rename again' }]);
+  t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Before');
+});

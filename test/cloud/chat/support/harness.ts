@@ -10,6 +10,7 @@ import { encodeClaims } from '../../../../shared/claims.js';
 import { silentLogger } from '../../../../shared/logger.js';
 import { createRegistry, type Registry } from '../../../../shared/prom.js';
 import { createChatApp, type ChatApp } from '../../../../cloud/chat/app.js';
+import type { ConversationLockOptions } from '../../../../cloud/chat/conversation-lock.js';
 import { HttpAgent } from '../../../../cloud/chat/http-agent.js';
 import { createChatMetrics } from '../../../../cloud/chat/metrics.js';
 import { MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
@@ -34,6 +35,7 @@ export interface StartOptions {
   agentUrl?: string;
   idleTimeoutMs?: number;
   responseTimeoutMs?: number;
+  lock?: Partial<ConversationLockOptions>;
   /** Share a database with another instance (a second replica). */
   db?: Db;
 }
@@ -53,7 +55,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   });
   const agent = await new FakeAgent().start();
   cleanups.push(() => agent.stop());
-  const store = new MongoConversationStore(db);
+  const store = new MongoConversationStore(db, options.lock ? { lock: options.lock } : {});
   await store.start();
   const httpAgent = new HttpAgent({
     baseUrl: options.agentUrl ?? agent.url,
