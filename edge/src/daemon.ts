@@ -96,8 +96,12 @@ export class EdgeDaemon {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.running?.catch(() => undefined);
-    const head = this.deps.ledger.head();
-    this.deps.logger.info({ ledgerSeq: head.seq, ledgerHead: head.hash }, 'collector stopped');
+    try {
+      const head = this.deps.ledger.head();
+      this.deps.logger.info({ ledgerSeq: head.seq, ledgerHead: head.hash }, 'collector stopped');
+    } catch {
+      this.deps.logger.info('collector stopped');
+    }
   }
 
   private now(): number {

@@ -130,7 +130,7 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
       config,
       stateDir,
       poller,
-      ...(options.ingest ? { ingest: { ...options.ingest, timeoutMs: Math.min(options.intervalMs, 5000) } } : {}),
+      ...(options.ingest ? { ingest: { ...options.ingest, timeoutMs: Math.max(1000, Math.min(options.intervalMs, 5000)) } } : {}),
       logger,
       processMetrics: false,
     });

@@ -319,7 +319,8 @@ function checkSecretFile(value: unknown, at: string, baseDir: string, errors: st
     }
     accessSync(path, constants.R_OK);
     if (stat.size === 0) errors.push(`${at}: ${path} is empty`);
-    if ((stat.mode & 0o077) !== 0) warnings.push(`${at}: ${path} is readable by others (mode ${(stat.mode & 0o777).toString(8)}); chmod 600 it`);
+    // Group read is how the service user reads a root-owned secret (root:lintel-edge 0640); more is too much.
+    if ((stat.mode & 0o027) !== 0) warnings.push(`${at}: ${path} is open to others (mode ${(stat.mode & 0o777).toString(8)}); chmod 600 or 640 it`);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     errors.push(`${at}: cannot read ${path} (${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? 'error')})`);

@@ -1,0 +1,208 @@
+import t, { type Test } from 'tap';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../../shared/logger.js';
+import { validateReading } from '../../../shared/catalog/validate.js';
+import { EdgeDaemon, type DaemonConfig, type TickReport } from '../../../edge/src/daemon.js';
+import { createEdgeMetrics } from '../../../edge/src/metrics.js';
+import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
+import { openLedger, type Ledger } from '../../../edge/src/report/ledger.js';
+import { createBatchPoster } from '../../../edge/src/report/poster.js';
+import { createDeviceHasher } from '../../../edge/src/zones/device-key.js';
+import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
+import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
+import { startVerifyingIngest } from '../report/verifying-ingest.js';
+
+const ap = (name: string, zone: string): AccessPoint => ({ name, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } });
+const APS = [ap('ap-lobby', 'lobby'), ap('ap-cafe', 'cafe')];
+const config: DaemonConfig = {
+  buildingId: 'hq',
+  pollIntervalMs: 100,
+  requestTimeoutMs: 80,
+  zones: [{ id: 'lobby', devicesPerPerson: 2 }, { id: 'cafe' }],
+  tracker: { ...DEFAULT_TRACKER_CONFIG, frozenPolls: 3, transitionWindowPolls: 5 },
+  accessPoints: APS,
+  reportNames: { 'ap-lobby': 'ap-lobby', 'ap-cafe': 'ap-cafe' },
+};
+const MACS = ['3c:22:fb:01:02:03', '3c:22:fb:01:02:04', '3c:22:fb:01:02:05'];
+
+/** A poller port answering from a script, one entry per tick (plain data, no network). */
+function scriptedPoller(script: Array<ApPollResult[] | Error>): Poller & { calls: number } {
+  const poller = {
+    calls: 0,
+    async pollAll() {
+      const next = script[Math.min(poller.calls, script.length - 1)]!;
+      poller.calls++;
+      if (next instanceof Error) throw next;
+      return next;
+    },
+    async close() {},
+  };
+  return poller;
+}
+
+const ok = (name: string, zone: string, stations: Array<[string, number]>): ApPollResult => ({
+  ap: name,
+  zone,
+  ok: true,
+  durationMs: 5,
+  stations: stations.map(([mac, rssiDbm]) => ({ mac, rssiDbm })),
+});
+const failed = (name: string, zone: string): ApPollResult => ({ ap: name, zone, ok: false, error: `timeout after 80 ms walking 1.3.6.1.4.1.14823.2.2.1.5.2.2.1.1.14.60.34.251.1.2.3 for ${MACS[0]}`, durationMs: 80, reason: 'timeout' });
+
+function capture() {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  return { lines, logger: createLogger('lintel-edge', { level: 'debug', destination: stream }) };
+}
+
+function setup(t: Test, poller: Poller, extra: { poster?: ReturnType<typeof createBatchPoster>; ledger?: Ledger } = {}) {
+  const dir = t.testdir({});
+  const zones = openSqliteZoneStore(join(dir, 'zones.sqlite'));
+  const ledger = extra.ledger ?? openLedger(join(dir, 'ledger.sqlite'));
+  const { lines, logger } = capture();
+  const metrics = createEdgeMetrics({ aps: ['ap-lobby', 'ap-cafe'], zones: ['lobby', 'cafe'] }, { defaults: false });
+  const reports: TickReport[] = [];
+  const daemon = new EdgeDaemon({
+    config,
+    poller,
+    hasher: createDeviceHasher(Buffer.alloc(32, 1)),
+    zones,
+    ledger,
+    ...(extra.poster ? { poster: extra.poster } : {}),
+    metrics,
+    logger,
+    onTick: (r) => reports.push(r),
+  });
+  t.teardown(async () => {
+    await daemon.stop();
+    zones.close();
+    ledger.close();
+  });
+  return { daemon, zones, ledger, lines, metrics, reports, dir };
+}
+
+t.test('a failed AP never stops the tick: its devices are frozen and the batch still goes out', async (t) => {
+  const ingest = await startVerifyingIngest(t, { default: 'k' });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
+  t.teardown(() => poster.close());
+  const poller = scriptedPoller([
+    [ok('ap-lobby', 'lobby', [[MACS[0]!, -50], [MACS[1]!, -55]]), ok('ap-cafe', 'cafe', [[MACS[2]!, -60]])],
+    [failed('ap-lobby', 'lobby'), ok('ap-cafe', 'cafe', [[MACS[2]!, -60]])],
+  ]);
+  const { daemon, lines, metrics, reports } = setup(t, poller, { poster });
+  const first = await daemon.tick();
+  t.same(first.counts, { lobby: 2, cafe: 1 });
+  t.equal(first.batch.delivery, 'accepted');
+  const second = await daemon.tick();
+  t.same(second.counts, { lobby: 2, cafe: 1 }, 'devices behind the silent AP are still counted');
+  t.equal(second.frozen, 2);
+  t.same(second.aps.map((a) => [a.ap, a.ok, a.reason ?? null]), [['ap-lobby', false, 'timeout'], ['ap-cafe', true, null]]);
+  t.equal(second.batch.delivery, 'accepted');
+  t.equal(reports.length, 2);
+
+  const batch = JSON.parse(ingest.received[1]!.raw.toString()) as { readings: Array<Record<string, unknown>> };
+  t.same(
+    batch.readings.filter((r) => r.type === 'apClients').map((r) => r.roomId),
+    ['ap-cafe'],
+    'an AP that did not answer has no apClients reading (unknown is not 0)',
+  );
+  t.same(
+    batch.readings.filter((r) => r.type === 'ratioDeviceCount').map((r) => [r.roomId, r.ratioDeviceCount]),
+    [['lobby', 1]],
+  );
+  for (const r of batch.readings) t.ok(validateReading(r).ok);
+
+  const warn = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'access point did not answer; its devices are frozen');
+  t.ok(warn, 'the failure is logged');
+  t.equal(warn?.ap, 'ap-lobby');
+  const all = lines.join('\n');
+  for (const mac of MACS) t.notOk(all.includes(mac), `no ${mac} in the logs`);
+  t.notOk(/60\.34\.251\.1\.2\.3/.test(all), 'no MAC-carrying OID index in the logs');
+
+  const text = await metrics.registry.metrics();
+  t.match(text, /lintel_edge_ap_up\{ap="ap-lobby",service="lintel-edge"\} 0/);
+  t.match(text, /lintel_edge_ap_polls_total\{ap="ap-lobby",outcome="timeout",service="lintel-edge"\} 1/);
+  t.match(text, /lintel_edge_frozen_devices\{service="lintel-edge"\} 2/);
+  t.match(text, /lintel_edge_batches_total\{delivery="accepted",service="lintel-edge"\} 2/);
+  t.match(text, /lintel_edge_zone_devices\{zone="lobby",service="lintel-edge"\} 2/);
+});
+
+t.test('a poller that throws counts as every AP silent; the tick completes', async (t) => {
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])], new Error('boom')]);
+  const { daemon } = setup(t, poller);
+  await daemon.tick();
+  const report = await daemon.tick();
+  t.same(report.counts, { lobby: 1, cafe: 0 });
+  t.equal(report.frozen, 1);
+  t.ok(report.aps.every((a) => !a.ok));
+  t.equal(report.batch.delivery, 'kept', 'no ingest: kept in the ledger only');
+});
+
+t.test('an unreachable ingest is logged and dropped; the ledger still has the batch', async (t) => {
+  const poster = createBatchPoster({ url: 'http://127.0.0.1:9/ingest', secret: 'k', timeoutMs: 500 });
+  t.teardown(() => poster.close());
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
+  const { daemon, ledger, lines } = setup(t, poller, { poster });
+  const report = await daemon.tick();
+  t.equal(report.batch.delivery, 'unreachable');
+  t.equal(report.batch.reason, 'ECONNREFUSED');
+  const entries = [...ledger.entries()];
+  t.equal(entries.length, 1);
+  t.equal(entries[0]!.delivery, 'unreachable');
+  t.ok(lines.some((l) => l.includes('ingest unreachable; batch dropped')));
+});
+
+t.test('a batch that cannot be recorded in the ledger is not sent', async (t) => {
+  const ingest = await startVerifyingIngest(t, { default: 'k' });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
+  t.teardown(() => poster.close());
+  const dir = t.testdir({});
+  const ledger = openLedger(join(dir, 'ledger.sqlite'));
+  ledger.close();
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
+  const { daemon } = setup(t, poller, { poster, ledger });
+  const report = await daemon.tick();
+  t.equal(report.batch.delivery, 'not_recorded');
+  t.equal(ingest.received.length, 0);
+});
+
+t.test('state survives a restart of the daemon', async (t) => {
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50], [MACS[1]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
+  const first = setup(t, poller);
+  await first.daemon.tick();
+  first.zones.close();
+  const zones = openSqliteZoneStore(join(first.dir, 'zones.sqlite'));
+  t.teardown(() => zones.close());
+  const silent = scriptedPoller([[failed('ap-lobby', 'lobby'), ok('ap-cafe', 'cafe', [])]]);
+  const daemon = new EdgeDaemon({
+    config,
+    poller: silent,
+    hasher: createDeviceHasher(Buffer.alloc(32, 1)),
+    zones,
+    ledger: first.ledger,
+    metrics: createEdgeMetrics({ aps: [], zones: [] }, { defaults: false }),
+    logger: capture().logger,
+  });
+  const report = await daemon.tick();
+  t.equal(report.poll, 2, 'the poll count continues');
+  t.same(report.counts, { lobby: 2, cafe: 0 }, 'devices from before the restart are still counted (frozen)');
+});
+
+t.test('start() ticks on the interval until stop()', async (t) => {
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
+  const { daemon, reports } = setup(t, poller);
+  await daemon.start();
+  const deadline = Date.now() + 5000;
+  while (reports.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await daemon.stop();
+  const after = poller.calls;
+  t.ok(after >= 3, `ticked ${after} times`);
+  await new Promise((r) => setTimeout(r, 250));
+  t.equal(poller.calls, after, 'no tick after stop');
+});
