@@ -1,7 +1,8 @@
 /**
  * Tenancy's HTTP surface, built from injected ports so tests drive it without main.ts.
  */
-import express, { type Express } from 'express';
+import type { RequestListener } from 'node:http';
+import express from 'express';
 import type { Logger } from 'pino';
 import { errorHandler, jsonBody, notFoundHandler } from '../../shared/errors.js';
 import type { KeyRing } from '../../shared/hmac.js';
@@ -10,6 +11,7 @@ import type { TenancyStore } from './model.js';
 import { domainRoutes } from './routes/domains.js';
 import { internalRoutes } from './routes/internal.js';
 import { inviteCodeRoutes } from './routes/invite-codes.js';
+import { isLoginPath, loginPathHandler } from './routes/login-path.js';
 import { memberRoutes } from './routes/members.js';
 
 export interface TenancyAppOptions {
@@ -20,9 +22,12 @@ export interface TenancyAppOptions {
   clock?: () => Date;
 }
 
-export function createTenancyApp(options: TenancyAppOptions): Express {
+/** The request listener for `http.createServer`: the login path in front, Express for the rest. */
+export function createTenancyApp(options: TenancyAppOptions): RequestListener {
   const app = express();
   app.disable('x-powered-by');
+  // Weak ETags hash every response body; no client of these JSON routes revalidates, so skip the cost.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   app.get('/health', healthHandler);
   // Internal routes read their raw body themselves (the signature covers the exact bytes), so they
@@ -36,5 +41,9 @@ export function createTenancyApp(options: TenancyAppOptions): Express {
   app.use(inviteCodeRoutes(options.store, options.clock ?? (() => new Date())));
   app.use(notFoundHandler);
   app.use(errorHandler(options.logger));
-  return app;
+  const loginPath = loginPathHandler(options.store, options.keys, options.logger);
+  return (req, res) => {
+    if (isLoginPath(req)) loginPath(req, res);
+    else app(req, res);
+  };
 }

@@ -5,6 +5,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
+import { BatchedLookup, type BatchedLookupOptions } from './batched-lookup.js';
 import { leavesNoAdministrator } from './policy.js';
 
 const DOMAIN_COLUMNS = 'd.id, d.name, d.display_name, d.join_policy, d.is_public, d.created_at, d.parent_id';
@@ -40,6 +41,16 @@ SELECT m.account_id, m.domain_id, d.name AS domain_name, m.role, m.external_id, 
 FROM memberships m JOIN domains d ON d.id = m.domain_id
 WHERE m.account_id = $1::uuid
 ORDER BY d.name`;
+
+/**
+ * The login path as the store runs it: the same query for every account of a batch of concurrent
+ * logins at once, still one index scan on memberships' primary key (`= ANY` over the leading column).
+ */
+export const MEMBERSHIPS_OF_MANY_SQL = `
+SELECT m.account_id, m.domain_id, d.name AS domain_name, m.role, m.external_id, m.joined_via
+FROM memberships m JOIN domains d ON d.id = m.domain_id
+WHERE m.account_id = ANY($1::uuid[])
+ORDER BY m.account_id, d.name`;
 
 /**
  * Redemption's check-and-mark in one statement. `$1::text` is the column's own type, so the lookup
@@ -112,11 +123,21 @@ function sameDomain(existing: Domain, wanted: NewDomain, parentId: string | null
   );
 }
 
+export interface PgTenancyStoreOptions {
+  /**
+   * How concurrent logins share queries (see batched-lookup.ts). Default: up to 4 batches at once
+   * (4 of the pool's connections), 128 accounts per batch.
+   */
+  loginBatches?: BatchedLookupOptions;
+}
+
 export class PgTenancyStore implements TenancyStore {
   private readonly pool: Pool;
+  private readonly logins: BatchedLookup<Membership[]>;
 
-  constructor(pool: Pool) {
+  constructor(pool: Pool, options: PgTenancyStoreOptions = {}) {
     this.pool = pool;
+    this.logins = new BatchedLookup((accountIds) => this.membershipsOfMany(accountIds), () => [], options.loginBatches ?? { maxInFlight: 4, maxBatch: 128 });
   }
 
   /** Runs `work` in a transaction; an outcome that is not ok rolls back everything it wrote. */
@@ -207,13 +228,24 @@ export class PgTenancyStore implements TenancyStore {
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 
-  async membershipsOf(accountId: string): Promise<Membership[]> {
+  membershipsOf(accountId: string): Promise<Membership[]> {
+    return this.logins.load(accountId);
+  }
+
+  private async membershipsOfMany(accountIds: string[]): Promise<Map<string, Membership[]>> {
     const result = await this.pool.query<MembershipRow & { domain_name: string }>({
-      name: 'tenancy_memberships_of',
-      text: MEMBERSHIPS_OF_SQL,
-      values: [accountId],
+      name: 'tenancy_memberships_of_many',
+      text: MEMBERSHIPS_OF_MANY_SQL,
+      values: [accountIds],
     });
-    return result.rows.map((row) => membershipOf(row, row.domain_name));
+    const byAccount = new Map<string, Membership[]>();
+    for (const row of result.rows) {
+      const list = byAccount.get(row.account_id);
+      const membership = membershipOf(row, row.domain_name);
+      if (list) list.push(membership);
+      else byAccount.set(row.account_id, [membership]);
+    }
+    return byAccount;
   }
 
   async addMember(

@@ -1,28 +1,19 @@
 /**
- * The internal routes, signed with the shared key ring (X-Signature over the exact body):
- * claims-gateway's login path and provisioning, and the provisioner's domain creation. Both writes are
- * idempotent: callers retry, and a replay answers exactly like the first call.
+ * The internal write routes, signed with the shared key ring (X-Signature over the exact body):
+ * claims-gateway's provisioning and the provisioner's domain creation. Both are idempotent: callers
+ * retry, and a replay answers exactly like the first call. (The login path, GET /internal/memberships,
+ * is in login-path.ts.)
  */
 import { Router } from 'express';
 import { HttpError } from '../../../shared/errors.js';
 import type { KeyRing } from '../../../shared/hmac.js';
 import { signedBody } from '../../../shared/hmac.js';
 import type { TenancyStore } from '../model.js';
-import { isUuid } from '../policy.js';
 import { domainJson, InternalDomainBody, membershipJson, parseBody, ProvisionBody } from '../wire.js';
 
 export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
   const router = Router();
   const signed = signedBody({ keys });
-
-  router.get('/internal/memberships', ...signed, async (req, res) => {
-    const accountId = req.query.accountId;
-    if (typeof accountId !== 'string' || !isUuid(accountId)) {
-      const got = accountId === undefined ? 'nothing' : typeof accountId === 'string' ? JSON.stringify(accountId.slice(0, 40)) : 'several values';
-      throw new HttpError(400, `accountId: expected an account id (uuid), got ${got}`);
-    }
-    res.json((await store.membershipsOf(accountId.toLowerCase())).map(membershipJson));
-  });
 
   router.post('/internal/provision', ...signed, async (req, res) => {
     const body = parseBody(ProvisionBody, 'ProvisionBody', req.body);

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import t from 'tap';
 import { request } from 'undici';
-import { MEMBERSHIPS_OF_SQL } from '../../../cloud/tenancy/pg-store.js';
+import { MEMBERSHIPS_OF_MANY_SQL, MEMBERSHIPS_OF_SQL } from '../../../cloud/tenancy/pg-store.js';
 import { createDomain, newAccount, planOf, startTenancy } from './support/harness.js';
 
 t.test('HMAC: empty-body GET, trailing whitespace, uppercase hex, missing header, key rotation', async (t) => {
@@ -83,6 +83,56 @@ t.test('the login path is one indexed query', async (t) => {
   const plan = await planOf(app.pool, MEMBERSHIPS_OF_SQL, [newAccount()]);
   t.ok(plan.some((n) => n.relation === 'memberships' && n.index === 'memberships_pkey'), 'memberships found through the (account_id, domain_id) key');
   t.notOk(plan.some((n) => n.type === 'Seq Scan'), 'nothing is scanned sequentially');
+  // Concurrent logins share one query per batch: still the primary key, never a scan of memberships.
+  const batch = Array.from({ length: 32 }, newAccount);
+  const manyPlan = await planOf(app.pool, MEMBERSHIPS_OF_MANY_SQL, [batch]);
+  t.ok(manyPlan.some((n) => n.index === 'memberships_pkey'), 'a batch uses the same key');
+  t.notOk(manyPlan.some((n) => n.type === 'Seq Scan' && n.relation === 'memberships'), 'memberships are not scanned');
+});
+
+t.test('concurrent logins each get exactly their own memberships, including writes just made', async (t) => {
+  const app = await startTenancy(t);
+  const owner = newAccount();
+  for (const name of ['a1', 'a2', 'a3', 'a4']) await createDomain(app, owner, { name });
+  const accounts = Array.from({ length: 40 }, newAccount);
+  await Promise.all(
+    accounts.map(async (account, i) => {
+      for (const name of ['a1', 'a2', 'a3', 'a4'].slice(0, (i % 4) + 1)) {
+        await app.store.addMember(name, { accountId: account, role: 'viewer', joinedVia: 'local' }, 'refuse');
+      }
+    }),
+  );
+  const answers = await Promise.all(accounts.map((account) => app.signed('GET', `/internal/memberships?accountId=${account}`)));
+  answers.forEach((answer, i) => {
+    const memberships = answer.json as { accountId: string; domainName: string }[];
+    t.equal(memberships.length, (i % 4) + 1, `account ${i}: its own count`);
+    t.ok(memberships.every((m) => m.accountId === accounts[i]), `account ${i}: nobody else's`);
+  });
+  const fresh = newAccount();
+  const provisioned = app.signed('POST', '/internal/provision', JSON.stringify({ accountId: fresh, domainName: 'a1', role: 'member' }));
+  await provisioned;
+  const reads = await Promise.all(Array.from({ length: 16 }, () => app.signed('GET', `/internal/memberships?accountId=${fresh}`)));
+  t.ok(reads.every((r) => (r.json as unknown[]).length === 1), 'a read after a write sees it');
+});
+
+t.test('the login path reads a body if one is sent, and refuses an oversized one', async (t) => {
+  const app = await startTenancy(t);
+  const ana = newAccount();
+  await createDomain(app, ana, { name: 'acme' });
+  const withBody = await app.signed('GET', `/internal/memberships?accountId=${ana}`, '{"ignored":true}');
+  t.equal(withBody.status, 200, 'the signature covers the body that was sent');
+  const unsignedBody = await request(`${app.url}/internal/memberships?accountId=${ana}`, {
+    method: 'GET',
+    headers: { 'x-signature': createHmac('sha256', app.secret).update('').digest('hex'), 'content-type': 'application/json' },
+    body: 'x',
+  });
+  t.equal(unsignedBody.statusCode, 403, 'a body the signature does not cover is refused');
+  await unsignedBody.body.dump();
+  const huge = await app.signed('GET', `/internal/memberships?accountId=${ana}`, 'x'.repeat(1024 * 1024 + 1));
+  t.equal(huge.status, 413);
+  t.match(huge.json, { type: 'Payload Too Large' });
+  const head = await app.signed('POST', `/internal/memberships?accountId=${ana}`);
+  t.equal(head.status, 404, 'only GET is a login');
 });
 
 t.test('POST /internal/provision is idempotent: retries answer the same and store one row', async (t) => {
