@@ -58,10 +58,11 @@ ORDER BY m.account_id, d.name`;
  * Racing redeemers queue on the row lock and re-check the WHERE clause, so exactly one sees a row.
  */
 export const REDEEM_SQL = `
-UPDATE invite_codes
+UPDATE invite_codes AS c
 SET redeemed_by = $2::uuid, redeemed_at = now()
-WHERE code = $1::text AND redeemed_at IS NULL AND expires_at > now()
-RETURNING domain_id, role`;
+FROM domains AS d
+WHERE c.code = $1::text AND c.redeemed_at IS NULL AND c.expires_at > now() AND d.id = c.domain_id
+RETURNING c.domain_id, c.role, d.name AS domain_name`;
 
 const INSERT_MEMBERSHIP_SQL = `
 INSERT INTO memberships (account_id, domain_id, role, external_id, joined_via)
@@ -314,15 +315,14 @@ export class PgTenancyStore implements TenancyStore {
 
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member'>> {
     return this.transaction(async (client) => {
-      const redeemed = await client.query<{ domain_id: string; role: string }>(REDEEM_SQL, [code, accountId]);
+      const redeemed = await client.query<{ domain_id: string; role: string; domain_name: string }>(REDEEM_SQL, [code, accountId]);
       const grant = redeemed.rows[0];
       if (!grant) return fail('invalid_code');
       const inserted = await client.query<MembershipRow>(INSERT_MEMBERSHIP_SQL, [accountId, grant.domain_id, grant.role, null, 'invite']);
       const row = inserted.rows[0];
       // Rolling back leaves the code unredeemed for someone who is not a member yet.
       if (!row) return fail('already_member');
-      const domain = await client.query<{ name: string }>('SELECT name FROM domains WHERE id = $1', [grant.domain_id]);
-      return ok(membershipOf(row, domain.rows[0]?.name ?? ''));
+      return ok(membershipOf(row, grant.domain_name));
     });
   }
 
