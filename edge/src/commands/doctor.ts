@@ -148,7 +148,7 @@ async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Chec
     }
     if (failed && !failed.ok) {
       const why = VERDICTS[failed.reason ?? 'error'] ?? 'failed';
-      check.line(FAIL, `${head}: ${why}: ${redactIdentifiers(failed.error)}`);
+      check.line(FAIL, `${head}: ${why} — ${redactIdentifiers(failed.error)}`);
       continue;
     }
     const stations = mine.reduce((n, r) => n + (r.ok ? r.stations.length : 0), 0);

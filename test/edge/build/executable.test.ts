@@ -1,0 +1,46 @@
+/**
+ * The single executable: built offline from the local Node (reused when up to date), it runs `version`
+ * (which opens SQLite through the addon it carries) and a short `simulate`, from a directory with no
+ * source tree, and its ledger verifies and audits.
+ */
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const REPO = new URL('../../../', import.meta.url).pathname;
+const EXE = join(REPO, 'dist/lintel-edge');
+
+t.test('npm run build:edge gives one executable that runs version and simulate', async (t) => {
+  const build = await run('bash', [join(REPO, 'tools/build-edge'), '--if-stale'], { cwd: REPO, timeout: 150_000 });
+  t.match(build.stderr, /build-edge: (built dist\/lintel-edge|dist\/lintel-edge is up to date)/);
+  t.ok(existsSync(EXE));
+  t.ok((statSync(EXE).mode & 0o111) !== 0, 'executable');
+
+  const elsewhere = t.testdir({});
+  const cache = join(elsewhere, 'cache');
+  mkdirSync(cache, { mode: 0o700 });
+  const env = { PATH: '/usr/bin:/bin', CACHE_DIRECTORY: cache, HOME: elsewhere };
+
+  const version = await run(EXE, ['version'], { cwd: elsewhere, env, timeout: 30_000 });
+  t.match(version.stdout, /^lintel-edge \d+\.\d+\.\d+ \(node v\d+\.\d+\.\d+, linux-x64, sqlite 3\.\d+\.\d+\)\n$/);
+  t.equal(version.stderr, '', 'no warnings');
+  t.ok(readdirSync(cache).some((f) => /^better_sqlite3-[0-9a-f]{16}\.node$/.test(f)), 'the SQLite addon was unpacked into the private cache');
+
+  const state = join(elsewhere, 'state');
+  const sim = await run(EXE, ['simulate', '--ticks', '3', '--interval-ms', '800', '--seed', '4', '--state-dir', state, '--output', 'json'], { cwd: elsewhere, env, timeout: 60_000 });
+  const lines = sim.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const ticks = lines.filter((l) => 'tick' in l) as Array<{ aps: Array<{ ok: boolean }>; counts: Record<string, number> }>;
+  t.equal(ticks.length, 3);
+  t.ok(ticks.at(-1)!.aps.filter((a) => a.ok).length >= 4, 'SNMP and SSH APs answer the bundled poller');
+  t.ok(Object.values(ticks.at(-1)!.counts).reduce((a, b) => a + b, 0) > 0, 'devices are counted');
+  t.match(lines.at(-1), { summary: { ticks: 3, ledgerHead: { seq: 3 } } });
+  t.equal(sim.stderr, '', 'no warnings');
+
+  const verify = await run(EXE, ['ledger', 'verify', '--state-dir', state], { cwd: elsewhere, env });
+  t.match(verify.stdout, /3 entries, chain intact/);
+  const audit = await run(EXE, ['ledger', 'audit', '--state-dir', state], { cwd: elsewhere, env });
+  t.match(audit.stdout, /^audit passed: 3 entries/);
+});

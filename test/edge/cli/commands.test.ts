@@ -1,0 +1,77 @@
+/**
+ * The command line's surface: version, usage errors, config errors, the ledger commands, and a short
+ * `simulate` run from the shell.
+ */
+import t from 'tap';
+import { join } from 'node:path';
+import { runCli } from './building-config.js';
+
+t.test('version names the build, the runtime and SQLite', async (t) => {
+  const { code, stdout } = await runCli(['version']);
+  t.equal(code, 0);
+  t.match(stdout, /^lintel-edge \d+\.\d+\.\d+ \(node v\d+\.\d+\.\d+, linux-x64, sqlite 3\.\d+\.\d+\)\n$/);
+});
+
+t.test('usage errors exit 2 and say what is wrong', async (t) => {
+  const cases: Array<[string[], RegExp]> = [
+    [['frobnicate'], /unknown command "frobnicate"/],
+    [['run'], /run needs --config <file>/],
+    [['run', '--config', 'x', '--frozen-polls', '0'], /--frozen-polls: expected an integer of at least 1, got "0"/],
+    [['ledger'], /ledger needs an action: verify, audit or export/],
+    [['ledger', 'verify', '--ledger', 'a', '--state-dir', 'b'], /give only one of --ledger, --state-dir, --config/],
+    [['simulate', '--ingest', 'http://127.0.0.1:1/ingest'], /--ingest needs --ingest-secret-file <file>/],
+    [['simulate', '--ingest', 'ftp://x'], /--ingest: expected an http:\/\/ or https:\/\/ URL/],
+    [['simulate', '--reboot-rate', '2'], /--reboot-rate: expected a fraction between 0 and 1, got "2"/],
+    [['simulate', '--colour'], /Unknown option '--colour'/],
+  ];
+  for (const [args, message] of cases) {
+    const { code, stderr } = await runCli(args);
+    t.equal(code, 2, args.join(' '));
+    t.match(stderr, message);
+  }
+  const help = await runCli(['help']);
+  t.equal(help.code, 0);
+  t.match(help.stdout, /lintel-edge run --config <file>/);
+});
+
+t.test('an invalid config lists every problem and exits 2', async (t) => {
+  const dir = t.testdir({ 'config.yaml': 'buildingId: hq\npollIntervalS: 2\nrequestTimeoutS: 3\nzones: {}\naccessPoints:\n  - name: ap1\n    host: ""\n' });
+  const { code, stderr } = await runCli(['run', '--config', join(dir, 'config.yaml')]);
+  t.equal(code, 2);
+  t.match(stderr, /invalid configuration in .*config\.yaml:/);
+  t.match(stderr, /requestTimeoutS: expected at most pollIntervalS \(2\), got 3/);
+  t.match(stderr, /accessPoints\[0\]\.host: expected a hostname, got ""/);
+  t.match(stderr, /accessPoints\[0\]\.dialect: expected a string, got nothing/);
+  t.match(stderr, /zones: expected at least one zone/);
+});
+
+t.test('ledger commands refuse a missing or foreign file', async (t) => {
+  const dir = t.testdir({ 'not-a-ledger.sqlite': 'hello' });
+  const missing = await runCli(['ledger', 'verify', '--state-dir', dir]);
+  t.equal(missing.code, 2);
+  t.match(missing.stderr, /no ledger at .*ledger\.sqlite/);
+  const foreign = await runCli(['ledger', 'audit', '--ledger', join(dir, 'not-a-ledger.sqlite')]);
+  t.equal(foreign.code, 2);
+  t.match(foreign.stderr, /is not a readable lintel-edge ledger/);
+});
+
+t.test('a short simulate from the shell keeps its ledger, which verifies and audits', async (t) => {
+  const dir = t.testdir({});
+  const run = await runCli(['simulate', '--ticks', '3', '--interval-ms', '500', '--seed', '9', '--state-dir', dir, '--output', 'json']);
+  t.equal(run.code, 0, run.stderr);
+  const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.equal(lines.filter((l) => 'tick' in l).length, 3);
+  t.match(lines.at(-1), { summary: { ticks: 3, deliveries: { kept: 3 }, ledgerHead: { seq: 3 } } });
+  const verify = await runCli(['ledger', 'verify', '--state-dir', dir]);
+  t.equal(verify.code, 0);
+  t.match(verify.stdout, /3 entries, chain intact from the start to seq 3/);
+  const audit = await runCli(['ledger', 'audit', '--state-dir', dir]);
+  t.equal(audit.code, 0);
+  const exported = await runCli(['ledger', 'export', '--state-dir', dir, '--from-seq', '2']);
+  t.same(exported.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq), [2, 3]);
+
+  const lines2 = await runCli(['simulate', '--ticks', '2', '--interval-ms', '300', '--seed', '9', '--output', 'lines']);
+  t.equal(lines2.code, 0);
+  t.match(lines2.stdout, /^tick 1 {2}zone-a \d+\/\d+/m);
+  t.match(lines2.stdout, /state removed \(run with --state-dir/);
+});

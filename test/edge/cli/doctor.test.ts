@@ -1,0 +1,81 @@
+/**
+ * `lintel-edge doctor --config`: per AP reachable, authenticated, walkable and its stations; the ingest
+ * probe; the clock; exit 1 on any failure, with a line that says what failed.
+ */
+import t from 'tap';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ssh2 from 'ssh2';
+import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
+import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { freePort, runCli, writeBuildingConfig } from './building-config.js';
+
+t.test('doctor checks every AP, the ingest and the clock', async (t) => {
+  const dir = t.testdir({});
+  const workDir = join(dir, 'building');
+  const building = await startSimulatedBuilding({ workDir, seed: 5, accessPoints: 7, devices: 20, rebootRate: 0 });
+  t.teardown(() => building.stop());
+  const ingest = await startVerifyingIngest(t, { default: 'doctor-key', 'gw-7': 'gateway-key' });
+  const good = join(dir, 'good.key');
+  writeFileSync(good, 'gateway-key\n', { mode: 0o600 });
+
+  t.test('all good: exit 0', async (t) => {
+    const sub = join(dir, 'good');
+    mkdirSync(sub, { recursive: true });
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' } });
+    const before = ingest.received.length;
+    const { code, stdout } = await runCli(['doctor', '--config', config]);
+    t.comment(stdout);
+    t.equal(code, 0);
+    for (const ap of building.accessPoints) {
+      t.match(stdout, new RegExp(`ok   ap        ${ap.name} \\(${ap.dialect}, .*\\): reachable ✓  authenticated ✓  walkable ✓  \\d+ stations?`), `${ap.name} checked`);
+    }
+    t.match(stdout, /ok {3}ingest .*\(key id gw-7\): reachable ✓ {2}signature accepted ✓ \(200\)/);
+    t.match(stdout, /ok {3}clock {5}\d{4}-.*ingest clock differs by \d+ s/);
+    t.match(stdout, /result: all checks passed/);
+    const probe = ingest.received.at(-1)!;
+    t.equal(ingest.received.length, before + 1, 'one probe batch');
+    t.match(JSON.parse(probe.raw.toString()), { batchId: /^doctor-/, readings: [] });
+  });
+
+  t.test('broken AP, wrong key and wrong ingest secret: exit 1, each named', async (t) => {
+    const sub = join(dir, 'bad');
+    mkdirSync(sub, { recursive: true });
+    const wrongKey = join(sub, 'wrong-ssh-key');
+    writeFileSync(wrongKey, ssh2.utils.generateKeyPairSync('ed25519').private, { mode: 0o600 });
+    const bad = join(sub, 'bad.key');
+    writeFileSync(bad, 'not-the-key\n', { mode: 0o600 });
+    const closed = await freePort();
+    const snmp = building.accessPoints.find((ap) => ap.target.transport === 'snmp' && !ap.apZones)!;
+    const ssh = building.accessPoints.find((ap) => ap.target.transport === 'ssh')!;
+    const config = writeBuildingConfig(building, workDir, sub, {
+      ingest: { url: ingest.url, secretFile: bad },
+      requestTimeoutS: 0.5,
+      override: {
+        [snmp.name]: (ap) => ({ ...ap, snmp: { ...(ap.snmp as object), port: closed } }),
+        [ssh.name]: (ap) => ({ ...ap, ssh: { ...(ap.ssh as object), privateKeyFile: wrongKey } }),
+      },
+    });
+    const { code, stdout } = await runCli(['doctor', '--config', config]);
+    t.comment(stdout);
+    t.equal(code, 1);
+    t.match(stdout, new RegExp(`FAIL ap        ${snmp.name} .*: reachable \\? {2}no answer in time`));
+    t.match(stdout, new RegExp(`FAIL ap        ${ssh.name} .*: reachable ✓ {2}authenticated ✗`));
+    t.match(stdout, /FAIL ingest .*: reachable ✓ {2}signature refused ✗ \(check ingest.secretFile and ingest.keyId\)/);
+    t.match(stdout, /result: 3 problems/);
+  });
+
+  t.test('an unreachable ingest and an invalid config', async (t) => {
+    const sub = join(dir, 'gone');
+    mkdirSync(sub, { recursive: true });
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: `http://127.0.0.1:${await freePort()}/ingest`, secretFile: good } });
+    const gone = await runCli(['doctor', '--config', config]);
+    t.equal(gone.code, 1);
+    t.match(gone.stdout, /FAIL ingest .*: reachable ✗ \(ECONNREFUSED\)/);
+    writeFileSync(join(sub, 'broken.yaml'), 'buildingId: hq\npollIntervalS: 1\nrequestTimeoutS: 5\n');
+    const invalid = await runCli(['doctor', '--config', join(sub, 'broken.yaml')]);
+    t.equal(invalid.code, 2);
+    t.match(invalid.stderr, /requestTimeoutS: expected at most pollIntervalS \(1\), got 5/);
+    t.match(invalid.stderr, /zones: expected a map from zone id to its settings, got nothing/);
+  });
+});
