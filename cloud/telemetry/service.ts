@@ -39,6 +39,8 @@ export interface TelemetryConfig {
   alertsTopic?: string;
   registrationsTopic?: string;
   registrationsGroup?: string;
+  /** Session timeout of the registration consumer's group membership. Default 30000 ms. */
+  registrationsSessionTimeoutMs?: number;
   /** Kafka reconnect period (relay and consumer). Default 5000 ms. */
   brokerRetryMs?: number;
   relayIdleMs?: number;
@@ -93,6 +95,7 @@ export class TelemetryService implements Lifecycle {
       metrics,
       ...(config.registrationsTopic !== undefined ? { topic: config.registrationsTopic } : {}),
       ...(config.registrationsGroup !== undefined ? { groupId: config.registrationsGroup } : {}),
+      ...(config.registrationsSessionTimeoutMs !== undefined ? { sessionTimeoutMs: config.registrationsSessionTimeoutMs } : {}),
       ...(config.brokerRetryMs !== undefined ? { retryMs: config.brokerRetryMs } : {}),
     });
     const retention = new RetentionJob({

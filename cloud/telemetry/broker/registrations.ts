@@ -19,6 +19,8 @@ export interface RegistrationConsumerOptions {
   topic?: string;
   groupId?: string;
   retryMs?: number;
+  /** The group session timeout (kafkajs default 30000 ms); a restarted member may wait this long to rejoin. */
+  sessionTimeoutMs?: number;
 }
 
 export class RegistrationConsumer {
@@ -73,7 +75,13 @@ export class RegistrationConsumer {
 
   private async connect(): Promise<void> {
     const { kafka, logger } = this.options;
-    const consumer = kafka.consumer({ groupId: this.options.groupId ?? 'telemetry-registrations', retry: { retries: 5, initialRetryTime: 300 } });
+    const consumer = kafka.consumer({
+      groupId: this.options.groupId ?? 'telemetry-registrations',
+      ...(this.options.sessionTimeoutMs !== undefined ? { sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: Math.floor(this.options.sessionTimeoutMs / 3) } : {}),
+      // kafkajs restarts a crashed consumer on its own; once we are stopping it must not (a crash during
+      // disconnect would otherwise restart it behind our back and keep the process alive).
+      retry: { retries: 5, initialRetryTime: 300, restartOnFailure: async () => !this.stopped },
+    });
     try {
       await consumer.connect();
       await consumer.subscribe({ topic: this.topic, fromBeginning: true });

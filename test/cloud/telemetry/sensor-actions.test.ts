@@ -1,5 +1,5 @@
 import net from 'node:net';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
 import { callAs, startHarness, type Harness } from './support/harness.js';
 import { startFakeDevice, type FakeDevice } from './support/fake-device.js';
@@ -23,7 +23,7 @@ async function register(h: Harness, sensors: Array<{ sensorId: string; roomId: s
   await h.buildings.applyRegistration(parsed.value);
 }
 
-async function setup(t: Parameters<Parameters<typeof t.test>[1]>[0]): Promise<{ h: Harness; ok: FakeDevice; failing: FakeDevice; dead: number }> {
+async function setup(t: Test): Promise<{ h: Harness; ok: FakeDevice; failing: FakeDevice; dead: number }> {
   const h = await startHarness(t);
   h.directory.set('b1', ['acme']);
   const ok = await startFakeDevice(t);

@@ -1,10 +1,11 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createServer } from 'node:http';
 import { listen, closeServer } from '../../../shared/lifecycle.js';
 import {
   DeviceCommandError,
   createDeviceAdapter,
   planDeviceRequest,
+  type DeviceCommand,
   type RegisteredSensor,
   type SensorLookup,
 } from '../../../shared/devices/adapter.js';
@@ -33,7 +34,7 @@ t.test('planDeviceRequest: anything but http(s) is a vague 500', async (t) => {
 });
 
 /** A device on port 0 that records calls and answers `status`. */
-async function device(t: Parameters<Parameters<typeof t.test>[1]>[0], status: number) {
+async function device(t: Test, status: number) {
   const calls: Array<{ method: string; url: string; type: string | undefined; body: string }> = [];
   const server = createServer((req, res) => {
     let body = '';
@@ -59,7 +60,7 @@ function lookup(sensors: RegisteredSensor[]): SensorLookup & { asked: string[] }
   };
 }
 
-const command = { metric: 'temperature', buildingId: 'b1', roomId: 'r1', sensorId: 's1', action: 'setTarget', arguments: { target: 21.5 } };
+const command: DeviceCommand = { metric: 'temperature', buildingId: 'b1', roomId: 'r1', sensorId: 's1', action: 'setTarget', arguments: { target: 21.5 } };
 
 t.test('execute: validated, resolved, renamed, sent as JSON; 2xx is accepted', async (t) => {
   const dev = await device(t, 204);

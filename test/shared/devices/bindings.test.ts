@@ -69,7 +69,7 @@ t.test('loading a folder reports unreadable JSON and bad bindings of every file'
   await writeFile(path.join(dir, 'broken-stat.json'), '{ not json');
   await t.rejects(loadBindingCatalog(dir), { name: 'BindingCatalogError', problems: ['broken-stat.json: not valid JSON'] });
   await writeFile(path.join(dir, 'broken-stat.json'), JSON.stringify({ setTarget: { path: 'sp' } }));
-  await t.rejects(loadBindingCatalog(dir), { problems: ['broken-stat.json: setTarget.path: expected a path starting with a single "/", got "sp"', 'broken-stat.json: setTarget.fields: the required parameter target has no device field'] });
+  await t.rejects(loadBindingCatalog(dir), { name: 'BindingCatalogError', problems: ['broken-stat.json: setTarget.path: expected a path starting with a single "/", got "sp"', 'broken-stat.json: setTarget.fields: the required parameter target has no device field'] });
   await rm(path.join(dir, 'broken-stat.json'));
   t.same((await loadBindingCatalog(dir)).drivers(), ['good-stat']);
 });

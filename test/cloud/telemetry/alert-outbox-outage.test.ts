@@ -1,0 +1,88 @@
+import { Redis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import t from 'tap';
+import { TelemetryService } from '../../../cloud/telemetry/service.js';
+import { createTelemetryMetrics } from '../../../cloud/telemetry/metrics.js';
+import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
+import { createBuildingDirectory } from '../../../shared/directory.js';
+import { sign } from '../../../shared/hmac.js';
+import { silentLogger } from '../../../shared/logger.js';
+import { freshPgDatabase } from './support/database.js';
+import { startFakeDirectory } from './support/fake-directory.js';
+import { SHARED_SECRET, call, stackRedisUrl, temperatureReading, until } from './support/harness.js';
+import { collect, createTopics, stackBrokers, startTcpProxy, uniqueName } from './support/kafka.js';
+
+t.test('alerts written while Kafka is unreachable reach the topic once it is back, each exactly once', async (t) => {
+  const alertsTopic = uniqueName('alerts');
+  const registrationsTopic = uniqueName('registrations');
+  await createTopics(t, [alertsTopic, registrationsTopic]);
+  const proxy = await startTcpProxy(t, stackBrokers()[0]!);
+  const databaseUrl = await freshPgDatabase(t);
+  const directory = await startFakeDirectory(t);
+  const metrics = createTelemetryMetrics({ defaults: false });
+  const pool = new pg.Pool({ connectionString: databaseUrl });
+  const service = new TelemetryService(
+    { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], channels: { raw: uniqueName('raw'), filteredPrefix: uniqueName('filtered') + ':' }, alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250, relayIdleMs: 100 },
+    {
+      pool,
+      redis: new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 }),
+      // Every broker connection goes through the proxy, which starts with nothing listening.
+      kafka: new Kafka({ clientId: 'telemetry-outage', brokers: [`127.0.0.1:${proxy.port}`], socketFactory: proxy.socketFactory, connectionTimeout: 500, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, logLevel: logLevel.NOTHING }),
+      directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
+      catalog: await loadBindingCatalog(),
+      logger: silentLogger(),
+      clock: Date.now,
+      metrics,
+    },
+  );
+  await service.start();
+  t.teardown(() => service.stop());
+  const url = `http://127.0.0.1:${service.port}`;
+  const ingest = (readings: unknown[]) => {
+    const body = JSON.stringify({ readings });
+    return call(`${url}/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-signature': sign(body, SHARED_SECRET) });
+  };
+  await pool.query(`INSERT INTO thresholds (building_id, room_id, metric, bounds) VALUES ('b1', NULL, 'temperature', '{"maxTemperature": 25}')`);
+
+  // Kafka is down: ingest still answers, and the alerts wait in the outbox.
+  const now = Date.now();
+  for (let batch = 0; batch < 3; batch++) {
+    const answer = await ingest(Array.from({ length: 4 }, (_, i) => temperatureReading('b1', `room-${i}`, now - 10_000 + batch * 100 + i, 26 + batch)));
+    t.equal(answer.status, 200, `batch ${batch} accepted while Kafka is unreachable`);
+  }
+  const failures = async () => (await metrics.relayFailures.get()).values[0]?.value ?? 0;
+  await until(async () => (await failures()) >= 1, 30_000, 'the relay to fail');
+  const unsent = await pool.query(`SELECT count(*)::int AS n FROM alert_outbox WHERE sent_at IS NULL`);
+  t.equal(unsent.rows[0].n, 12, 'twelve breaches kept in the outbox');
+
+  const collected = await collect(t, alertsTopic);
+  await proxy.restore();
+  await until(() => collected.length >= 12, 30_000, 'twelve alerts on the topic');
+  await until(async () => (await pool.query(`SELECT count(*)::int AS n FROM alert_outbox WHERE sent_at IS NULL`)).rows[0].n === 0, 10_000, 'the outbox to drain');
+
+  // The broker stays up and then goes away again mid-life; a second wave behaves the same.
+  await proxy.cut();
+  const failedBefore = await failures();
+  const again = await ingest([temperatureReading('b1', 'room-9', now - 5000, 40), temperatureReading('b1', 'room-9', now - 4000, 41)]);
+  t.equal(again.status, 200, 'ingest does not wait on Kafka');
+  await until(async () => (await failures()) > failedBefore, 30_000, 'the relay to notice the second outage');
+  await proxy.restore();
+  await until(() => collected.length >= 14, 30_000, 'fourteen alerts on the topic');
+  // Give a duplicate every chance to show up before counting.
+  await new Promise((r) => setTimeout(r, 1500));
+
+  const ids = collected.map((m) => m.value.alertId);
+  t.equal(collected.length, 14, 'fourteen messages');
+  t.equal(new Set(ids).size, 14, 'every alertId exactly once');
+  const { rows } = await pool.query(`SELECT alert_id FROM alert_outbox WHERE sent_at IS NOT NULL ORDER BY alert_id`);
+  t.same(rows.map((r) => r.alert_id), [...ids].sort(), 'the same alerts the outbox marked sent');
+  for (const m of collected) {
+    t.equal(m.key, `b1:${m.value.roomId}`, 'keyed {buildingId}:{roomId}');
+    t.same(Object.keys(m.value).sort(), ['alertId', 'bound', 'buildingId', 'field', 'roomId', 'threshold', 'timestamp', 'type', 'value']);
+    t.match(m.value, { type: 'temperature', field: 'temperature', bound: 'maxTemperature', threshold: 25, buildingId: 'b1' });
+  }
+  const room9 = collected.filter((m) => m.value.roomId === 'room-9').map((m) => m.partition);
+  t.equal(new Set(room9).size, 1, "one room's alerts share a partition");
+  t.same(directory.unexpected, []);
+});

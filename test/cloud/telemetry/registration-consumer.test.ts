@@ -1,0 +1,87 @@
+import { Redis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import t from 'tap';
+import { TelemetryService } from '../../../cloud/telemetry/service.js';
+import { createTelemetryMetrics } from '../../../cloud/telemetry/metrics.js';
+import { encodeClaims } from '../../../shared/claims.js';
+import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
+import { createBuildingDirectory } from '../../../shared/directory.js';
+import { silentLogger } from '../../../shared/logger.js';
+import { freshPgDatabase } from './support/database.js';
+import { startFakeDirectory } from './support/fake-directory.js';
+import { SHARED_SECRET, call, stackRedisUrl, until } from './support/harness.js';
+import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
+
+t.test('building-registrations: building, rooms, sensors, and thresholds for every room at once', async (t) => {
+  const alertsTopic = uniqueName('alerts');
+  const registrationsTopic = uniqueName('registrations');
+  await createTopics(t, [alertsTopic, registrationsTopic]);
+  const pool = new pg.Pool({ connectionString: await freshPgDatabase(t) });
+  const directory = await startFakeDirectory(t);
+  const metrics = createTelemetryMetrics({ defaults: false });
+  // Messages sent before the service starts are read too: the group starts from the earliest offset.
+  await produce(registrationsTopic, [
+    'not json at all',
+    { buildingId: 'b-bad', sensors: [{ sensorId: 's', roomId: 'r', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: 'gopher://x' }] },
+    {
+      buildingId: 'b1',
+      rooms: ['lobby', 'lab', 'office'],
+      thresholds: { temperature: { maxTemperature: 26 }, airQuality: { maxCo2: 1000 } },
+      sensors: [
+        { sensorId: 'stat-1', roomId: 'lab', metric: 'temperature', driver: 'zigbee-rest-thermostat', endpoint: 'http://127.0.0.1:9/api/devices/0x01' },
+        { sensorId: 'co2-1', roomId: 'lab', metric: 'airQuality', driver: 'none', endpoint: 'http://127.0.0.1:9' },
+        { sensorId: 'stat-2', roomId: 'attic', metric: 'temperature', driver: 'honeywell-lcc-thermostat', endpoint: 'https://127.0.0.1:9/zones/3' },
+      ],
+    },
+  ]);
+  const service = new TelemetryService(
+    { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250 },
+    {
+      pool,
+      redis: new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 }),
+      kafka: new Kafka({ clientId: 'telemetry-registrations-test', brokers: stackBrokers(), logLevel: logLevel.NOTHING }),
+      directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
+      catalog: await loadBindingCatalog(),
+      logger: silentLogger(),
+      clock: Date.now,
+      metrics,
+    },
+  );
+  await service.start();
+  t.teardown(() => service.stop());
+
+  const registered = async () => (await metrics.registrations.get()).values.find((v) => v.labels.outcome === 'registered')?.value ?? 0;
+  await until(async () => (await registered()) === 1, 30_000, 'the registration to be applied');
+  const malformed = (await metrics.registrations.get()).values.find((v) => v.labels.outcome === 'malformed')?.value;
+  t.equal(malformed, 2, 'the non-JSON and the gopher:// messages were skipped, and did not block the next one');
+
+  const rooms = await pool.query(`SELECT room_id FROM rooms WHERE building_id = 'b1' ORDER BY room_id`);
+  t.same(rooms.rows.map((r) => r.room_id), ['attic', 'lab', 'lobby', 'office'], 'the listed rooms and the rooms sensors name');
+  const thresholds = await pool.query(`SELECT room_id, metric, bounds FROM thresholds WHERE building_id = 'b1' ORDER BY room_id, metric`);
+  t.equal(thresholds.rows.length, 8, 'two metrics for each of four rooms');
+  t.ok(thresholds.rows.every((r) => (r.metric === 'temperature' ? r.bounds.maxTemperature === 26 : r.bounds.maxCo2 === 1000)));
+  t.equal((await pool.query(`SELECT 1 FROM buildings WHERE building_id = 'b-bad'`)).rowCount, 0, 'nothing of the refused message');
+
+  directory.set('b1', ['acme']);
+  const listing = await call(`http://127.0.0.1:${service.port}/sensors/buildings/b1/rooms/lab`, 'GET', undefined, {
+    'x-gateway-claims': encodeClaims({ sub: 'u1', memberships: [{ domainName: 'acme', role: 'viewer' }] }),
+  });
+  t.same(
+    (listing.json as { sensors: Array<{ sensorId: string; capability: string[] }> }).sensors.map((s) => [s.sensorId, s.capability]),
+    [['co2-1', []], ['stat-1', ['setTarget', 'increase', 'decrease']]],
+  );
+
+  // Registering again moves a sensor and raises a threshold; nothing is duplicated.
+  await produce(registrationsTopic, [{ buildingId: 'b1', rooms: ['lab'], thresholds: { temperature: { maxTemperature: 24 } }, sensors: [{ sensorId: 'stat-1', roomId: 'office', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: 'http://127.0.0.1:9' }] }]);
+  await until(async () => (await registered()) === 2, 30_000, 'the second registration');
+  const moved = await pool.query(`SELECT room_id, driver FROM sensors WHERE building_id = 'b1' AND sensor_id = 'stat-1'`);
+  t.same(moved.rows, [{ room_id: 'office', driver: 'ecobee-local-thermostat' }]);
+  const temps = await pool.query(`SELECT room_id, bounds FROM thresholds WHERE building_id = 'b1' AND metric = 'temperature' ORDER BY room_id`);
+  t.same(
+    temps.rows.map((r) => [r.room_id, r.bounds.maxTemperature]),
+    [['attic', 26], ['lab', 24], ['lobby', 26], ['office', 24]],
+    'the rooms of this message (lab, and office where the sensor moved) get the new bound',
+  );
+  t.equal((await pool.query(`SELECT 1 FROM thresholds WHERE building_id = 'b1'`)).rowCount, 8, 'updated in place, nothing duplicated');
+});
