@@ -247,7 +247,9 @@ export class AccountDeletedConsumer {
     const first = live[0]?.[0] ?? '-';
     const last = live[live.length - 1]?.[0] ?? '+';
     const commands = this.requireCommands();
-    const pending = (await commands.xpending(this.options.stream, this.options.group, first, last, live.length, this.options.consumer)) as [
+    // Other entries of ours may sit between first and last (claimed earlier, not idle enough now), so
+    // ask for more than the batch; anything not found is simply left for a later pass.
+    const pending = (await commands.xpending(this.options.stream, this.options.group, first, last, Math.min(live.length * 8, 1000), this.options.consumer)) as [
       string,
       string,
       number,

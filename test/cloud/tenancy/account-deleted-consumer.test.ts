@@ -105,6 +105,34 @@ t.test('a poison entry is dead-lettered after 5 deliveries and does not hold up 
   t.notOk(JSON.stringify(lines).includes('not-a-uuid'), 'entry contents are not logged');
 });
 
+t.test('an entry already delivered 5 times elsewhere is dead-lettered on claim, without another attempt', async (t) => {
+  const fixture = streamFixture(t);
+  const account = newAccount();
+  await fixture.redis.xgroup('CREATE', fixture.stream, fixture.group, '0', 'MKSTREAM');
+  const id = await fixture.publish(account);
+  // A crash-looping consumer read it five times and never acknowledged it.
+  await fixture.redis.xreadgroup('GROUP', fixture.group, 'crashy', 'COUNT', 1, 'STREAMS', fixture.stream, '>');
+  for (let i = 0; i < 4; i++) await fixture.redis.xreadgroup('GROUP', fixture.group, 'crashy', 'COUNT', 1, 'STREAMS', fixture.stream, '0');
+  const attempts: string[] = [];
+  const consumer = consumerFor(t, {
+    redisUrl: stackRedisUrl(),
+    stream: fixture.stream,
+    group: fixture.group,
+    consumer: 'survivor',
+    removeAccount: async (accountId) => void attempts.push(accountId),
+    logger: silentLogger(),
+    reclaimIdleMs: 20,
+    reclaimIntervalMs: 30,
+  });
+  await consumer.start();
+  await eventually(async () => (await fixture.redis.xlen(`${fixture.stream}.dead`)) === 1, 'dead-lettered');
+  await eventually(async () => (await fixture.pendingCount()) === 0, 'acknowledged');
+  t.same(attempts, [], 'not attempted a sixth time');
+  const [[, fields] = ['', []]] = (await fixture.redis.xrange(`${fixture.stream}.dead`, '-', '+')) as [string, string[]][];
+  const dead = Object.fromEntries(fields.flatMap((v, i, all) => (i % 2 === 0 ? [[v, all[i + 1]]] : [])));
+  t.match(dead, { accountId: account, sourceId: id, deliveries: '6' });
+});
+
 async function runStallingConsumer(t: Teardown, env: Record<string, string>): Promise<() => Promise<void>> {
   const child = spawn(process.execPath, ['--import', 'tsx', STALLING_CONSUMER], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
