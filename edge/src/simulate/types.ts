@@ -30,9 +30,24 @@ export interface SimulatedBuilding {
   /** The APs as the collector config should list them: targets point at the loopback agents. */
   readonly accessPoints: AccessPoint[];
   readonly zones: string[];
-  /** Advance the world one step: devices move, RSSI jitters, APs may reboot. */
+  /**
+   * Advance the world one step: devices move, RSSI jitters, APs may reboot. A rebooting AP's socket is
+   * closed (and re-opened on the same port when it is back) in the background; `ready()` waits for that.
+   */
   step(): void;
   /** The true per-zone presence after the last step. */
   groundTruth(): GroundTruth;
+  /**
+   * Resolves once every AP endpoint matches the world: listening, or closed while its AP reboots.
+   * (Added; optional for callers that just step once a second.)
+   */
+  ready(): Promise<void>;
+  /** Makes one physical AP (by the name the poller reports) go silent for `steps` steps (default 5). (Added.) */
+  reboot(apName: string, steps?: number): void;
+  /** Physical APs rebooting now. (Added.) */
+  rebooting(): string[];
+  /** The true zone of each device MAC, for accuracy checks in tests; never for output. (Added.) */
+  deviceZones(): ReadonlyMap<string, string>;
+  /** Closes every agent and server. */
   stop(): Promise<void>;
 }

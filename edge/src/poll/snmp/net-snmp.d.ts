@@ -3,6 +3,8 @@
  * the command generator (client sessions) and the agent (for the simulated building).
  */
 declare module 'net-snmp' {
+  import type { Socket } from 'node:dgram';
+
   namespace snmp {
     type OidValue = number | string | boolean | Buffer | null;
 
@@ -94,6 +96,8 @@ declare module 'net-snmp' {
       transport?: 'udp4' | 'udp6';
       disableAuthorization?: boolean;
       engineID?: string;
+      /** Lets the caller create (and so observe) the agent's UDP sockets. */
+      dgramModule?: { createSocket(type: 'udp4' | 'udp6'): Socket };
     }
 
     interface Agent {

@@ -27,6 +27,17 @@ export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: 
 /** A walk stops with an error beyond this many varbinds under one column: a runaway or looping agent. */
 const MAX_CELLS_PER_WALK = 100_000;
 
+/** Orders dotted OIDs numerically (1.3.6.10 after 1.3.6.9). */
+export function compareOids(a: string, b: string): number {
+  const x = a.split('.');
+  const y = b.split('.');
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = Number(x[i]) - Number(y[i]);
+    if (d !== 0) return d;
+  }
+  return x.length - y.length;
+}
+
 function userOf(target: SnmpTarget): snmp.User {
   if (!target.user) throw new Error('SNMPv3 target without a user');
   const user: snmp.User = { name: target.user, level: snmp.SecurityLevel.noAuthNoPriv };
@@ -77,6 +88,7 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
         if (closed) return reject(new Error('session closed'));
         if (socketError) return reject(socketError);
         const cells: SnmpCell[] = [];
+        let last: string | undefined;
         let settled = false;
         const settle = (error: Error | null) => {
           if (settled) return;
@@ -93,7 +105,14 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
             maxRepetitions,
             (varbinds) => {
               for (const varbind of varbinds) {
-                if (snmp.isVarbindError(varbind)) continue;
+                // an exception value (endOfMibView, or noSuchObject from some agents) ends a bulk walk;
+                // walking on from it would ask for the same OID forever
+                if (snmp.isVarbindError(varbind)) return true;
+                if (last !== undefined && compareOids(varbind.oid, last) <= 0) {
+                  settle(new Error(`the agent answered ${varbind.oid} after ${last}: OIDs out of order`));
+                  return true;
+                }
+                last = varbind.oid;
                 cells.push({ oid: varbind.oid, value: varbind.value });
               }
               if (cells.length > MAX_CELLS_PER_WALK) {

@@ -3,7 +3,10 @@
  * adapter. Domain code sees strings, never ssh2.
  */
 import { createHash } from 'node:crypto';
-import { Client } from 'ssh2';
+import ssh2 from 'ssh2';
+
+// ssh2 is CommonJS: its named exports are not visible to Node's ESM loader
+const { Client } = ssh2;
 import type { SshTarget } from '../types.js';
 
 export interface ExecResult {
