@@ -11,6 +11,8 @@ import { redactIdentifiers } from '../report/identifiers.js';
 import { openLedger } from '../report/ledger.js';
 import { createBatchPoster, type PostOutcome } from '../report/poster.js';
 import type { EdgeConfig } from '../config/load.js';
+import { createLocalDevices, unknownDrivers } from '../actions/index.js';
+import { loadShippedBindings } from './action.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { statePaths } from './gateway.js';
 
@@ -55,6 +57,7 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
   if (year < 2024 || year >= 2100) check.line(FAIL, `clock     the gateway's clock says ${new Date(now).toISOString()}; set the time (NTP) before counting`);
 
   checkState(config, check);
+  if (config.sensors.length > 0) await checkSensors(config, io, check);
 
   const poller = options.poller ?? createPoller({ dialects });
   try {
@@ -121,6 +124,24 @@ function checkState(config: EdgeConfig, check: Check): void {
     }
   }
   check.line(OK, `state     ${parts.join('; ')}`);
+}
+
+/** The configured sensors name drivers the shipped bindings know (no command is sent to them). */
+async function checkSensors(config: EdgeConfig, io: CommandIo, check: Check): Promise<void> {
+  const catalog = await loadShippedBindings(io);
+  if (!catalog) {
+    check.line(FAIL, 'sensors   the shipped device bindings cannot be read');
+    return;
+  }
+  const unknown = unknownDrivers(config.sensors, catalog);
+  if (unknown.length > 0) {
+    for (const line of unknown) check.line(FAIL, `sensors   ${line}`);
+    return;
+  }
+  const described = createLocalDevices(config.sensors, catalog)
+    .list()
+    .map(({ sensor, actions }) => `${sensor.sensorId} (${actions.map((a) => a.name).join(', ') || 'no actions'})`);
+  check.line(OK, `sensors   ${config.sensors.length} configured: ${described.join('; ')}`);
 }
 
 function targetOf(ap: AccessPoint): string {

@@ -37,6 +37,10 @@ Usage:
   lintel-edge ledger verify|audit|export [--config <file> | --state-dir <dir> | --ledger <file>] [--from-seq <n>]
       verify: the hash chain is intact. audit: every exported byte is an aggregate (exits 1 on a finding).
       export: the entries as JSON lines.
+  lintel-edge action --config <file> --list
+  lintel-edge action --config <file> --sensor <id> --action <name> [--arg name=value ...]
+      Drive a building device listed under sensors: in the config (e.g. a thermostat's setTarget),
+      through its driver's bindings. Exit 0 when the device accepted the command.
   lintel-edge version
 
 Exit codes: 0 success, 1 a check failed, 2 bad usage or configuration.
@@ -44,7 +48,7 @@ Exit codes: 0 success, 1 a check failed, 2 bad usage or configuration.
 
 class UsageError extends Error {}
 
-type Values = Record<string, string | boolean | undefined>;
+type Values = Record<string, string | boolean | string[] | undefined>;
 
 function parse(args: string[], options: ParseArgsConfig['options']): { values: Values; positionals: string[] } {
   try {
@@ -124,6 +128,28 @@ async function runCommand(argv: string[], io: CommandIo): Promise<number> {
     }
     case 'simulate':
       return simulateCommand(rest, io);
+    case 'action': {
+      const { values } = parse(rest, {
+        config: { type: 'string', short: 'c' },
+        list: { type: 'boolean' },
+        sensor: { type: 'string' },
+        action: { type: 'string' },
+        arg: { type: 'string', multiple: true },
+      });
+      if (values.help) return help(io);
+      const { actionCommand } = await import('./action.js');
+      const args = (values as Record<string, unknown>).arg as string[] | undefined;
+      return actionCommand(
+        {
+          config: required(values, 'config', 'action'),
+          list: values.list === true,
+          ...(typeof values.sensor === 'string' ? { sensor: values.sensor } : {}),
+          ...(typeof values.action === 'string' ? { action: values.action } : {}),
+          args: args ?? [],
+        },
+        io,
+      );
+    }
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

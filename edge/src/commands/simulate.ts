@@ -140,7 +140,7 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
     throw err;
   }
 
-  const destination = options.ingest ? `posted to ${options.ingest.url}` : 'ledger only';
+  const destination = options.ingest ? `to ${options.ingest.url}` : 'no --ingest given';
   const region = createLiveRegion(io.out);
   const deliveries: Record<string, number> = {};
   let absolute = 0;

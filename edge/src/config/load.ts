@@ -9,6 +9,8 @@ import { formatErrors } from '../../../shared/kinds.js';
 import type { AccessPoint } from '../poll/types.js';
 import type { TrackerConfig } from '../zones/types.js';
 import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
+import { metricOf } from '../../../shared/catalog/metrics.js';
+import type { RegisteredSensor } from '../../../shared/devices/adapter.js';
 import { looksLikeIdentifier } from '../report/identifiers.js';
 import { EdgeConfigFile, type AccessPointConfig } from './schema.js';
 
@@ -36,6 +38,8 @@ export interface EdgeConfig {
   accessPoints: AccessPoint[];
   /** The name reports use for each AP a poll result names (an AP, or an AP behind a controller). */
   reportNames: Record<string, string>;
+  /** Devices the gateway drives locally (`lintel-edge action`). */
+  sensors: RegisteredSensor[];
 }
 
 export type ConfigResult = { ok: true; config: EdgeConfig; warnings: string[] } | { ok: false; errors: string[] };
@@ -118,6 +122,7 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
     logLevel: file.logLevel ?? 'info',
     accessPoints: file.accessPoints.map((ap) => resolveAccessPoint(ap, baseDir, options.dialects)),
     reportNames: reportNamesOf(file.accessPoints),
+    sensors: (file.sensors ?? []).map((s) => ({ sensorId: s.sensorId, buildingId: file.buildingId, roomId: s.zone, metric: s.metric, driver: s.driver, endpoint: s.endpoint })),
   };
   if (file.ingest) {
     config.ingest = {
@@ -232,6 +237,26 @@ function crossCheck(raw: unknown, options: LoadOptions, baseDir: string, warning
         }
       }
       errors.push(...checkAccessPoint(ap, at, zones, options.dialects, baseDir, warnings));
+    });
+  }
+  if (Array.isArray(raw.sensors)) {
+    const ids = new Map<string, number>();
+    raw.sensors.forEach((sensor, i) => {
+      if (!isRecord(sensor)) return;
+      const at = `sensors[${i}]`;
+      if (typeof sensor.sensorId === 'string') {
+        const first = ids.get(sensor.sensorId);
+        if (first !== undefined) errors.push(`${at}.sensorId: "${sensor.sensorId}" is already used by sensors[${first}]; sensor ids must be unique`);
+        else ids.set(sensor.sensorId, i);
+      }
+      if (typeof sensor.zone === 'string' && zones && !zones.has(sensor.zone)) {
+        errors.push(`${at}.zone: "${sensor.zone}" is not a zone declared under zones (have: ${[...zones].join(', ')})`);
+      }
+      if (typeof sensor.metric === 'string') {
+        const metric = metricOf(sensor.metric);
+        if (!metric) errors.push(`${at}.metric: "${sensor.metric}" is not a metric of the catalog`);
+        else if (metric.actions.length === 0) errors.push(`${at}.metric: ${metric.key} declares no actions; only metrics with actions (e.g. temperature) have sensors to drive`);
+      }
     });
   }
   return errors;

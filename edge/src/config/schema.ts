@@ -86,6 +86,14 @@ const Ingest = closed(
   { secret: inline('secretFile'), signingSecret: inline('secretFile') },
 );
 
+/** A building device the gateway drives locally (a thermostat), reached through its driver's bindings. */
+const Sensor = closed(
+  'a sensor (an object)',
+  { sensorId: ExportedName, zone: ExportedName, metric: t.string, driver: t.string, endpoint: HttpUrl },
+  {},
+  { roomId: 'use zone (the sensor’s zone)' },
+);
+
 export const EdgeConfigFile = closed(
   'the configuration (a YAML mapping)',
   {
@@ -101,6 +109,7 @@ export const EdgeConfigFile = closed(
     ingest: Ingest,
     metrics: closed('the metrics settings (an object)', { listen: ListenAddress }, {}),
     logLevel: LogLevel,
+    sensors: t.array(Sensor, 'a list of sensors'),
   },
   {
     pollInterval: 'renamed to pollIntervalS (seconds)',

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -28,6 +28,23 @@ t.test('npm run build:edge gives one executable that runs version and simulate',
   t.match(version.stdout, /^lintel-edge \d+\.\d+\.\d+ \(node v\d+\.\d+\.\d+, linux-x64, sqlite 3\.\d+\.\d+\)\n$/);
   t.equal(version.stderr, '', 'no warnings');
   t.ok(readdirSync(cache).some((f) => /^better_sqlite3-[0-9a-f]{16}\.node$/.test(f)), 'the SQLite addon was unpacked into the private cache');
+
+  // The config check reads the carried AP dialects; the action command the carried device bindings.
+  writeFileSync(join(elsewhere, 'community'), 'public\n', { mode: 0o600 });
+  writeFileSync(
+    join(elsewhere, 'config.yaml'),
+    `buildingId: hq
+pollIntervalS: 10
+requestTimeoutS: 5
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: cisco-wlc, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, communityFile: community }, apZones: { AP-1: lobby } }
+sensors:
+  - { sensorId: stat-1, zone: lobby, metric: temperature, driver: honeywell-lcc-thermostat, endpoint: "http://127.0.0.1:9" }
+`,
+  );
+  const actions = await run(EXE, ['action', '--config', 'config.yaml', '--list'], { cwd: elsewhere, env });
+  t.match(actions.stdout, /^stat-1 {2}temperature in lobby {2}driver honeywell-lcc-thermostat {2}actions: setTarget/);
 
   const state = join(elsewhere, 'state');
   const sim = await run(EXE, ['simulate', '--ticks', '3', '--interval-ms', '800', '--seed', '4', '--state-dir', state, '--output', 'json'], { cwd: elsewhere, env, timeout: 60_000 });

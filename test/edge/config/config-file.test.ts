@@ -71,6 +71,9 @@ t.test('the sample config parses with the shipped dialects', async (t) => {
     privKey: 'priv-pass-phrase',
   });
   t.same(config.accessPoints[2]!.apZones, { 'AP-Office-2F-North': 'office-2f', 'AP-Office-2F-South': 'office-2f', 'AP-Meeting-1': 'meeting-rooms' });
+  t.same(config.sensors, [
+    { sensorId: 'stat-lobby', buildingId: 'hq-amsterdam', roomId: 'lobby', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: 'http://10.20.1.40:8089' },
+  ]);
   const ssh = config.accessPoints[3]!.target;
   t.equal(ssh.transport, 'ssh');
   if (ssh.transport === 'ssh') {
@@ -239,6 +242,21 @@ t.test('a renamed key points to its replacement', async (t) => {
   const result = parseConfig(minimal('pollInterval: 10'), join(dir, 'c.yaml'), { dialects });
   t.notOk(result.ok);
   if (!result.ok) t.ok(result.errors.includes('pollInterval: renamed to pollIntervalS (seconds)'));
+});
+
+t.test('sensors name a declared zone and a metric with actions, once each', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const sensors = `sensors:
+  - { sensorId: s1, zone: lobby, metric: temperature, driver: x, endpoint: "http://127.0.0.1:1" }
+  - { sensorId: s1, zone: attic, metric: peopleCount, driver: x, endpoint: "ftp://x" }
+`;
+  const result = parseConfig(minimal(sensors), join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  t.match(result.errors.join('\n'), /sensors\[1\]\.endpoint: expected an http:\/\/ or https:\/\/ URL/);
+  t.match(result.errors.join('\n'), /sensors\[1\]\.sensorId: "s1" is already used by sensors\[0\]/);
+  t.match(result.errors.join('\n'), /sensors\[1\]\.zone: "attic" is not a zone declared under zones/);
+  t.match(result.errors.join('\n'), /sensors\[1\]\.metric: peopleCount declares no actions/);
 });
 
 t.test('a missing config file is one clear error', async (t) => {
