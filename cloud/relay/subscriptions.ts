@@ -88,7 +88,9 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
 
   function refuse(ack: Ack | undefined, buildingId: string, reason: SubscriptionRejection, detail: string): void {
     metrics.subscriptionsRejected.inc({ reason });
-    logger.info({ accountId: identity.accountId, buildingId, reason, detail }, 'subscription refused');
+    const fields = { accountId: identity.accountId, buildingId, reason, detail };
+    if (reason === 'lookup_failed') logger.warn(fields, 'subscription refused: building directory lookup failed');
+    else logger.info(fields, 'subscription refused');
     answer(ack, { subscribed: false, buildingId, reason });
   }
 
