@@ -15,7 +15,7 @@ import { describeError } from '../../shared/errors.js';
 import { keyRingFromEnv } from '../../shared/hmac.js';
 import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
-import { runMigrations } from '../tenancy/pg-migrations.js';
+import { runMigrations } from '../../shared/pg-migrations.js';
 import { createRegistryApp } from './app.js';
 import { PgRegistryStore } from './pg-store.js';
 

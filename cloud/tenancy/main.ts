@@ -18,7 +18,7 @@ import { describeError } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { AccountDeletedConsumer } from './account-deleted-consumer.js';
 import { createTenancyApp } from './app.js';
-import { runMigrations } from './pg-migrations.js';
+import { runMigrations } from '../../shared/pg-migrations.js';
 import { PgTenancyStore } from './pg-store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));

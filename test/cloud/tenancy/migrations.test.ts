@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import t from 'tap';
-import { MigrationError, runMigrations } from '../../../cloud/tenancy/pg-migrations.js';
+import { MigrationError, runMigrations } from '../../../shared/pg-migrations.js';
 import { freshPgDatabase } from '../../support/stack.js';
 import { migratedPool, newAccount, TENANCY_MIGRATIONS } from './support/harness.js';
 

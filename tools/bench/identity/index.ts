@@ -17,7 +17,7 @@ import pg from 'pg';
 import { Pool as HttpPool } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
 import { sign } from '../../../shared/hmac.js';
-import { runMigrations } from '../../../cloud/tenancy/pg-migrations.js';
+import { runMigrations } from '../../../shared/pg-migrations.js';
 import { MEMBERSHIPS_OF_SQL } from '../../../cloud/tenancy/pg-store.js';
 import { freshPgDatabase } from '../../../test/support/stack.js';
 

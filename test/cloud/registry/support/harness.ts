@@ -10,7 +10,7 @@ import { sign } from '../../../../shared/hmac.js';
 import { silentLogger } from '../../../../shared/logger.js';
 import { createRegistryApp } from '../../../../cloud/registry/app.js';
 import { PgRegistryStore } from '../../../../cloud/registry/pg-store.js';
-import { runMigrations } from '../../../../cloud/tenancy/pg-migrations.js';
+import { runMigrations } from '../../../../shared/pg-migrations.js';
 import { serve } from '../../../support/http.js';
 import { freshPgDatabase } from '../../../support/stack.js';
 

@@ -10,7 +10,7 @@ import { encodeClaims, type MembershipClaim } from '../../../../shared/claims.js
 import { sign } from '../../../../shared/hmac.js';
 import { silentLogger, type Logger } from '../../../../shared/logger.js';
 import { createTenancyApp } from '../../../../cloud/tenancy/app.js';
-import { runMigrations } from '../../../../cloud/tenancy/pg-migrations.js';
+import { runMigrations } from '../../../../shared/pg-migrations.js';
 import { PgTenancyStore } from '../../../../cloud/tenancy/pg-store.js';
 import { serve } from '../../../support/http.js';
 import { freshPgDatabase } from '../../../support/stack.js';

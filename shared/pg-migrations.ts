@@ -8,8 +8,7 @@
  * - Each file runs in its own transaction together with its bookkeeping row.
  * - A file changed after it was applied is refused, naming the file, rather than silently diverging.
  *
- * Registry uses the same runner (it imports this module); it belongs in `shared/` once the kernel
- * owner takes it.
+ * Every PostgreSQL-backed service (tenancy, registry, telemetry) uses this one runner.
  */
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
