@@ -5,7 +5,8 @@
 import * as t from 'io-ts';
 import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { decode } from '../../shared/kinds.js';
-import { AgentStreamError, type AgentEvent } from './agent.js';
+import type { Readable } from 'node:stream';
+import { AgentReportedError, AgentStreamError, type AgentEvent, type FinalAnswer } from './agent.js';
 import type { Citation } from './conversation.js';
 
 const CitationCodec = t.type({
@@ -61,37 +62,85 @@ export function agentEventOf(data: string): AgentEvent | undefined {
   return undefined;
 }
 
+const codeOf = (err: unknown): string | undefined => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+};
+
+/** What a failing answer body means for the stream. */
+export function streamFailureOf(err: unknown): AgentStreamError {
+  if (err instanceof AgentStreamError) return err;
+  if (codeOf(err) === 'UND_ERR_BODY_TIMEOUT') return new AgentStreamError('timeout', 'agent stopped sending in the middle of the answer');
+  return new AgentStreamError('interrupted', 'agent connection broke in the middle of the answer');
+}
+
 /**
- * Parses a byte stream of SSE into agent events, as they arrive. Iteration ends after the stream ends;
- * whether a final event came is the caller's judgement.
+ * Reads an SSE answer body to its final event, handing each token to `onToken` as soon as it is
+ * parsed (no buffering, no per-token promise: this is the relay's hot path). Resolves with the final
+ * event; rejects with {@link AgentReportedError} for the agent's error event, {@link AgentStreamError}
+ * when the body breaks, stalls, is malformed or ends without a final event, or with whatever
+ * `onToken` threw. The caller releases the body afterwards.
  */
-export async function* agentEventsOf(chunks: AsyncIterable<Uint8Array | string>): AsyncGenerator<AgentEvent> {
-  const ready: AgentEvent[] = [];
-  let failure: AgentStreamError | undefined;
-  const parser: EventSourceParser = createParser({
-    maxBufferSize: MAX_EVENT_CHARS,
-    onEvent: (message) => {
-      if (failure) return;
+export function readAgentAnswer(body: Readable, onToken: (text: string) => void): Promise<FinalAnswer> {
+  return new Promise<FinalAnswer>((resolve, reject) => {
+    let settled = false;
+    const decoder = new TextDecoder();
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      outcome();
+    };
+    const parser: EventSourceParser = createParser({
+      maxBufferSize: MAX_EVENT_CHARS,
+      onEvent: (message) => {
+        if (settled) return;
+        let event: AgentEvent | undefined;
+        try {
+          event = agentEventOf(message.data);
+        } catch (err) {
+          settle(() => reject(err));
+          return;
+        }
+        if (event === undefined) return;
+        if (event.type === 'token') {
+          try {
+            onToken(event.text);
+          } catch (err) {
+            settle(() => reject(err));
+          }
+          return;
+        }
+        if (event.type === 'final') {
+          const final: FinalAnswer = event.citations === undefined ? {} : { citations: event.citations };
+          settle(() => resolve(final));
+          return;
+        }
+        const reported = new AgentReportedError(event.message);
+        settle(() => reject(reported));
+      },
+      onError: (error) => {
+        if (error.type === 'max-buffer-size-exceeded') settle(() => reject(new AgentStreamError('malformed', 'agent sent an oversized event')));
+      },
+    });
+    const feed = (text: string) => {
       try {
-        const event = agentEventOf(message.data);
-        if (event) ready.push(event);
-      } catch (err) {
-        failure = err as AgentStreamError;
+        parser.feed(text);
+      } catch {
+        settle(() => reject(new AgentStreamError('malformed', 'agent sent an unreadable stream')));
       }
-    },
-    onError: (error) => {
-      if (error.type === 'max-buffer-size-exceeded') failure ??= new AgentStreamError('malformed', 'agent sent an oversized event');
-    },
+    };
+    const onData = (chunk: Buffer | string) => feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
+    const onEnd = () => {
+      feed(decoder.decode());
+      parser.reset({ consume: true });
+      settle(() => reject(new AgentStreamError('incomplete', 'the agent ended the answer without its final event')));
+    };
+    const onError = (err: unknown) => settle(() => reject(streamFailureOf(err)));
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
   });
-  const decoder = new TextDecoder();
-  for await (const chunk of chunks) {
-    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
-    while (ready.length > 0) yield ready.shift() as AgentEvent;
-    if (failure) throw failure;
-  }
-  const tail = decoder.decode();
-  if (tail) parser.feed(tail);
-  parser.reset({ consume: true });
-  while (ready.length > 0) yield ready.shift() as AgentEvent;
-  if (failure) throw failure;
 }

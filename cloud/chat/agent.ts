@@ -1,9 +1,10 @@
 /**
- * The agent port: ask one question with its history, get the answer as a stream of events.
+ * The agent port: ask one question with its history, get the answer token by token.
  *
  * `ask` settles once the agent has answered with an SSE stream, or rejects with
- * {@link AgentUnavailableError} before any event (so the caller can still answer 502). Failures while
- * the events flow surface as {@link AgentStreamError} from the iterator.
+ * {@link AgentUnavailableError} before any event (so the caller can still answer 502). Reading the
+ * answer then resolves with its final event, or rejects with {@link AgentReportedError} (the agent's
+ * own error event) or {@link AgentStreamError} (the stream broke).
  */
 import type { Citation, HistoryTurn } from './conversation.js';
 
@@ -19,8 +20,17 @@ export interface AgentQuestion {
   claimsHeader: string;
 }
 
+/** What the agent's final event carries. */
+export interface FinalAnswer {
+  citations?: Citation[];
+}
+
 export interface AgentAnswer {
-  events: AsyncIterable<AgentEvent>;
+  /**
+   * Reads the answer to its final event. `onToken` runs for each token the moment it is parsed; if it
+   * throws, reading stops and the promise rejects with that error. Call once.
+   */
+  read(onToken: (text: string) => void): Promise<FinalAnswer>;
   /** Stops reading and releases the connection. Safe to call at any time, more than once. */
   cancel(): void;
 }
@@ -38,6 +48,14 @@ export class AgentUnavailableError extends Error {
     super(message);
     this.name = 'AgentUnavailableError';
     this.reason = reason;
+  }
+}
+
+/** The agent sent its own error event. Its message is the agent's, kept for logs. */
+export class AgentReportedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'AgentReportedError';
   }
 }
 

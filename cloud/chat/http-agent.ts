@@ -3,15 +3,8 @@
  */
 import { Agent, request } from 'undici';
 import { CLAIMS_HEADER } from '../../shared/claims.js';
-import { agentEventsOf } from './agent-events.js';
-import {
-  AgentStreamError,
-  AgentUnavailableError,
-  type AgentAnswer,
-  type AgentEvent,
-  type AgentPort,
-  type AgentQuestion,
-} from './agent.js';
+import { readAgentAnswer } from './agent-events.js';
+import { AgentUnavailableError, type AgentAnswer, type AgentPort, type AgentQuestion } from './agent.js';
 
 export interface HttpAgentOptions {
   /** Base address of the agent; its /ask endpoint is called. */
@@ -36,12 +29,6 @@ function unavailable(err: unknown): AgentUnavailableError {
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return new AgentUnavailableError('timeout', 'agent did not accept the connection in time');
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return new AgentUnavailableError('timeout', 'agent did not answer in time');
   return new AgentUnavailableError('unreachable', 'agent is unreachable');
-}
-
-function streamFailure(err: unknown): AgentStreamError {
-  if (err instanceof AgentStreamError) return err;
-  if (codeOf(err) === 'UND_ERR_BODY_TIMEOUT') return new AgentStreamError('timeout', 'agent stopped sending in the middle of the answer');
-  return new AgentStreamError('interrupted', 'agent connection broke in the middle of the answer');
 }
 
 export class HttpAgent implements AgentPort {
@@ -82,15 +69,8 @@ export class HttpAgent implements AgentPort {
       if (statusCode !== 200) throw new AgentUnavailableError('bad_status', `agent answered ${statusCode}`);
       throw new AgentUnavailableError('not_event_stream', 'agent did not answer with an event stream');
     }
-    async function* events(): AsyncGenerator<AgentEvent> {
-      try {
-        yield* agentEventsOf(body);
-      } catch (err) {
-        throw streamFailure(err);
-      }
-    }
     return {
-      events: events(),
+      read: (onToken) => readAgentAnswer(body, onToken),
       cancel: () => {
         if (!body.destroyed) body.destroy();
       },

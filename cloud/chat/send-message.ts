@@ -13,7 +13,7 @@ import { ObjectId } from 'mongodb';
 import type { Logger } from 'pino';
 import { HttpError, describeError } from '../../shared/errors.js';
 import { callerOf, rawClaimsOf } from '../../shared/http.js';
-import { AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort } from './agent.js';
+import { AgentReportedError, AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type FinalAnswer } from './agent.js';
 import {
   MAX_MESSAGE_LENGTH,
   MAX_MESSAGES,
@@ -138,32 +138,31 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     let text = '';
     let length = 0;
     let firstToken = true;
-    for await (const event of answer.events) {
-      if (event.type === 'token') {
-        length += characterCount(event.text);
+    let final: FinalAnswer;
+    try {
+      final = await answer.read((token) => {
+        length += characterCount(token);
         if (length > MAX_MESSAGE_LENGTH) {
           throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
         }
-        text += event.text;
-        stream.send({ type: 'token', text: event.text });
+        text += token;
+        stream.send({ type: 'token', text: token });
         metrics.tokensRelayed.inc();
         if (firstToken) {
           firstToken = false;
           metrics.timeToFirstToken.observe((performance.now() - send.startedAt) / 1000);
         }
-      } else if (event.type === 'error') {
-        metrics.agentErrors.inc({ reason: 'stream_error' });
-        deps.logger.warn({ conversationId: send.conversationId, agentMessage: event.message.slice(0, 200) }, 'agent reported an error');
-        throw new StreamFailed('agent_error', 'the agent could not answer this question');
-      } else {
-        answer.cancel();
-        if (length === 0) throw new StreamFailed('answer_invalid', 'the agent returned an empty answer');
-        const saved = await storeExchange(send, text, event.citations);
-        stream.send({ type: 'done', message: messageWire(saved) });
-        return;
-      }
+      });
+    } catch (err) {
+      if (!(err instanceof AgentReportedError)) throw err;
+      metrics.agentErrors.inc({ reason: 'stream_error' });
+      deps.logger.warn({ conversationId: send.conversationId, agentMessage: err.message.slice(0, 200) }, 'agent reported an error');
+      throw new StreamFailed('agent_error', 'the agent could not answer this question');
     }
-    throw new AgentStreamError('incomplete', 'the agent ended the answer without its final event');
+    answer.cancel();
+    if (length === 0) throw new StreamFailed('answer_invalid', 'the agent returned an empty answer');
+    const saved = await storeExchange(send, text, final.citations);
+    stream.send({ type: 'done', message: messageWire(saved) });
   };
 
   const run = async (req: Request, res: Response): Promise<void> => {
