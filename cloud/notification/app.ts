@@ -135,7 +135,7 @@ export function createApp(deps: AppDeps): Express {
       return;
     }
     const byDomain = new Map<string, Notification>(audience.domains.map((domainName) => [domainName, { ...base, id: newId(), domainName }]));
-    const report = await delivery.toDomains(byDomain, undefined);
+    const report = await delivery.toDomains(byDomain, undefined, { waitForPushes: true });
     logger.info({ buildingId, domains: audience.domains, account: caller.accountName, push: report.push }, 'manual alert delivered');
     res.json({ domains: audience.domains, inApp: report.inApp, push: report.push });
   });

@@ -3,6 +3,11 @@
  * Web Push to every device of the accounts opted in there. A device is pushed once per event even when
  * its account is opted in through several of the domains. Pushes share one bounded pool; one bad
  * endpoint never stops the others. A push service's 404 or 410 deletes that subscription.
+ *
+ * On the breach path a record is settled once its in-app notification is published; its push fan-out
+ * then runs in the background. Waiting would add no guarantee, since a failed push is never retried
+ * and a redelivered record is suppressed by the cooldown. The background is bounded (a new fan-out
+ * waits for room) and `drain()` waits for all of it at shutdown.
  */
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
@@ -30,41 +35,83 @@ export interface DeliveryDeps {
   pushPool: Semaphore;
   metrics: NotificationMetrics;
   logger: Logger;
+  /** Push fan-outs running in the background at most. Default 1000. */
+  maxBackground?: number;
+}
+
+export interface FanOutOptions {
+  /** Push topic, computed only when there is a device to push to. */
+  topicOf?: () => string;
+  /** Wait for the pushes and report them (the /trigger route); otherwise they run in the background. */
+  waitForPushes?: boolean;
 }
 
 const URGENCY = { info: 'low', warning: 'normal', danger: 'high' } as const;
 
 export class Delivery {
-  constructor(private readonly deps: DeliveryDeps) {}
+  private readonly published: Record<Notification['kind'], { inc(): void }>;
+  private readonly background = new Set<Promise<void>>();
+
+  constructor(private readonly deps: DeliveryDeps) {
+    const counter = deps.metrics.inAppPublished;
+    this.published = { alert: counter.labels({ kind: 'alert' }), manual: counter.labels({ kind: 'manual' }) };
+  }
 
   /** Publishes in-app notifications. Rejects when the channel cannot be reached. */
   async publish(notifications: readonly Notification[]): Promise<number> {
-    await Promise.all(notifications.map((n) => this.deps.publisher.publish(n)));
-    for (const n of notifications) this.deps.metrics.inAppPublished.inc({ kind: n.kind });
+    if (notifications.length === 1) await this.deps.publisher.publish(notifications[0] as Notification);
+    else await Promise.all(notifications.map((n) => this.deps.publisher.publish(n)));
+    for (const n of notifications) this.published[n.kind].inc();
     return notifications.length;
   }
 
   /**
    * Publishes one notification per domain, then pushes to the opted-in devices of those domains.
    * `metric` selects who is opted in; none means anyone with an alertable metric on (manual alerts).
-   * Push problems are logged and counted, never raised.
+   * Rejects only when the publish fails; push problems are logged and counted, never raised.
    */
-  async toDomains(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, topic?: string): Promise<DeliveryReport> {
+  async toDomains(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, options: FanOutOptions = {}): Promise<DeliveryReport> {
+    // The recipient query runs alongside the publish; pushes go out only once the publish succeeded.
+    const recipients = this.recipientsOf(byDomain, metric).then(
+      (targets) => ({ ok: true as const, targets }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
     const inApp = await this.publish([...byDomain.values()]);
     const report: DeliveryReport = { inApp, push: 0, pushFailed: 0, pushRemoved: 0 };
-    let targets: Array<{ recipient: Recipient; notification: Notification }>;
-    try {
-      targets = await this.recipientsOf(byDomain, metric);
-    } catch (err) {
-      this.deps.logger.error({ error: describeError(err), domains: [...byDomain.keys()] }, 'push skipped: could not read device subscriptions');
+    const pushes = this.pushAll(byDomain, recipients, report, options.topicOf);
+    if (options.waitForPushes) {
+      await pushes;
       return report;
     }
+    this.background.add(pushes);
+    void pushes.finally(() => this.background.delete(pushes));
+    while (this.background.size > (this.deps.maxBackground ?? 1000)) await Promise.race(this.background);
+    return report;
+  }
+
+  /** Waits for every background push fan-out. */
+  async drain(): Promise<void> {
+    while (this.background.size > 0) await Promise.all(this.background);
+  }
+
+  private async pushAll(
+    byDomain: ReadonlyMap<string, Notification>,
+    recipients: Promise<{ ok: true; targets: Array<{ recipient: Recipient; notification: Notification }> } | { ok: false; error: unknown }>,
+    report: DeliveryReport,
+    topicOf?: () => string,
+  ): Promise<void> {
+    const found = await recipients;
+    if (!found.ok) {
+      this.deps.logger.error({ error: describeError(found.error), domains: [...byDomain.keys()] }, 'push skipped: could not read device subscriptions');
+      return;
+    }
+    if (found.targets.length === 0) return;
+    const topic = topicOf?.();
     await Promise.all(
-      targets.map(({ recipient, notification }) =>
+      found.targets.map(({ recipient, notification }) =>
         this.deps.pushPool.run(() => this.pushOne(recipient, { payload: JSON.stringify(notification), urgency: URGENCY[notification.severity], ...(topic ? { topic } : {}) }, report)),
       ),
     );
-    return report;
   }
 
   private async recipientsOf(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined) {

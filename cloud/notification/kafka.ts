@@ -1,17 +1,16 @@
 /**
  * The Kafka adapter: a consumer-group member on the alerts topic, and the consumer-lag gauge.
  *
- * Records are read from the earliest offset, several partitions at once and several records of a batch
- * at once. An offset is resolved only after its record and every record before it in the partition
- * are settled, and only resolved offsets are committed. When Kafka is unreachable the consumer is
+ * Records are read from the earliest offset, several partitions at once, and settled a slice of a
+ * batch at a time. An offset is resolved only after its record and every record before it in the
+ * partition are settled, and only resolved offsets are committed. When Kafka is unreachable the consumer is
  * retried every 5 seconds, at boot and after a crash.
  */
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
-import { mapSettled } from './concurrency.js';
 import type { NotificationMetrics } from './metrics.js';
-import type { RecordPosition } from './breach.js';
+import type { AlertRecord, RecordSource, Settlement } from './breach.js';
 
 export const ALERTS_TOPIC = 'alerts';
 export const ALERTS_GROUP = 'alerts';
@@ -25,14 +24,14 @@ export interface AlertConsumerOptions {
   clientId?: string;
   /** Partitions handled at once. Default 4. */
   partitionsConsumedConcurrently?: number;
-  /** Records of one batch handled at once. Default 64. */
-  recordsInFlight?: number;
+  /** Records settled together: a batch is cut into slices of this size. Default 5000. */
+  sliceSize?: number;
   /** Delay before a new attempt when Kafka is unreachable or the consumer crashed. Default 5000 ms. */
   reconnectMs?: number;
   /** How often the lag gauge is refreshed. Default 15000 ms; 0 refreshes only on demand. */
   lagIntervalMs?: number;
-  /** Settles one record; rejects when it could not be settled. */
-  handle: (value: Buffer | null, position: RecordPosition) => Promise<unknown>;
+  /** Settles records in order; says how many leading records are settled. */
+  settle: (records: AlertRecord[], source: RecordSource) => Promise<Pick<Settlement, 'settled' | 'error'>>;
   metrics: NotificationMetrics;
   logger: Logger;
 }
@@ -142,27 +141,25 @@ export class KafkaAlertConsumer {
 
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
     const { topic, partition, messages } = batch;
-    const results = await mapSettled(
-      messages,
-      this.options.recordsInFlight ?? 64,
-      async (message) => {
-        await this.options.handle(message.value, { topic, partition, offset: message.offset });
-        await heartbeat();
-      },
-      () => isRunning() && !isStale(),
-    );
-    for (let i = 0; i < results.length; i++) {
-      const result = results[i];
-      const message = messages[i];
-      if (!result || !message) break;
-      if (!result.ok) {
-        if ('error' in result) {
-          // Settled records before this one stay resolved; this one and the rest are read again.
-          throw result.error;
+    const slice = this.options.sliceSize ?? 5000;
+    // A slice may wait on lookups and pushes; keep the group membership alive meanwhile (kafkajs sends
+    // a heartbeat only when its interval has passed).
+    const beat = setInterval(() => void heartbeat().catch(() => undefined), 1000);
+    try {
+      for (let start = 0; start < messages.length; start += slice) {
+        if (!isRunning() || isStale()) return;
+        const part = messages.slice(start, start + slice);
+        const { settled, error } = await this.options.settle(part, { topic, partition });
+        const last = part[settled - 1];
+        // Only settled records are resolved, and kafkajs commits only resolved offsets.
+        if (last) resolveOffset(last.offset);
+        if (settled < part.length) {
+          if (error !== undefined) throw error;
+          return;
         }
-        return;
       }
-      resolveOffset(message.offset);
+    } finally {
+      clearInterval(beat);
     }
   }
 

@@ -112,7 +112,7 @@ async function main(): Promise<void> {
     brokers: config.KAFKA_BROKERS,
     topic: config.ALERTS_TOPIC,
     groupId: config.ALERTS_GROUP,
-    handle: (value, position) => breach.handle(value, position),
+    settle: (records, source) => breach.settle(records, source),
     metrics,
     logger,
   });
@@ -143,6 +143,7 @@ async function main(): Promise<void> {
       async stop() {
         await consumer.stop();
         if (server) await closeServer(server);
+        await delivery.drain();
         await push.close();
         await redis.quit().catch(() => redis.disconnect());
         await mongo.close();

@@ -16,6 +16,8 @@ export interface Cooldown {
   arm(key: string): Promise<boolean>;
   /** Disarms a key this process armed but could not deliver for, so a redelivery is not suppressed. */
   release(key: string): Promise<void>;
+  /** True while a key this process armed is certainly still armed: answered without a round trip. */
+  armedHere(key: string, now?: number): boolean;
 }
 
 /** Publishes an in-app notification. */
@@ -29,26 +31,67 @@ export interface RedisAdapterOptions {
   /** Prepended to every cooldown key (tests isolate with it). Default none. */
   keyPrefix?: string;
   cooldownSeconds?: number;
+  /** Remember keys this process armed until they expire, so repeats skip the round trip. Default true. */
+  rememberArmed?: boolean;
 }
 
+/**
+ * The cooldown on Redis. A key this process armed is remembered until it expires: while it lives, a
+ * repeat is suppressed without a round trip. That is exact, not a guess: the key was set by this
+ * process with a known lifetime (counted from before the command was sent, so the memory never
+ * outlives the key), and only the process that armed a key ever deletes it. Keys armed by another
+ * replica are always asked of Redis.
+ */
 export class RedisCooldown implements Cooldown {
   private readonly prefix: string;
   private readonly seconds: number;
+  private readonly remember: boolean;
+  /** key → expiry (performance.now() ms); insertion order is arming order, so expired keys sit first. */
+  private readonly armed = new Map<string, number>();
+  private nextPruneAt = 0;
+
   constructor(
     private readonly redis: Redis,
     options: RedisAdapterOptions = {},
   ) {
     this.prefix = options.keyPrefix ?? '';
     this.seconds = options.cooldownSeconds ?? COOLDOWN_SECONDS;
+    this.remember = options.rememberArmed ?? true;
+  }
+
+  /** `now` is performance.now(), passed by callers that check many keys at one moment. */
+  armedHere(key: string, now = performance.now()): boolean {
+    if (!this.remember) return false;
+    this.forgetExpired(now);
+    const until = this.armed.get(key);
+    return until !== undefined && until > now;
   }
 
   async arm(key: string): Promise<boolean> {
+    const sentAt = performance.now();
+    if (this.armedHere(key)) return false;
     const reply = await this.redis.set(`${this.prefix}${key}`, '1', 'EX', this.seconds, 'NX');
-    return reply === 'OK';
+    const won = reply === 'OK';
+    if (won && this.remember) {
+      this.armed.delete(key);
+      this.armed.set(key, sentAt + this.seconds * 1000);
+    }
+    return won;
   }
 
   async release(key: string): Promise<void> {
+    this.armed.delete(key);
     await this.redis.del(`${this.prefix}${key}`);
+  }
+
+  /** Drops expired keys, at most once a second: a stale entry is harmless, its expiry is checked on read. */
+  private forgetExpired(now: number): void {
+    if (now < this.nextPruneAt) return;
+    this.nextPruneAt = now + 1000;
+    for (const [key, until] of this.armed) {
+      if (until > now) return;
+      this.armed.delete(key);
+    }
   }
 }
 

@@ -87,9 +87,15 @@ t.test('the same alert 20 times across two instances of one consumer group: deli
   const [note] = notifications(channel.raw);
   t.match(note, { kind: 'alert', severity: 'warning', buildingId: building, roomId: 'r1', metric: 'temperature', field: 'temperature', domainName: acme });
   t.equal(note?.message, 'Maximum temperature exceeded in room r1 of building ' + building + ': 31.5 °C (limit 28 °C)');
-  const pushed = await push.messages(phone.clientHash);
+  const pushed = await waitFor('the push', async () => {
+    const messages = await push.messages(phone.clientHash);
+    return messages.length > 0 ? messages : undefined;
+  });
   t.equal(pushed.length, 1, 'one push');
   t.same(JSON.parse(pushed[0] ?? '{}'), note, 'the browser decrypts the same notification');
+  await first.delivery.drain();
+  await second.delivery.drain();
+  t.equal((await push.messages(phone.clientHash)).length, 1, 'still one push once every fan-out finished');
   t.equal(channel.raw.length, 1, 'one notification for one domain');
   const ttl = await redis.ttl(`${first.keyPrefix}alert:temperature:temperature:${building}:r1`);
   t.ok(ttl > 0 && ttl <= 300, `cooldown key armed for at most 300 s (ttl ${ttl})`);
@@ -136,7 +142,12 @@ t.test('every outcome is counted and settled; failed lookups publish unscoped wi
   const unscoped = notes.filter((n) => n.domainName === undefined);
   t.same(unscoped.map((n) => n.buildingId).sort(), [empty, hanging, failing].sort(), 'one unscoped notification per unroutable alert');
   t.equal(notes.filter((n) => n.domainName !== undefined).length, 4, 'two delivered alerts, two domains each');
-  const pushed = (await push.messages(phone.clientHash)).map((m) => JSON.parse(m) as Notification);
+  const pushed = await waitFor('the push', async () => {
+    const messages = (await push.messages(phone.clientHash)).map((m) => JSON.parse(m) as Notification);
+    return messages.length > 0 ? messages : undefined;
+  });
+  await h.delivery.drain();
+  t.equal((await push.messages(phone.clientHash)).length, 1, 'and no other push once every fan-out finished');
   t.same(pushed.map((n) => [n.metric, n.roomId, n.domainName]), [['peopleCount', 'r2', acme]], 'only the metric ana opted in to is pushed, and unroutable alerts never are');
   for (const building of [empty, hanging, failing]) {
     t.equal(await redis.exists(`${h.keyPrefix}alert:temperature:temperature:${building}:r1`), 1, `cooldown armed for the unroutable ${building}`);
@@ -158,6 +169,7 @@ t.test('a record that could not be settled is not committed and is read again', 
       return real.arm(key);
     },
     release: (key) => real.release(key),
+    armedHere: (key) => real.armedHere(key),
   });
   const h = await startHarness(t, { directory, cooldown: flaky });
   const channel = await channelRecorder(t, h.channel);

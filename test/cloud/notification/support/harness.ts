@@ -67,6 +67,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const push = new WebPushSender({ vapid, timeoutMs: 2000 });
   t.teardown(() => push.close());
   const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel }), store, push, pushPool: new Semaphore(8), metrics, logger });
+  t.teardown(() => delivery.drain());
   const realCooldown = new RedisCooldown(redis, { keyPrefix });
   const breach = new BreachHandler({
     cooldown: options.cooldown ? options.cooldown(realCooldown) : realCooldown,
@@ -106,7 +107,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
         partitionsConsumedConcurrently: partitionsConsumedConcurrently ?? 4,
         reconnectMs: 1000,
         lagIntervalMs: 0,
-        handle: (value, position) => breach.handle(value, position),
+        settle: (records, source) => breach.settle(records, source),
         metrics,
         logger,
       });

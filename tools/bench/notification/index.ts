@@ -1,0 +1,235 @@
+/**
+ * Notification benchmark: 50,000 alerts over 5,000 distinct cooldown keys on a fresh 4-partition topic,
+ * read from the beginning by fresh consumer groups, two rounds of each, alternating:
+ * - the limit: a bare kafkajs consumer (eachBatch, the same partitions in flight) that only counts;
+ * - the service: its own consumer path (KafkaAlertConsumer → BreachHandler) settling every record end
+ *   to end: parse, cooldown `SET NX EX` on Redis, building lookup (15-minute cache, cold at the start
+ *   of each round) against a directory in its own process, in-app publish on Redis, recipient query on
+ *   FerretDB, offsets resolved and committed. Each round starts with fresh cooldown keys and caches.
+ * Throughput runs from the first record seen to the last record settled, so group joins count for
+ * neither. Headline: ratio = best service alerts/s ÷ best bare alerts/s (target ≥ 0.5).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
+import { MongoClient, type Db } from 'mongodb';
+import { encodeClaims, systemClaims } from '../../../shared/claims.js';
+import { createBuildingDirectory } from '../../../shared/directory.js';
+import { silentLogger } from '../../../shared/logger.js';
+import { BreachHandler } from '../../../cloud/notification/breach.js';
+import { Semaphore } from '../../../cloud/notification/concurrency.js';
+import { Delivery } from '../../../cloud/notification/delivery.js';
+import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
+import { createMetrics } from '../../../cloud/notification/metrics.js';
+import { WebPushSender } from '../../../cloud/notification/push.js';
+import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
+import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
+import { MongoNotificationStore } from '../../../cloud/notification/store.js';
+
+const ALERTS = 50_000;
+const BUILDINGS = 100;
+const ROOMS = 50; // 100 × 50 = 5,000 distinct keys
+const PARTITIONS = 4;
+const IN_FLIGHT_PARTITIONS = 4;
+const ROUNDS = 2;
+const DEADLINE_MS = 40_000;
+
+const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(',');
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
+const mongoUri = process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel';
+const run = randomBytes(4).toString('hex');
+const line = (label: string, value: string, unit = '') => console.log(`${label}: ${value}${unit ? ` ${unit}` : ''}`);
+
+function deadline<T>(what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${DEADLINE_MS / 1000} s`)), DEADLINE_MS);
+  });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
+
+/** Alerts for `BUILDINGS × ROOMS` keys, each key `ALERTS / keys` times, shuffled; keyed like telemetry. */
+function alerts(): Array<{ key: string; value: string }> {
+  const out: Array<{ key: string; value: string }> = [];
+  for (let i = 0; i < ALERTS; i++) {
+    const key = i % (BUILDINGS * ROOMS);
+    const buildingId = `bench-b${Math.floor(key / ROOMS)}`;
+    const roomId = `r${key % ROOMS}`;
+    out.push({
+      key: `${buildingId}:${roomId}`,
+      value: JSON.stringify({ alertId: `${run}-${i}`, type: 'temperature', field: 'temperature', buildingId, roomId, value: 31.5, bound: 'maxTemperature', threshold: 28, timestamp: Date.now() }),
+    });
+  }
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+async function startDirectory(): Promise<{ url: string; child: ChildProcess }> {
+  const script = fileURLToPath(new URL('./directory.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [first] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const { port } = JSON.parse(first) as { port: number };
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+async function measureBare(kafka: Kafka, topic: string, round: number): Promise<number> {
+  const consumer = kafka.consumer({ groupId: `bench-bare-${run}-${round}` });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  let count = 0;
+  let first = 0;
+  let last = 0;
+  const done = new Promise<void>((resolve) => {
+    void consumer.run({
+      partitionsConsumedConcurrently: IN_FLIGHT_PARTITIONS,
+      eachBatch: async ({ batch }) => {
+        if (first === 0) first = performance.now();
+        count += batch.messages.length;
+        if (count >= ALERTS) {
+          last = performance.now();
+          resolve();
+        }
+      },
+    });
+  });
+  await deadline('the bare consumer', done);
+  await consumer.disconnect();
+  return ALERTS / ((last - first) / 1000);
+}
+
+interface ServiceRound {
+  rate: number;
+  delivered: number;
+  suppressed: number;
+  uncommitted: number;
+}
+
+async function measureService(topic: string, round: number, db: Db, redis: Redis, directoryUrl: string): Promise<ServiceRound> {
+  const logger = silentLogger();
+  const metrics = createMetrics({ defaults: false });
+  const store = new MongoNotificationStore(db);
+  await store.start();
+  const push = new WebPushSender({});
+  const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel: `bench-notifications-${run}` }), store, push, pushPool: new Semaphore(16), metrics, logger });
+  const breach = new BreachHandler({
+    cooldown: new RedisCooldown(redis, { keyPrefix: `bench-notification-${run}-${round}:` }),
+    directory: coalesceLookups(createBuildingDirectory({ baseUrl: directoryUrl, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
+    systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
+    delivery,
+    metrics,
+    logger,
+  });
+  let settled = 0;
+  let first = 0;
+  let last = 0;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const consumer = new KafkaAlertConsumer({
+    brokers,
+    topic,
+    groupId: `bench-service-${run}-${round}`,
+    partitionsConsumedConcurrently: IN_FLIGHT_PARTITIONS,
+    lagIntervalMs: 0,
+    metrics,
+    logger,
+    settle: async (records, source) => {
+      if (first === 0) first = performance.now();
+      const result = await breach.settle(records, source);
+      settled += result.settled;
+      if (settled >= ALERTS && last === 0) {
+        last = performance.now();
+        finish();
+      }
+      return result;
+    },
+  });
+  try {
+    await consumer.start();
+    await deadline('the service consumer', done);
+    let uncommitted = await consumer.refreshLag();
+    for (let i = 0; i < 50 && uncommitted > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      uncommitted = await consumer.refreshLag();
+    }
+    const outcome = async (name: string) => (await metrics.alertsConsumed.get()).values.find((v) => v.labels.outcome === name)?.value ?? 0;
+    return { rate: ALERTS / ((last - first) / 1000), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
+  } finally {
+    await consumer.stop();
+    await push.close();
+  }
+}
+
+async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+async function main(): Promise<void> {
+  const kafka = new Kafka({ clientId: `bench-notification-${run}`, brokers, logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  const topic = `bench-alerts-${run}`;
+  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true });
+  const directory = await startDirectory();
+  const databaseName = `bench_notification_${run}`;
+  const mongo = new MongoClient(mongoUri.replace(/\/[^/]*$/, `/${databaseName}`));
+  await mongo.connect();
+  const redis = new Redis(redisUrl, { enableAutoPipelining: true });
+  try {
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    await producer.connect();
+    const records = alerts();
+    const produceStart = performance.now();
+    for (let i = 0; i < records.length; i += 5000) await producer.send({ topic, messages: records.slice(i, i + 5000) });
+    const produceRate = ALERTS / ((performance.now() - produceStart) / 1000);
+    await producer.disconnect();
+
+    const bare: number[] = [];
+    const service: ServiceRound[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      bare.push(await measureBare(kafka, topic, round));
+      service.push(await measureService(topic, round, mongo.db(databaseName), redis, directory.url));
+    }
+    const bestBare = Math.max(...bare);
+    const best = service.reduce((a, b) => (b.rate > a.rate ? b : a));
+    line('alerts', String(ALERTS));
+    line('distinct keys', String(BUILDINGS * ROOMS));
+    line('partitions', String(PARTITIONS));
+    line('produce rate', produceRate.toFixed(0), 'alerts/s');
+    bare.forEach((rate, i) => line(`bare kafkajs consumer round ${i + 1}`, rate.toFixed(0), 'alerts/s'));
+    service.forEach((r, i) => line(`service consumer path round ${i + 1}`, r.rate.toFixed(0), 'alerts/s'));
+    line('delivered per round', String(best.delivered), 'alerts');
+    line('suppressed per round', String(best.suppressed), 'alerts');
+    line('uncommitted after a round', String(Math.max(...service.map((r) => r.uncommitted))), 'records');
+    line('bare kafkajs consumer (best)', bestBare.toFixed(0), 'alerts/s');
+    line('service consumer path, settled end to end (best)', best.rate.toFixed(0), 'alerts/s');
+    line('ratio', (best.rate / bestBare).toFixed(2));
+  } finally {
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+    await deleteByPrefix(redis, `bench-notification-${run}-`);
+    await redis.quit();
+    await mongo.db(databaseName).dropDatabase().catch(() => undefined);
+    await mongo.close();
+    directory.child.kill('SIGTERM');
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);
