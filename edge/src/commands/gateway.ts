@@ -30,6 +30,7 @@ export interface GatewayOptions {
   /** Node's default process metrics in the registry. Default true. */
   processMetrics?: boolean;
   onTick?: (report: TickReport) => void;
+  ledgerRetentionMs?: number;
 }
 
 export interface Gateway {
@@ -82,6 +83,7 @@ export function openGateway(options: GatewayOptions): Gateway {
     metrics,
     logger,
     ...(options.onTick ? { onTick: options.onTick } : {}),
+    ...(options.ledgerRetentionMs !== undefined ? { ledgerRetentionMs: options.ledgerRetentionMs } : {}),
   });
   const openLedgerRef = ledger;
   return {

@@ -24,7 +24,7 @@ export async function runCollector(options: RunOptions, io: CommandIo): Promise<
   const poller = createPoller({ dialects });
   let gateway;
   try {
-    gateway = openGateway({ config, stateDir: config.stateDir, poller, ...(config.ingest ? { ingest: config.ingest } : {}), logger });
+    gateway = openGateway({ config, stateDir: config.stateDir, poller, ...(config.ingest ? { ingest: config.ingest } : {}), logger, ledgerRetentionMs: config.ledgerRetentionMs });
   } catch (err) {
     await poller.close();
     io.err(`lintel-edge: cannot open the state in ${config.stateDir}: ${(err as Error).message}\n`);

@@ -34,6 +34,8 @@ export interface EdgeConfig {
   ingest?: { url: string; secret: string; keyId?: string; timeoutMs: number };
   metrics?: { host: string; port: number };
   logLevel: string;
+  /** Ledger entries older than this are pruned (the chain stays verifiable from a checkpoint). */
+  ledgerRetentionMs: number;
   /** The APs with their secrets read from their files. */
   accessPoints: AccessPoint[];
   /** The name reports use for each AP a poll result names (an AP, or an AP behind a controller). */
@@ -120,6 +122,7 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
     zones: Object.entries(file.zones).map(([id, zone]) => (zone?.devicesPerPerson !== undefined ? { id, devicesPerPerson: zone.devicesPerPerson } : { id })),
     tracker,
     logLevel: file.logLevel ?? 'info',
+    ledgerRetentionMs: (file.ledgerRetentionDays ?? 30) * 24 * 3_600_000,
     accessPoints: file.accessPoints.map((ap) => resolveAccessPoint(ap, baseDir, options.dialects)),
     reportNames: reportNamesOf(file.accessPoints),
     sensors: (file.sensors ?? []).map((s) => ({ sensorId: s.sensorId, buildingId: file.buildingId, roomId: s.zone, metric: s.metric, driver: s.driver, endpoint: s.endpoint })),

@@ -109,6 +109,7 @@ export const EdgeConfigFile = closed(
     ingest: Ingest,
     metrics: closed('the metrics settings (an object)', { listen: ListenAddress }, {}),
     logLevel: LogLevel,
+    ledgerRetentionDays: PositiveInt,
     sensors: t.array(Sensor, 'a list of sensors'),
   },
   {

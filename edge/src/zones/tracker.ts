@@ -45,13 +45,11 @@ interface Heard {
   ap: string;
   zone: string;
   rssiDbm: number;
+  /** The zone the device is counted in before this poll, if any. */
+  incumbentZone: string | undefined;
   /** The loudest signal from the device's incumbent zone, if that zone heard it. */
   incumbentRssiDbm: number | undefined;
   incumbentAp: string | undefined;
-}
-
-function louder(rssi: number, ap: string, than: { rssiDbm: number; ap: string }): boolean {
-  return rssi > than.rssiDbm || (rssi === than.rssiDbm && ap < than.ap);
 }
 
 /** Folds every AP's stations into one loudest sighting per device. */
@@ -63,17 +61,17 @@ function heardDevices(aps: readonly ApObservation[], known: ReadonlyMap<string, 
     for (const { device, rssiDbm } of observation.stations) {
       if (!Number.isFinite(rssiDbm)) continue;
       let entry = heard.get(device);
-      if (!entry) {
-        entry = { ap, zone, rssiDbm, incumbentRssiDbm: undefined, incumbentAp: undefined };
+      if (entry === undefined) {
+        entry = { ap, zone, rssiDbm, incumbentZone: known.get(device)?.zone, incumbentRssiDbm: undefined, incumbentAp: undefined };
         heard.set(device, entry);
-      } else if (louder(rssiDbm, ap, entry)) {
+      } else if (rssiDbm > entry.rssiDbm || (rssiDbm === entry.rssiDbm && ap < entry.ap)) {
         entry.ap = ap;
         entry.zone = zone;
         entry.rssiDbm = rssiDbm;
       }
-      const incumbent = known.get(device);
-      if (incumbent && incumbent.zone === zone) {
-        if (entry.incumbentRssiDbm === undefined || louder(rssiDbm, ap, { rssiDbm: entry.incumbentRssiDbm, ap: entry.incumbentAp ?? '' })) {
+      if (zone === entry.incumbentZone) {
+        const best = entry.incumbentRssiDbm;
+        if (best === undefined || rssiDbm > best || (rssiDbm === best && ap < (entry.incumbentAp as string))) {
           entry.incumbentRssiDbm = rssiDbm;
           entry.incumbentAp = ap;
         }
@@ -87,56 +85,41 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
   return { zone, ap, rssiDbm, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
 }
 
-type Step = { device: TrackedDevice; moved: boolean; frozen: boolean };
-
-/** The next record of a known device that was heard this poll. */
-function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): Step {
-  if (heard.zone === current.zone) {
-    return { device: settled(current.zone, heard.ap, heard.rssiDbm, poll), moved: false, frozen: false };
-  }
-  const moveTo = (): Step => ({ device: settled(heard.zone, heard.ap, heard.rssiDbm, poll), moved: true, frozen: false });
-
+/**
+ * The next record of a known device that was heard this poll. It moved when the zone differs; it is
+ * frozen when `frozenPolls` is above 0.
+ */
+function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice {
+  if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentRssiDbm !== undefined) {
     // Both zones hear it: only a clear margin moves it.
-    if (heard.rssiDbm - heard.incumbentRssiDbm >= config.switchMarginDb) return moveTo();
-    return { device: settled(current.zone, heard.incumbentAp ?? current.ap, heard.incumbentRssiDbm, poll), moved: false, frozen: false };
+    if (heard.rssiDbm - heard.incumbentRssiDbm >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    return settled(current.zone, heard.incumbentAp ?? current.ap, heard.incumbentRssiDbm, poll);
   }
   const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
   if (silentAps.has(current.ap)) {
     // Its own AP cannot speak for it: keep it where it was unless the margin or the ceiling says otherwise.
     const frozenPolls = current.frozenPolls + 1;
-    if (beatsLastKnown || frozenPolls >= config.frozenPolls) return moveTo();
-    return {
-      device: { ...current, challengerZone: null, challengerPolls: 0, frozenPolls, absentPolls: 0, lastHeardPoll: poll },
-      moved: false,
-      frozen: true,
-    };
+    if (beatsLastKnown || frozenPolls >= config.frozenPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls, absentPolls: 0, lastHeardPoll: poll };
   }
-  if (beatsLastKnown) return moveTo();
+  if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
   // Its zone answered without it: the dwell rule counts.
   const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
-  if (challengerPolls >= config.switchPolls) return moveTo();
-  return {
-    device: { ...current, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll },
-    moved: false,
-    frozen: false,
-  };
+  if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+  return { ...current, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
 }
 
 /** The next record of a known device nobody heard this poll, or why it is removed. */
-function stepUnheard(
-  current: TrackedDevice,
-  silentAps: ReadonlySet<string>,
-  config: TrackerConfig,
-): { device: TrackedDevice; frozen: boolean } | { removed: RemovalReason } {
+function stepUnheard(current: TrackedDevice, silentAps: ReadonlySet<string>, config: TrackerConfig): TrackedDevice | RemovalReason {
   if (silentAps.has(current.ap)) {
     const frozenPolls = current.frozenPolls + 1;
-    if (frozenPolls >= config.frozenPolls) return { removed: 'expired' };
-    return { device: { ...current, challengerZone: null, challengerPolls: 0, frozenPolls }, frozen: true };
+    if (frozenPolls >= config.frozenPolls) return 'expired';
+    return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls };
   }
   const absentPolls = current.absentPolls + 1;
-  if (absentPolls >= config.absentPolls) return { removed: 'gone' };
-  return { device: { ...current, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls }, frozen: false };
+  if (absentPolls >= config.absentPolls) return 'gone';
+  return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls };
 }
 
 function pairKey(from: string, to: string): string {
@@ -167,30 +150,23 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
 
   for (const [id, current] of state.devices) {
     const sighting = heard.get(id);
-    if (sighting) {
-      const step = stepHeard(current, sighting, silentAps, poll, config);
-      devices.set(id, step.device);
-      changed.push(id);
-      if (step.frozen) stats.frozen++;
-      if (step.moved) {
-        stats.moved++;
-        const key = pairKey(current.zone, step.device.zone);
-        const pair = movesByPair.get(key);
-        if (pair) pair.count++;
-        else movesByPair.set(key, { from: current.zone, to: step.device.zone, count: 1 });
-      }
-      continue;
-    }
-    const step = stepUnheard(current, silentAps, config);
-    if ('removed' in step) {
-      removed.push({ device: id, reason: step.removed });
-      if (step.removed === 'gone') stats.gone++;
+    const next = sighting ? stepHeard(current, sighting, silentAps, poll, config) : stepUnheard(current, silentAps, config);
+    if (typeof next === 'string') {
+      removed.push({ device: id, reason: next });
+      if (next === 'gone') stats.gone++;
       else stats.expired++;
       continue;
     }
-    devices.set(id, step.device);
+    devices.set(id, next);
     changed.push(id);
-    if (step.frozen) stats.frozen++;
+    if (next.frozenPolls > 0) stats.frozen++;
+    if (next.zone !== current.zone) {
+      stats.moved++;
+      const key = pairKey(current.zone, next.zone);
+      const pair = movesByPair.get(key);
+      if (pair) pair.count++;
+      else movesByPair.set(key, { from: current.zone, to: next.zone, count: 1 });
+    }
   }
   for (const [id, sighting] of heard) {
     if (state.devices.has(id)) continue;

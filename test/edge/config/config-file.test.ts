@@ -57,6 +57,7 @@ t.test('the sample config parses with the shipped dialects', async (t) => {
   t.same(config.tracker, { switchPolls: 3, switchMarginDb: 8, frozenPolls: 30, absentPolls: 2, transitionWindowPolls: 30 });
   t.same(config.ingest, { url: 'https://telemetry.example.net/ingest', secret: 'ingest-signing-key', keyId: 'gw-hq-amsterdam', timeoutMs: 5000 });
   t.same(config.metrics, { host: '127.0.0.1', port: 9464 });
+  t.equal(config.ledgerRetentionMs, 30 * 24 * 3_600_000);
   t.equal(config.accessPoints.length, 4);
   t.same(config.accessPoints[0]!.target, { transport: 'snmp', host: '10.20.0.11', port: 161, version: '2c', community: 'public' });
   t.same(config.accessPoints[1]!.target, {
