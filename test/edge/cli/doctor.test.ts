@@ -22,7 +22,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
   t.test('all good: exit 0', async (t) => {
     const sub = join(dir, 'good');
     mkdirSync(sub, { recursive: true });
-    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' } });
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3 });
     const before = ingest.received.length;
     const { code, stdout } = await runCli(['doctor', '--config', config]);
     t.comment(stdout);
@@ -50,7 +50,8 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     const ssh = building.accessPoints.find((ap) => ap.target.transport === 'ssh')!;
     const config = writeBuildingConfig(building, workDir, sub, {
       ingest: { url: ingest.url, secretFile: bad },
-      requestTimeoutS: 0.5,
+      pollIntervalS: 5,
+      requestTimeoutS: 2,
       override: {
         [snmp.name]: (ap) => ({ ...ap, snmp: { ...(ap.snmp as object), port: closed } }),
         [ssh.name]: (ap) => ({ ...ap, ssh: { ...(ap.ssh as object), privateKeyFile: wrongKey } }),

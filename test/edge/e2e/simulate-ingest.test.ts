@@ -18,7 +18,7 @@ import { chainHash } from '../../../edge/src/report/chain.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 
 const TICKS = 20;
-const INTERVAL_MS = 400;
+const INTERVAL_MS = 500;
 const SECRET = 'e2e-ingest-signing-key';
 /** The collector lags true moves by its hysteresis (a few polls); the bound leaves room for that. */
 const MAX_ERROR_RATE = 0.2;
