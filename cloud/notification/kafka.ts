@@ -67,7 +67,8 @@ export class KafkaAlertConsumer {
       brokers: options.brokers,
       logLevel: logLevel.WARN,
       logCreator: kafkaLogCreator(options.logger.child({ component: 'kafka' })),
-      retry: { retries: 5 },
+      // A few quick retries for transient errors; an unreachable cluster is then retried every reconnectMs.
+      retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5000 },
     });
   }
 

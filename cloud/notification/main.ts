@@ -8,7 +8,7 @@ import { MongoClient } from 'mongodb';
 import webpush from 'web-push';
 import { encodeClaims, systemClaims } from '../../shared/claims.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
-import { ConfigError, hostPorts, int, readEnv, str, url, type EnvVar } from '../../shared/env.js';
+import { ConfigError, hostPorts, int, readEnv, str, url, type EnvOf, type EnvVar } from '../../shared/env.js';
 import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createApp } from './app.js';
@@ -39,29 +39,41 @@ function bool(options: { default: boolean }): EnvVar<boolean> {
   };
 }
 
-function readConfig() {
-  const env = readEnv({
-    PORT: int({ default: 3000, min: 0, max: 65535 }),
-    MONGO_URI: url(['mongodb', 'mongodb+srv'], { default: 'mongodb://127.0.0.1:27017/notificationdb' }),
-    REDIS_URL: url(['redis', 'rediss'], { default: 'redis://127.0.0.1:6379' }),
-    KAFKA_BROKERS: hostPorts({ default: '127.0.0.1:9092' }),
-    DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://127.0.0.1:3000' }),
-    VAPID_PUBLIC_KEY: str({ optional: true }),
-    VAPID_PRIVATE_KEY: str({ optional: true }),
-    VAPID_SUBJECT: str({ default: 'mailto:alerts@lintel.invalid' }),
-    NOTIFICATIONS_CHANNEL: str({ default: 'notifications' }),
-    ALERTS_TOPIC: str({ default: 'alerts' }),
-    ALERTS_GROUP: str({ default: 'alerts' }),
-    PUSH_CONCURRENCY: int({ default: 16, min: 1, max: 1024 }),
-    WEB_PUSH_ALLOW_HTTP: bool({ default: false }),
-    LOG_LEVEL: str({ default: 'info' }),
-  });
-  let vapid: VapidKeys | undefined;
-  if (env.VAPID_PUBLIC_KEY && env.VAPID_PRIVATE_KEY) {
-    vapid = { subject: env.VAPID_SUBJECT, publicKey: env.VAPID_PUBLIC_KEY, privateKey: env.VAPID_PRIVATE_KEY };
-    const problems = vapidProblems(vapid);
-    if (problems.length > 0) throw new ConfigError(problems);
+const ENV_SPEC = {
+  PORT: int({ default: 3000, min: 0, max: 65535 }),
+  MONGO_URI: url(['mongodb', 'mongodb+srv'], { default: 'mongodb://127.0.0.1:27017/notificationdb' }),
+  REDIS_URL: url(['redis', 'rediss'], { default: 'redis://127.0.0.1:6379' }),
+  KAFKA_BROKERS: hostPorts({ default: '127.0.0.1:9092' }),
+  DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://127.0.0.1:3000' }),
+  VAPID_PUBLIC_KEY: str({ optional: true }),
+  VAPID_PRIVATE_KEY: str({ optional: true }),
+  VAPID_SUBJECT: str({ default: 'mailto:alerts@lintel.invalid' }),
+  NOTIFICATIONS_CHANNEL: str({ default: 'notifications' }),
+  ALERTS_TOPIC: str({ default: 'alerts' }),
+  ALERTS_GROUP: str({ default: 'alerts' }),
+  PUSH_CONCURRENCY: int({ default: 16, min: 1, max: 1024 }),
+  WEB_PUSH_ALLOW_HTTP: bool({ default: false }),
+  LOG_LEVEL: str({ default: 'info' }),
+};
+
+/** Reads and checks the whole configuration, reporting every problem at once. */
+function readConfig(source: NodeJS.ProcessEnv = process.env) {
+  const problems: string[] = [];
+  let env: EnvOf<typeof ENV_SPEC> | undefined;
+  try {
+    env = readEnv(ENV_SPEC, source);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
   }
+  const publicKey = source.VAPID_PUBLIC_KEY ?? '';
+  const privateKey = source.VAPID_PRIVATE_KEY ?? '';
+  let vapid: VapidKeys | undefined;
+  if (publicKey !== '' && privateKey !== '') {
+    vapid = { subject: source.VAPID_SUBJECT || 'mailto:alerts@lintel.invalid', publicKey, privateKey };
+    problems.push(...vapidProblems(vapid));
+  }
+  if (problems.length > 0 || !env) throw new ConfigError(problems);
   const database = decodeURIComponent(new URL(env.MONGO_URI).pathname.replace(/^\/+/, '')) || 'notificationdb';
   return { ...env, vapid, database };
 }

@@ -1,0 +1,164 @@
+/**
+ * The composition root as a process: `vapid-keys` prints a usable pair, bad configuration is reported
+ * all at once with exit 2, the service starts on the local stack (database from the MONGO_URI path)
+ * and consumes its alerts topic end to end, it keeps serving HTTP while Kafka is unreachable, and it
+ * stops on SIGTERM with exit 0.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import t from 'tap';
+import webpush from 'web-push';
+import { parseNotification } from '../../../shared/notification.js';
+import { vapidProblems } from '../../../cloud/notification/push.js';
+import { COLLECTIONS } from '../../../cloud/notification/store.js';
+import { FakeDirectory } from './support/fake-directory.js';
+import { call, claims } from './support/harness.js';
+import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+
+const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
+
+function run(args: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+async function outputOf(child: ChildProcess): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+/** Starts the service and waits for its "listening" log line. Killed at teardown if still running. */
+async function startService(t: Teardown, env: Record<string, string>) {
+  const child = run([], { PORT: '0', LOG_LEVEL: 'info', ...env });
+  const logs: Array<Record<string, unknown>> = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ msg: line });
+    }
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const listening = await waitFor(
+    'the service to listen',
+    () => {
+      if (child.exitCode !== null) throw new Error(`service exited ${child.exitCode}: ${stderr}`);
+      return logs.find((l) => l.msg === 'notification service listening');
+    },
+    30_000,
+  );
+  return { url: `http://127.0.0.1:${String(listening.port)}`, logs, child, exited };
+}
+
+t.test('vapid-keys prints a fresh, valid key pair and exits 0', async (t) => {
+  const { code, stdout } = await outputOf(run(['vapid-keys'], {}));
+  t.equal(code, 0);
+  const publicKey = /^VAPID_PUBLIC_KEY=(\S+)$/m.exec(stdout)?.[1];
+  const privateKey = /^VAPID_PRIVATE_KEY=(\S+)$/m.exec(stdout)?.[1];
+  t.ok(publicKey && privateKey, 'both keys printed as env lines');
+  t.same(vapidProblems({ subject: 'mailto:a@b.invalid', publicKey: publicKey!, privateKey: privateKey! }), [], 'they form a valid pair');
+});
+
+t.test('bad configuration: every problem named at once, exit 2', async (t) => {
+  const mismatched = webpush.generateVAPIDKeys();
+  const { code, stderr } = await outputOf(
+    run([], {
+      PORT: 'eighty',
+      MONGO_URI: 'postgres://x/y',
+      KAFKA_BROKERS: 'nohostport',
+      VAPID_PUBLIC_KEY: mismatched.publicKey,
+      VAPID_PRIVATE_KEY: webpush.generateVAPIDKeys().privateKey,
+    }),
+  );
+  t.equal(code, 2);
+  t.match(stderr, /PORT: expected an integer/);
+  t.match(stderr, /MONGO_URI: not a mongodb:\/\/ or mongodb\+srv:\/\/ URL/);
+  t.match(stderr, /KAFKA_BROKERS: expected host:port/);
+  t.match(stderr, /VAPID_PUBLIC_KEY: does not belong to VAPID_PRIVATE_KEY/);
+});
+
+t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM', async (t) => {
+  const directory = await new FakeDirectory().start();
+  t.teardown(() => directory.stop());
+  const { db, uri } = await freshMongo(t);
+  const { topic } = await freshTopic(t, 'alerts', 2);
+  const channelName = uniqueName('notifications');
+  const channel = await channelRecorder(t, channelName);
+  const keys = webpush.generateVAPIDKeys();
+  const service = await startService(t, {
+    MONGO_URI: uri,
+    REDIS_URL: STACK.redisUrl,
+    KAFKA_BROKERS: STACK.kafkaBrokers.join(','),
+    DIGITAL_TWIN_URL: directory.url,
+    VAPID_PUBLIC_KEY: keys.publicKey,
+    VAPID_PRIVATE_KEY: keys.privateKey,
+    NOTIFICATIONS_CHANNEL: channelName,
+    ALERTS_TOPIC: topic,
+    ALERTS_GROUP: uniqueName('alerts'),
+  });
+  t.same(await call(service.url, 'GET', '/public-key'), { status: 200, body: { publicVapidKey: keys.publicKey } });
+  const acme = uniqueName('acme');
+  const ana = uniqueName('ana');
+  const pref = await call(service.url, 'POST', '/preferences', { claims: claims(`sub-${ana}`, ana, [{ domainName: acme, role: 'member' }]), body: { domainName: acme, type: 'airQuality', enabled: true } });
+  t.equal(pref.status, 200);
+  t.equal(await db.collection(COLLECTIONS.preferences).countDocuments({ accountName: ana }), 1, 'stored in the database named by the MONGO_URI path');
+  t.equal(await db.collection(COLLECTIONS.migrations).countDocuments({ state: 'done' }), 2, 'the startup migration left its markers there');
+
+  await waitFor('the consumer to run', () => service.logs.some((l) => l.msg === 'alert consumer running'), 30_000);
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const alert = JSON.stringify({ type: 'airQuality', field: 'co2', buildingId: building, roomId: 'r1', value: 1800, bound: 'maxCo2', threshold: 1200 });
+  const p = await producer(t);
+  await p.send({ topic, messages: [{ key: `${building}:r1`, value: alert }, { key: `${building}:r1`, value: alert }] });
+  await waitFor('the in-app notification', () => channel.raw.length >= 1, 30_000);
+  const parsed = parseNotification(channel.raw[0]);
+  t.ok(parsed.ok);
+  if (parsed.ok) t.match(parsed.notification, { kind: 'alert', metric: 'airQuality', field: 'co2', domainName: acme, message: `Maximum CO₂ exceeded in room r1 of building ${building}: 1800 ppm (limit 1200 ppm)` });
+  const metrics = await waitFor('both records counted', async () => {
+    const text = String((await call(service.url, 'GET', '/metrics')).body);
+    return /notification_alerts_consumed_total\{outcome="suppressed",service="notification"\} 1/.test(text) ? text : undefined;
+  });
+  t.match(metrics, /notification_alerts_consumed_total\{outcome="delivered",service="notification"\} 1/);
+  t.equal(channel.raw.length, 1, 'the repeat was suppressed');
+
+  service.child.kill('SIGTERM');
+  const [code] = await service.exited;
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.ok(service.logs.some((l) => l.msg === 'stopped'));
+});
+
+t.test('keeps serving HTTP while Kafka is unreachable, retrying every 5 seconds', async (t) => {
+  const directory = await new FakeDirectory().start();
+  t.teardown(() => directory.stop());
+  const { uri } = await freshMongo(t);
+  const service = await startService(t, {
+    MONGO_URI: uri,
+    REDIS_URL: STACK.redisUrl,
+    KAFKA_BROKERS: '127.0.0.1:1',
+    DIGITAL_TWIN_URL: directory.url,
+    ALERTS_TOPIC: uniqueName('alerts'),
+  });
+  t.same(await call(service.url, 'GET', '/health'), { status: 200, body: { status: 'ok' } });
+  const key = await call(service.url, 'GET', '/public-key');
+  t.equal(key.status, 404, 'no VAPID keys: push is not configured');
+  t.ok(service.logs.some((l) => /VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are not both set/.test(String(l.msg))), 'the missing keys are logged');
+  await waitFor('the retry to be announced', () => service.logs.some((l) => /alert consumer could not start; retrying in 5000 ms/.test(String(l.msg))), 60_000);
+  const ana = uniqueName('ana');
+  const acme = uniqueName('acme');
+  t.equal((await call(service.url, 'POST', '/preferences', { claims: claims(`sub-${ana}`, ana, [{ domainName: acme, role: 'member' }]), body: { domainName: acme, type: 'temperature', enabled: true } })).status, 200);
+  service.child.kill('SIGTERM');
+  const [code] = await service.exited;
+  t.equal(code, 0);
+});
