@@ -109,6 +109,8 @@ export class KafkaAlertConsumer {
     const { logger } = this.options;
     const consumer = this.kafka.consumer({
       groupId: this.groupId,
+      // An idle fetch waits at most this long, and a stop waits for the fetch in flight: keep SIGTERM quick.
+      maxWaitTimeInMs: 1000,
       retry: { retries: 5, restartOnFailure: async () => true },
     });
     consumer.on(consumer.events.CRASH, (event) => {

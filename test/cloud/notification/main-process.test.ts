@@ -135,6 +135,7 @@ t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM
 
   service.child.kill('SIGTERM');
   const [code] = await service.exited;
+  if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));
   t.equal(code, 0, 'SIGTERM stops it cleanly');
   t.ok(service.logs.some((l) => l.msg === 'stopped'));
 });
