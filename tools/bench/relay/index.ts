@@ -34,8 +34,8 @@ const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 2000);
 const ROOMS = Number(process.env.BENCH_ROOMS ?? 200);
 const FIXED_DELIVERIES_PER_SEC = Number(process.env.BENCH_RATE ?? 20_000);
 const FIXED_SECS = Number(process.env.BENCH_FIXED_SECS ?? 8);
-const SATURATION_SECS = Number(process.env.BENCH_SATURATION_SECS ?? 2.5);
-const SATURATION_ROUNDS = Number(process.env.BENCH_SATURATION_ROUNDS ?? 3);
+const SATURATION_SECS = Number(process.env.BENCH_SATURATION_SECS ?? 2);
+const SATURATION_ROUNDS = Number(process.env.BENCH_SATURATION_ROUNDS ?? 4);
 /** Deliveries allowed in flight during saturation: enough to keep both servers busy, bounded for Redis. */
 const WINDOW_DELIVERIES = 20_000;
 const PER_ROOM = CLIENTS / ROOMS;
@@ -161,13 +161,13 @@ async function settle(fleet: ClientFleet): Promise<void> {
   await fleet.nextProgress();
 }
 
-/** Publishes at a fixed rate for FIXED_SECS; deliveries/s, latency percentiles and losses. */
-async function fixedRate(target: Target, fleet: ClientFleet, publisher: Redis) {
+/** Publishes at a fixed rate for `secs`; deliveries/s, latency percentiles and losses. */
+async function fixedRate(target: Target, fleet: ClientFleet, publisher: Redis, secs = FIXED_SECS) {
   const messagesPerSec = FIXED_DELIVERIES_PER_SEC / PER_ROOM;
   await settle(fleet);
   let published = 0;
   const start = now();
-  while (now() - start < FIXED_SECS * 1000) {
+  while (now() - start < secs * 1000) {
     const due = Math.floor(((now() - start) / 1000) * messagesPerSec) - published;
     if (due > 0) {
       const pipeline = publisher.pipeline();
@@ -253,7 +253,10 @@ async function main(): Promise<void> {
     const bareTarget: Target = { kind: 'bare', url: bare.url, prefix: barePrefix };
     const relayMemory = await connectFleet(relayTarget, fleet, claims);
     const bareMemory = await connectFleet(bareTarget, fleet, claims);
+    // One second of the same load first, not measured: JIT and buffers warm up on both sides.
+    await fixedRate(relayTarget, fleet, publisher, 1);
     const relayFixed = await fixedRate(relayTarget, fleet, publisher);
+    await fixedRate(bareTarget, fleet, publisher, 1);
     const bareFixed = await fixedRate(bareTarget, fleet, publisher);
     // The machine is shared: alternate short saturation rounds and keep each server's best.
     let relayMax = 0;
