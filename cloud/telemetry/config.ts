@@ -27,4 +27,10 @@ export const TELEMETRY_ENV = {
   INGEST_SIGNING_SECRET: keyRing(),
   PRIVACY_FLOOR: int({ default: 5, min: 1, max: 1000 }),
   LOG_LEVEL: str({ default: 'info' }),
+  // Optional renames, so several deployments (or a benchmark) can share one broker.
+  ALERTS_TOPIC: str({ default: 'alerts' }),
+  REGISTRATIONS_TOPIC: str({ default: 'building-registrations' }),
+  REGISTRATIONS_GROUP: str({ default: 'telemetry-registrations' }),
+  RAW_CHANNEL: str({ default: 'telemetry:raw' }),
+  FILTERED_CHANNEL_PREFIX: str({ default: 'telemetry:filtered:' }),
 };

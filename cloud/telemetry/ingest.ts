@@ -47,28 +47,41 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
   }
 
   async function ingest(keyId: string, body: unknown): Promise<{ accepted: number }> {
+    const done = metrics.ingestSeconds.startTimer();
+    try {
+      return await ingestBatch(keyId, body);
+    } finally {
+      done();
+    }
+  }
+
+  async function ingestBatch(keyId: string, body: unknown): Promise<{ accepted: number }> {
     const shape = shapeOfBatch(body, limits);
     if (!shape.ok) {
       metrics.batches.inc({ outcome: shape.status === 413 ? 'too_large' : 'invalid' });
       throw new HttpError(shape.status, shape.message, { errors: shape.errors });
     }
-    if (shape.batchId !== undefined) {
-      const first = await store.batchResult(keyId, shape.batchId);
+    const checked = validateBatch(shape.readings, options.clock(), limits);
+    if (!checked.ok) {
+      // A repeat of an accepted batch answers its first result even if it no longer validates (say,
+      // its readings aged past the retention while the gateway retried).
+      const first = shape.batchId === undefined ? undefined : await store.batchResult(keyId, shape.batchId);
       if (first !== undefined) {
         metrics.batches.inc({ outcome: 'duplicate' });
         return { accepted: first };
       }
-    }
-    const checked = validateBatch(shape.readings, options.clock(), limits);
-    if (!checked.ok) {
       metrics.batches.inc({ outcome: 'invalid' });
       throw new HttpError(400, checked.message, { errors: checked.errors });
     }
     const readings = checked.readings;
-    const buildings = [...new Set(readings.map((r) => r.reading.buildingId))];
-    const bounded = [...new Set(readings.filter((r) => r.metric.bounds.length > 0).map((r) => r.metric.key))];
-    const alerts = alertsOf(readings, boundsResolver(await store.thresholdsOf(buildings, bounded)));
-    const outcome = await store.store({ keyId, batchId: shape.batchId, rows: readings.map(rowOf), alerts });
+    const boundedMetrics = [...new Set(readings.filter((r) => r.metric.bounds.length > 0).map((r) => r.metric.key))];
+    const outcome = await store.store({
+      keyId,
+      batchId: shape.batchId,
+      rows: readings.map(rowOf),
+      boundedMetrics,
+      alertsFor: (thresholds) => alertsOf(readings, boundsResolver(thresholds)),
+    });
     if (outcome.kind === 'too_old') {
       metrics.batches.inc({ outcome: 'invalid' });
       throw new HttpError(400, `${outcome.indexes.length} of ${readings.length} readings are older than the raw data still kept; nothing was stored`, {

@@ -46,7 +46,15 @@ async function main(): Promise<void> {
   const directory = createBuildingDirectory({ baseUrl: env.DIGITAL_TWIN_URL, timeoutMs: 2000, cacheTtlMs: 15 * 60_000 });
 
   const service = new TelemetryService(
-    { port: env.PORT, privacyFloor: env.PRIVACY_FLOOR, sharedKeys: env.INGEST_SIGNING_SECRET },
+    {
+      port: env.PORT,
+      privacyFloor: env.PRIVACY_FLOOR,
+      sharedKeys: env.INGEST_SIGNING_SECRET,
+      alertsTopic: env.ALERTS_TOPIC,
+      registrationsTopic: env.REGISTRATIONS_TOPIC,
+      registrationsGroup: env.REGISTRATIONS_GROUP,
+      channels: { raw: env.RAW_CHANNEL, filteredPrefix: env.FILTERED_CHANNEL_PREFIX },
+    },
     { pool, redis, kafka, directory, catalog, logger, clock: Date.now },
   );
   await runUntilSignal(service, logger);

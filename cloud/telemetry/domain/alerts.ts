@@ -28,16 +28,29 @@ export type BoundsResolver = (buildingId: string, roomId: string, metric: string
  * resolve('b', 'lab', 'temperature'); // { maxTemperature: 22, maxHumidity: 70 }
  */
 export function boundsResolver(rows: readonly ThresholdRow[]): BoundsResolver {
-  const building = new Map<string, Record<string, number>>();
-  const room = new Map<string, Record<string, number>>();
+  const empty: Bounds = Object.freeze({});
+  if (rows.length === 0) return () => empty;
+  // building → metric → room ('' for the building itself) → bounds
+  const table = new Map<string, Map<string, Map<string, Record<string, number>>>>();
   for (const row of rows) {
-    if (row.roomId === null) building.set(JSON.stringify([row.buildingId, row.metric]), row.bounds);
-    else room.set(JSON.stringify([row.buildingId, row.roomId, row.metric]), row.bounds);
+    let metrics = table.get(row.buildingId);
+    if (!metrics) table.set(row.buildingId, (metrics = new Map()));
+    let rooms = metrics.get(row.metric);
+    if (!rooms) metrics.set(row.metric, (rooms = new Map()));
+    rooms.set(row.roomId === null ? '' : `r:${row.roomId}`, row.bounds);
   }
-  return (buildingId, roomId, metric) => ({
-    ...(building.get(JSON.stringify([buildingId, metric])) ?? {}),
-    ...(room.get(JSON.stringify([buildingId, roomId, metric])) ?? {}),
-  });
+  const resolved = new Map<string, Bounds>();
+  return (buildingId, roomId, metric) => {
+    const rooms = table.get(buildingId)?.get(metric);
+    if (!rooms) return empty;
+    const key = `r:${roomId}`;
+    let bounds = resolved.get(`${buildingId}\u0000${metric}\u0000${key}`);
+    if (!bounds) {
+      bounds = { ...(rooms.get('') ?? {}), ...(rooms.get(key) ?? {}) };
+      resolved.set(`${buildingId}\u0000${metric}\u0000${key}`, bounds);
+    }
+    return bounds;
+  };
 }
 
 /** The value on the Kafka `alerts` topic (CONTRACTS.md). */

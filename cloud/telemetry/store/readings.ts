@@ -1,13 +1,18 @@
 /**
- * PostgreSQL adapter for ingest: day partitions on demand, then one transaction per batch that claims
- * the batch id, inserts every reading with one UNNEST statement, writes the batch's alerts to the
- * outbox, and marks late hours for a new rollup.
+ * PostgreSQL adapter for ingest: day partitions on demand, then one transaction per batch in three
+ * round trips:
+ * 1. BEGIN, the shared rollup lock, and the thresholds of the batch's buildings;
+ * 2. one statement that claims the batch id, inserts every reading (UNNEST, ON CONFLICT DO NOTHING),
+ *    writes the batch's alerts to the outbox and marks late hours for a new rollup, each only if the
+ *    batch id was new and no reading is older than the raw data still kept;
+ * 3. COMMIT.
  */
 import type { Pool, PoolClient } from 'pg';
+import pg from 'pg';
 import type { AlertEvent, ThresholdRow } from '../domain/alerts.js';
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
-import { DAY_MS, floorDay, floorHour, isoUtc, partitionNameOf } from '../domain/utc.js';
+import { DAY_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
 import { PARTITION_LOCK, ROLLUP_LOCK } from './locks.js';
 
 /** What a batch becomes in storage. */
@@ -16,7 +21,10 @@ export interface StoredBatch {
   keyId: string;
   batchId: string | undefined;
   rows: readonly ReadingRow[];
-  alerts: readonly AlertEvent[];
+  /** Metrics of the batch that declare bounds (their thresholds are read). */
+  boundedMetrics: readonly string[];
+  /** The alerts of the batch, given the thresholds in force (read in the same transaction). */
+  alertsFor(thresholds: ThresholdRow[]): AlertEvent[];
 }
 
 export type StoreOutcome =
@@ -29,21 +37,42 @@ export type StoreOutcome =
 export interface ReadingsStore {
   /** The result stored for a batch id, if that batch was accepted before. */
   batchResult(keyId: string, batchId: string): Promise<number | undefined>;
-  /** Building- and room-level thresholds of these buildings for these metrics. */
-  thresholdsOf(buildingIds: readonly string[], metrics: readonly string[]): Promise<ThresholdRow[]>;
   store(batch: StoredBatch): Promise<StoreOutcome>;
 }
 
-const INSERT_READINGS = `
-INSERT INTO readings (building_id, room_id, metric, ts, value, payload)
-SELECT b, r, m, to_timestamp(t / 1000.0), v, p
-FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[], $6::jsonb[]) AS u(b, r, m, t, v, p)
-ON CONFLICT DO NOTHING`;
-
-const INSERT_ALERTS = `
-INSERT INTO alert_outbox (alert_id, message_key, payload)
-SELECT a, k, p FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS u(a, k, p)
-ON CONFLICT (alert_id) DO NOTHING`;
+const INGEST = `
+WITH state AS (
+  SELECT watermark, retained_from FROM rollup_state
+), fresh AS (
+  SELECT NOT EXISTS (SELECT 1 FROM state WHERE retained_from > to_timestamp($9 / 1000.0)) AS ok
+), claim AS (
+  INSERT INTO ingest_batches (key_id, batch_id, accepted)
+  SELECT $1, $2, $3 FROM fresh WHERE fresh.ok AND $2::text IS NOT NULL
+  ON CONFLICT DO NOTHING RETURNING 1
+), go AS (
+  SELECT 1 FROM fresh WHERE fresh.ok AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM claim))
+), ins AS (
+  INSERT INTO readings (building_id, room_id, metric, ts, value, payload)
+  SELECT b, r, m, to_timestamp(t / 1000.0), v, p
+  FROM unnest($4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $10::jsonb[]) AS u(b, r, m, t, v, p)
+  WHERE EXISTS (SELECT 1 FROM go)
+  ON CONFLICT DO NOTHING RETURNING 1
+), alerts AS (
+  INSERT INTO alert_outbox (alert_id, message_key, payload)
+  SELECT a, k, p FROM unnest($11::text[], $12::text[], $13::jsonb[]) AS u(a, k, p)
+  WHERE EXISTS (SELECT 1 FROM go)
+  ON CONFLICT (alert_id) DO NOTHING RETURNING 1
+), late AS (
+  INSERT INTO rollup_pending (hour)
+  SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC')
+  FROM unnest($7::float8[]) AS u(t), state
+  WHERE EXISTS (SELECT 1 FROM go) AND state.watermark > to_timestamp($9 / 1000.0) AND to_timestamp(t / 1000.0) < state.watermark
+  ON CONFLICT DO NOTHING RETURNING 1
+)
+SELECT (SELECT ok FROM fresh) AS fresh,
+       EXISTS (SELECT 1 FROM go) AS stored,
+       (SELECT count(*) FROM ins)::int AS inserted,
+       (SELECT count(*) FROM alerts)::int AS alerts`;
 
 function byKey(a: ReadingRow, b: ReadingRow): number {
   // One order for every transaction, so two batches sharing readings never deadlock on each other.
@@ -53,9 +82,20 @@ function byKey(a: ReadingRow, b: ReadingRow): number {
 const RETRYABLE = new Set(['40P01', '40001']);
 const NO_PARTITION = '23514';
 
+/**
+ * BEGIN, the lock and the thresholds go in one simple-protocol round trip, which takes no parameters:
+ * the ids are quoted with pg's escapeLiteral (standard_conforming_strings aware).
+ */
+function openingSql(buildingIds: readonly string[], metrics: readonly string[]): string {
+  const head = `BEGIN; SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK});`;
+  if (buildingIds.length === 0 || metrics.length === 0) return head;
+  const list = (values: readonly string[]) => values.map((v) => pg.escapeLiteral(v)).join(', ');
+  return `${head} SELECT building_id, room_id, metric, bounds FROM thresholds WHERE building_id IN (${list(buildingIds)}) AND metric IN (${list(metrics)});`;
+}
+
 export class PgReadingsStore implements ReadingsStore {
   /** Day partitions this instance has created or seen, so the common batch creates none. */
-  private readonly knownDays = new Set<string>();
+  private readonly knownDays = new Set<number>();
 
   constructor(private readonly pool: Pool) {}
 
@@ -64,29 +104,23 @@ export class PgReadingsStore implements ReadingsStore {
     return rows[0]?.accepted;
   }
 
-  async thresholdsOf(buildingIds: readonly string[], metrics: readonly string[]): Promise<ThresholdRow[]> {
-    if (buildingIds.length === 0 || metrics.length === 0) return [];
-    const { rows } = await this.pool.query<{ building_id: string; room_id: string | null; metric: string; bounds: Record<string, number> }>(
-      'SELECT building_id, room_id, metric, bounds FROM thresholds WHERE building_id = ANY($1::text[]) AND metric = ANY($2::text[])',
-      [buildingIds, metrics],
-    );
-    return rows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds }));
-  }
-
   /** Creates the UTC day partitions these instants fall in, if missing. */
   async ensurePartitions(instants: Iterable<number>): Promise<void> {
     const days = new Set<number>();
-    for (const ms of instants) if (!this.knownDays.has(partitionNameOf(ms))) days.add(floorDay(ms));
+    for (const ms of instants) {
+      const day = Math.floor(ms / DAY_MS);
+      if (!this.knownDays.has(day)) days.add(day);
+    }
     for (const day of days) {
-      const name = partitionNameOf(day);
+      const start = day * DAY_MS;
       const client = await this.pool.connect();
       try {
         await client.query('BEGIN');
         // CREATE … IF NOT EXISTS still races on the catalog; one creator at a time.
         await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK]);
-        await client.query(`CREATE TABLE IF NOT EXISTS ${name} PARTITION OF readings FOR VALUES FROM ('${isoUtc(day)}') TO ('${isoUtc(day + DAY_MS)}')`);
+        await client.query(`CREATE TABLE IF NOT EXISTS ${partitionNameOf(start)} PARTITION OF readings FOR VALUES FROM ('${isoUtc(start)}') TO ('${isoUtc(start + DAY_MS)}')`);
         await client.query('COMMIT');
-        this.knownDays.add(name);
+        this.knownDays.add(day);
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
         throw err;
@@ -98,7 +132,7 @@ export class PgReadingsStore implements ReadingsStore {
 
   /** Forgets a partition (the retention job dropped it). */
   forgetPartition(name: string): void {
-    this.knownDays.delete(name);
+    for (const day of this.knownDays) if (partitionNameOf(day * DAY_MS) === name) this.knownDays.delete(day);
   }
 
   async store(batch: StoredBatch): Promise<StoreOutcome> {
@@ -117,7 +151,6 @@ export class PgReadingsStore implements ReadingsStore {
   private async storeOnce(batch: StoredBatch): Promise<StoreOutcome> {
     const client = await this.pool.connect();
     try {
-      await client.query('BEGIN');
       const outcome = await this.write(client, batch);
       await client.query(outcome.kind === 'stored' ? 'COMMIT' : 'ROLLBACK');
       return outcome;
@@ -130,47 +163,45 @@ export class PgReadingsStore implements ReadingsStore {
   }
 
   private async write(client: PoolClient, batch: StoredBatch): Promise<StoreOutcome> {
+    const buildings = [...new Set(batch.rows.map((r) => r.buildingId))];
     // Shared with every other ingest, exclusive for the rollup: a rollup never misses a committed
     // reading of an hour it closes, and never races a batch into a day it drops.
-    const state = await client.query<{ watermark: Date | null; retained_from: Date | null }>(
-      'SELECT s.watermark, s.retained_from FROM pg_advisory_xact_lock_shared($1) AS l, rollup_state AS s',
-      [ROLLUP_LOCK],
+    const opening = (await client.query(openingSql(buildings, batch.boundedMetrics))) as unknown as Array<{ rows: unknown[] }>;
+    const thresholdRows = (opening[2]?.rows ?? []) as Array<{ building_id: string; room_id: string | null; metric: string; bounds: Record<string, number> }>;
+    const alerts = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
+      a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0,
     );
-    const watermark = state.rows[0]?.watermark?.getTime() ?? null;
-    const retainedFrom = state.rows[0]?.retained_from?.getTime() ?? null;
-    if (retainedFrom !== null) {
-      const indexes = batch.rows.flatMap((row, i) => (row.ts < retainedFrom ? [i] : []));
-      if (indexes.length > 0) return { kind: 'too_old', indexes };
-    }
-    if (batch.batchId !== undefined) {
-      const claimed = await client.query<{ accepted: number }>(
-        'INSERT INTO ingest_batches (key_id, batch_id, accepted) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING accepted',
-        [batch.keyId, batch.batchId, batch.rows.length],
-      );
-      if (claimed.rowCount === 0) {
-        const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
-        return { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length };
-      }
-    }
     const rows = [...batch.rows].sort(byKey);
-    const inserted = await client.query(INSERT_READINGS, [
-      rows.map((r) => r.buildingId),
-      rows.map((r) => r.roomId),
-      rows.map((r) => r.metric),
-      rows.map((r) => r.ts),
-      rows.map((r) => r.value),
-      rows.map((r) => JSON.stringify(r.payload)),
-    ]);
-    if (batch.alerts.length > 0) {
-      const alerts = [...batch.alerts].sort((a, b) => (a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0));
-      await client.query(INSERT_ALERTS, [alerts.map((a) => a.alertId), alerts.map(alertKeyOf), alerts.map((a) => JSON.stringify(a))]);
+    const oldest = rows.reduce((min, r) => Math.min(min, r.ts), Infinity);
+    const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number }>({
+      name: 'telemetry-ingest-batch',
+      text: INGEST,
+      values: [
+        batch.keyId,
+        batch.batchId ?? null,
+        batch.rows.length,
+        rows.map((r) => r.buildingId),
+        rows.map((r) => r.roomId),
+        rows.map((r) => r.metric),
+        rows.map((r) => r.ts),
+        rows.map((r) => r.value),
+        oldest,
+        rows.map((r) => JSON.stringify(r.payload)),
+        alerts.map((a) => a.alertId),
+        alerts.map(alertKeyOf),
+        alerts.map((a) => JSON.stringify(a)),
+      ],
+    });
+    const outcome = result.rows[0];
+    if (!outcome?.fresh) {
+      const state = await client.query<{ retained_from: Date | null }>('SELECT retained_from FROM rollup_state');
+      const horizon = state.rows[0]?.retained_from?.getTime() ?? -Infinity;
+      return { kind: 'too_old', indexes: batch.rows.flatMap((row, i) => (row.ts < horizon ? [i] : [])) };
     }
-    if (watermark !== null) {
-      const late = [...new Set(rows.filter((r) => r.ts < watermark).map((r) => floorHour(r.ts)))];
-      if (late.length > 0) {
-        await client.query('INSERT INTO rollup_pending (hour) SELECT to_timestamp(h / 1000.0) FROM unnest($1::float8[]) AS u(h) ON CONFLICT DO NOTHING', [late]);
-      }
+    if (!outcome.stored) {
+      const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
+      return { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length };
     }
-    return { kind: 'stored', accepted: batch.rows.length, inserted: inserted.rowCount ?? 0, alerts: batch.alerts.length };
+    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome.inserted, alerts: outcome.alerts };
   }
 }

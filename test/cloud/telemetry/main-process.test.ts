@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { ConfigError, readEnv } from '../../../shared/env.js';
+import { sign } from '../../../shared/hmac.js';
+import { TELEMETRY_ENV } from '../../../cloud/telemetry/config.js';
+import { freshPgDatabase } from './support/database.js';
+import { call, peopleReading, stackRedisUrl } from './support/harness.js';
+import { directKafka, stackBrokers, uniqueName } from './support/kafka.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** Runs a TypeScript entry point as its own process; resolves with its exit and output. */
+function run(script: string, args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, out: () => stdout, err: () => stderr };
+}
+
+t.test('configuration: every problem is reported at once, with its variable', async (t) => {
+  const err = t.throws(() =>
+    readEnv(TELEMETRY_ENV, { PORT: 'eighty', REDIS_URL: 'http://redis', KAFKA_BROKERS: 'kafka', INGEST_SIGNING_SECRET: 'short', PRIVACY_FLOOR: '0' }),
+  ) as ConfigError;
+  t.type(err, ConfigError);
+  t.same(err.problems, [
+    'PORT: expected an integer, got "eighty"',
+    'DATABASE_URL: required but not set',
+    'REDIS_URL: not a redis:// or rediss:// URL',
+    'KAFKA_BROKERS: expected host:port[,host:port…], got "kafka"',
+    'INGEST_SIGNING_SECRET: every secret must be at least 16 characters; 1 of 1 are shorter',
+    'PRIVACY_FLOOR: expected at least 1, got 0',
+  ]);
+  const env = readEnv(TELEMETRY_ENV, { DATABASE_URL: 'postgres://db/telemetry', INGEST_SIGNING_SECRET: 'current-secret-123456, previous-secret-12345' });
+  t.match(env, { PORT: 3000, PRIVACY_FLOOR: 5, INGEST_SIGNING_SECRET: ['current-secret-123456', 'previous-secret-12345'], ALERTS_TOPIC: 'alerts', RAW_CHANNEL: 'telemetry:raw' });
+});
+
+t.test('npm run telemetry: refuses a bad environment with exit 2 and the list of problems', async (t) => {
+  const proc = run('cloud/telemetry/main.ts', [], { PORT: 'x', INGEST_SIGNING_SECRET: '' });
+  t.equal(await proc.exited, 2);
+  t.match(proc.err(), /PORT: expected an integer/);
+  t.match(proc.err(), /DATABASE_URL: required but not set/);
+  t.match(proc.err(), /INGEST_SIGNING_SECRET: required/);
+});
+
+t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from keys-cli, and stops on SIGTERM', async (t) => {
+  const databaseUrl = await freshPgDatabase(t);
+  const added = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-01', 'test gateway'], { DATABASE_URL: databaseUrl });
+  t.equal(await added.exited, 0, 'keys-cli add');
+  const secret = /secret: ([0-9a-f]{64})/.exec(added.out())?.[1];
+  t.ok(secret, 'the secret is printed once');
+  const again = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-01'], { DATABASE_URL: databaseUrl });
+  t.equal(await again.exited, 1, 'an active key id cannot be added twice');
+  t.match(again.err(), /already exists and is active/);
+
+  const suffix = uniqueName('main');
+  t.teardown(async () => {
+    // The consumer's subscription auto-created the registrations topic on the shared broker.
+    const admin = directKafka().admin();
+    await admin.connect();
+    const existing = await admin.listTopics();
+    await admin.deleteTopics({ topics: existing.filter((name) => name.startsWith(suffix)), timeout: 5000 }).catch(() => undefined);
+    await admin.disconnect();
+  });
+  const service = run('cloud/telemetry/main.ts', [], {
+    PORT: '0',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: stackRedisUrl(),
+    KAFKA_BROKERS: stackBrokers().join(','),
+    INGEST_SIGNING_SECRET: 'main-process-test-secret',
+    ALERTS_TOPIC: `${suffix}-alerts`,
+    REGISTRATIONS_TOPIC: `${suffix}-registrations`,
+    REGISTRATIONS_GROUP: suffix,
+    RAW_CHANNEL: `${suffix}:raw`,
+    FILTERED_CHANNEL_PREFIX: `${suffix}:filtered:`,
+  });
+  t.teardown(() => {
+    if (service.child.exitCode === null) service.child.kill('SIGKILL');
+  });
+  const deadline = Date.now() + 30_000;
+  let port: number | undefined;
+  while (!port && Date.now() < deadline) {
+    port = Number(/"port":(\d+)[^\n]*telemetry listening/.exec(service.out())?.[1]) || undefined;
+    if (!port) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.ok(port, 'listening');
+  const url = `http://127.0.0.1:${port}`;
+  t.same((await call(`${url}/health`, 'GET')).json, { status: 'ok' });
+  const body = JSON.stringify({ readings: [peopleReading('b1', 'r1', Date.now(), 6)] });
+  const viaKey = await call(`${url}/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-key-id': 'gw-test-01', 'x-signature': sign(body, secret!) });
+  t.equal(viaKey.status, 200, 'a key added with keys-cli verifies');
+  const viaShared = await call(`${url}/telemetry/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-signature': sign(body, 'main-process-test-secret') });
+  t.equal(viaShared.status, 200, 'the shared key verifies too');
+
+  const listed = run('cloud/telemetry/keys-cli.ts', ['list'], { DATABASE_URL: databaseUrl });
+  t.equal(await listed.exited, 0);
+  t.match(listed.out(), /^gw-test-01\tactive\t/m);
+  t.notMatch(listed.out(), new RegExp(secret!), 'list never shows secrets');
+  const revoked = run('cloud/telemetry/keys-cli.ts', ['revoke', 'gw-test-01'], { DATABASE_URL: databaseUrl });
+  t.equal(await revoked.exited, 0);
+
+  service.child.kill('SIGTERM');
+  t.equal(await service.exited, 0, 'SIGTERM stops it cleanly');
+  t.match(service.out(), /"msg":"stopped"/);
+  t.notMatch(service.out() + service.err(), /main-process-test-secret|[0-9a-f]{64}/, 'no secret or signature in the logs');
+});

@@ -1,0 +1,228 @@
+/**
+ * Telemetry ingest benchmark, on the local stack (bash tools/stack up):
+ * - starts the service (cloud/telemetry/main.ts) as its own process on a fresh database, with topics
+ *   and channels of its own;
+ * - 8 concurrent clients post signed batches of 500 readings; readings/s stored, p50/p99 batch latency;
+ * - the limit: the same rows written into the same table with PostgreSQL COPY FROM STDIN, from 8
+ *   connections, one COPY per 500-row batch (the same batching), and once more as one bulk COPY per
+ *   connection;
+ * - prints the CPU seconds each side spent (service, its PostgreSQL backends, Redis; from /proc), which
+ *   explains the ratio on a small machine;
+ * - prints `ratio:` (ingest readings/s over batched COPY rows/s) last.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import { Agent, request } from 'undici';
+import { validateReading } from '../../../shared/catalog/validate.js';
+import { sign } from '../../../shared/hmac.js';
+import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
+import { copyFrom, copyText } from './copy-in.js';
+import { cpuSeconds } from './cpu.js';
+
+const CLIENTS = 8;
+const BATCH = 500;
+const WARMUP_BATCHES = 3;
+const MEASURED_BATCHES = 30;
+const SECRET = `bench-secret-${randomUUID()}`;
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+const env = {
+  DATABASE_URL: process.env.DATABASE_URL ?? 'postgres://lintel@127.0.0.1:55432/lintel',
+  REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:56379',
+  KAFKA_BROKERS: process.env.KAFKA_BROKERS ?? '127.0.0.1:59092',
+};
+
+interface Batch {
+  body: string;
+  signature: string;
+  rows: ReadingRow[];
+}
+
+/** Client c's batch b: one building per client, 50 rooms, temperature and people counts. */
+function makeBatch(client: number, batch: number, base: number): Batch {
+  const readings = Array.from({ length: BATCH }, (_, i) => {
+    const roomId = `room-${i % 50}`;
+    const timestamp = base + batch * BATCH + i;
+    return i % 2 === 0
+      ? { type: 'temperature', buildingId: `bench-${client}`, roomId, timestamp, temperature: 20 + (i % 40) / 10, humidity: 40 + (i % 20), sensorId: `stat-${i % 50}` }
+      : { type: 'peopleCount', buildingId: `bench-${client}`, roomId, timestamp, peopleCount: i % 30 };
+  });
+  const body = JSON.stringify({ batchId: `bench-${client}-${batch}-${base}`, readings });
+  const rows = readings.map((r) => {
+    const checked = validateReading(r);
+    if (!checked.ok) throw new Error('bench reading is invalid');
+    return rowOf({ reading: checked.reading, metric: checked.metric });
+  });
+  return { body, signature: sign(body, SECRET), rows };
+}
+
+function copyChunk(rows: readonly ReadingRow[]): Buffer {
+  let text = '';
+  for (const r of rows) {
+    text += `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${new Date(r.ts).toISOString()}\t${r.value}\t${copyText(JSON.stringify(r.payload))}\n`;
+  }
+  return Buffer.from(text);
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? NaN;
+}
+
+async function startService(databaseUrl: string): Promise<{ child: ChildProcess; port: number }> {
+  const suffix = randomUUID().slice(0, 8);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/telemetry/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...env,
+      DATABASE_URL: databaseUrl,
+      PORT: '0',
+      INGEST_SIGNING_SECRET: SECRET,
+      LOG_LEVEL: 'info',
+      ALERTS_TOPIC: `bench-alerts-${suffix}`,
+      REGISTRATIONS_TOPIC: `bench-registrations-${suffix}`,
+      REGISTRATIONS_GROUP: `bench-${suffix}`,
+      RAW_CHANNEL: `bench:${suffix}:telemetry:raw`,
+      FILTERED_CHANNEL_PREFIX: `bench:${suffix}:telemetry:filtered:`,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffered = '';
+    const timer = setTimeout(() => reject(new Error('the service did not start within 30 s')), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const match = /"port":(\d+)[^\n]*telemetry listening/.exec(buffered);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
+  });
+  child.stdout!.resume();
+  return { child, port };
+}
+
+async function post(agent: Agent, url: string, batch: Batch): Promise<number> {
+  const started = performance.now();
+  const res = await request(url, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: { 'content-type': 'application/json', 'x-signature': batch.signature },
+    body: batch.body,
+  });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`ingest answered ${res.statusCode}: ${text.slice(0, 200)}`);
+  return performance.now() - started;
+}
+
+async function count(pool: pg.Pool): Promise<number> {
+  return Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM readings')).rows[0]?.n ?? 0);
+}
+
+async function copyPhase(pool: pg.Pool, perClient: Batch[][], bulk: boolean): Promise<{ rows: number; seconds: number }> {
+  await pool.query('TRUNCATE readings');
+  const chunks = perClient.map((batches) => (bulk ? [copyChunk(batches.flatMap((b) => b.rows))] : batches.map((b) => copyChunk(b.rows))));
+  const clients = await Promise.all(perClient.map(() => pool.connect()));
+  const statement = 'COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN';
+  const started = performance.now();
+  const copied = await Promise.all(
+    clients.map(async (client, c) => {
+      let rows = 0;
+      for (const chunk of chunks[c]!) rows += await copyFrom(client, statement, [chunk]);
+      return rows;
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  for (const client of clients) client.release();
+  const rows = copied.reduce((a, b) => a + b, 0);
+  if (rows !== (await count(pool))) throw new Error('COPY row count does not match the table');
+  return { rows, seconds };
+}
+
+async function main(): Promise<void> {
+  const dbName = `bench_telemetry_${process.pid}_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
+  const admin = new pg.Client({ connectionString: env.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const url = new URL(env.DATABASE_URL);
+  url.pathname = `/${dbName}`;
+  const pool = new pg.Pool({ connectionString: url.toString(), max: CLIENTS + 2 });
+  // DROP DATABASE … WITH (FORCE) at the end ends idle connections; that is expected.
+  pool.on('error', () => undefined);
+  let child: ChildProcess | undefined;
+  try {
+    const service = await startService(url.toString());
+    child = service.child;
+    const ingestUrl = `http://127.0.0.1:${service.port}/ingest`;
+    const agent = new Agent({ connections: CLIENTS });
+    const base = Date.now() - 3_600_000;
+    const warmup = Array.from({ length: CLIENTS }, (_, c) => Array.from({ length: WARMUP_BATCHES }, (_, b) => makeBatch(c, b, base - 600_000)));
+    const measured = Array.from({ length: CLIENTS }, (_, c) => Array.from({ length: MEASURED_BATCHES }, (_, b) => makeBatch(c, b, base)));
+
+    await Promise.all(warmup.map(async (batches) => {
+      for (const batch of batches) await post(agent, ingestUrl, batch);
+    }));
+    const before = await count(pool);
+    const latencies: number[] = [];
+    const servicePid = child.pid ?? -1;
+    const cpu = () => ({
+      service: cpuSeconds((_cmd, pid) => pid === servicePid),
+      postgres: cpuSeconds((cmd) => cmd.startsWith(`postgres: `) && cmd.includes(` ${dbName} `)),
+      redis: cpuSeconds((cmd) => cmd.startsWith('redis-server')),
+    });
+    const cpuBefore = cpu();
+    const started = performance.now();
+    await Promise.all(measured.map(async (batches) => {
+      for (const batch of batches) latencies.push(await post(agent, ingestUrl, batch));
+    }));
+    const seconds = (performance.now() - started) / 1000;
+    const cpuAfter = cpu();
+    const stored = (await count(pool)) - before;
+    if (stored !== CLIENTS * MEASURED_BATCHES * BATCH) throw new Error(`expected ${CLIENTS * MEASURED_BATCHES * BATCH} stored readings, found ${stored}`);
+    await agent.close();
+    latencies.sort((a, b) => a - b);
+    const ingestRate = stored / seconds;
+
+    const copyCpuBefore = cpu().postgres;
+    const batched = await copyPhase(pool, measured, false);
+    const copyCpu = cpu().postgres - copyCpuBefore;
+    const bulk = await copyPhase(pool, measured, true);
+    const copyRate = batched.rows / batched.seconds;
+
+    console.log(`clients: ${CLIENTS} connections`);
+    console.log(`batch_size: ${BATCH} readings`);
+    console.log(`readings_stored: ${stored} readings`);
+    console.log(`ingest_throughput: ${ingestRate.toFixed(0)} readings/s`);
+    console.log(`batch_latency_p50: ${percentile(latencies, 0.5).toFixed(1)} ms`);
+    console.log(`batch_latency_p99: ${percentile(latencies, 0.99).toFixed(1)} ms`);
+    console.log(`ingest_cpu_service: ${(cpuAfter.service - cpuBefore.service).toFixed(2)} s`);
+    console.log(`ingest_cpu_postgres: ${(cpuAfter.postgres - cpuBefore.postgres).toFixed(2)} s`);
+    console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
+    console.log(`copy_batched_throughput: ${copyRate.toFixed(0)} rows/s`);
+    console.log(`copy_batched_cpu_postgres: ${copyCpu.toFixed(2)} s`);
+    console.log(`copy_bulk_throughput: ${(bulk.rows / bulk.seconds).toFixed(0)} rows/s`);
+    console.log(`ratio_vs_bulk_copy: ${(ingestRate / (bulk.rows / bulk.seconds)).toFixed(2)} x`);
+    console.log(`load_average_1m: ${loadavg()[0]!.toFixed(1)} runnable`);
+    console.log(`ratio: ${(ingestRate / copyRate).toFixed(2)}`);
+  } finally {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((resolve) => child!.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await pool.end();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+main().catch((err) => {
+  console.error(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});
