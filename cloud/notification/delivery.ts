@@ -89,9 +89,20 @@ export class Delivery {
     return report;
   }
 
-  /** Waits for every background push fan-out. */
-  async drain(): Promise<void> {
-    while (this.background.size > 0) await Promise.all(this.background);
+  /**
+   * Waits for every background push fan-out, or at most `timeoutMs`. True when nothing is left running.
+   */
+  async drain(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.background.size > 0) {
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const expired = Number.isFinite(left) ? new Promise<void>((resolve) => (timer = setTimeout(resolve, left))) : new Promise<void>(() => undefined);
+      await Promise.race([Promise.all(this.background), expired]);
+      clearTimeout(timer);
+    }
+    return true;
   }
 
   private async pushAll(

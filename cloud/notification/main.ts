@@ -155,7 +155,7 @@ async function main(): Promise<void> {
       async stop() {
         await consumer.stop();
         if (server) await closeServer(server);
-        await delivery.drain();
+        if (!(await delivery.drain(2500))) logger.warn('stopping with push fan-outs still running; they are dropped');
         await push.close();
         await redis.quit().catch(() => redis.disconnect());
         await mongo.close();

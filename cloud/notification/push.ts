@@ -141,7 +141,8 @@ export class WebPushSender implements PushSender {
     }
   }
 
+  /** Closes the connections; a push still in flight is aborted (callers drain first). */
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    await this.dispatcher.destroy();
   }
 }
