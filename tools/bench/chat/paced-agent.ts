@@ -7,8 +7,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listen } from '../../../shared/lifecycle.js';
 
-/** Milliseconds on a clock shared by everything in this process. */
-export const now = () => performance.now();
+/** Milliseconds on a clock every thread of this process shares (wall clock, sub-microsecond). */
+export const now = () => performance.timeOrigin + performance.now();
 
 export interface AgentTimings {
   tokenSentAt: Float64Array;
