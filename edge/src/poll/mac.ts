@@ -14,18 +14,29 @@ const HEX12 = /^[0-9a-f]{12}$/;
  * normalizeMac([0, 26, 43, 60, 77, 94]); // '00:1a:2b:3c:4d:5e'
  */
 export function normalizeMac(input: string | Uint8Array | readonly number[]): string | undefined {
-  let hex: string;
-  if (typeof input === 'string') {
-    hex = input.trim().toLowerCase().replace(/[:.-]/g, '');
-    if (!/^[0-9a-f:.-]+$/i.test(input.trim())) return undefined;
-  } else {
-    if (input.length !== 6) return undefined;
-    const octets = Array.from(input);
-    if (octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) return undefined;
-    hex = octets.map((o) => o.toString(16).padStart(2, '0')).join('');
-  }
+  if (typeof input !== 'string') return input.length === 6 ? macFromOctets(input) : undefined;
+  const trimmed = input.trim();
+  if (!/^[0-9a-f:.-]+$/i.test(trimmed)) return undefined;
+  const hex = trimmed.toLowerCase().replace(/[:.-]/g, '');
   if (!HEX12.test(hex)) return undefined;
   return hex.replace(/(..)(?!$)/g, '$1:');
+}
+
+const OCTET_HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/**
+ * The 6 octets at `offset` → `aa:bb:…`, or undefined when one is not an octet (the hot path: one call
+ * per walked SNMP row, straight from the OID index).
+ */
+export function macFromOctets(octets: ArrayLike<number>, offset = 0): string | undefined {
+  if (octets.length < offset + 6) return undefined;
+  let mac = '';
+  for (let i = offset; i < offset + 6; i++) {
+    const hex = OCTET_HEX[octets[i] as number];
+    if (hex === undefined) return undefined;
+    mac += i === offset ? hex : `:${hex}`;
+  }
+  return mac;
 }
 
 /** Anything that looks like a MAC, in any of the usual spellings. */

@@ -199,12 +199,12 @@ export function createPoller(options: PollerOptions): Poller {
         unreadable += table.skipped;
         raw.push(...table.sightings);
       }
-      const { unusable } = toSightings(raw, dialect);
-      unreadable += unusable;
-      if (rows > 0 && raw.length - unusable === 0 && unreadable > 0) {
+      const converted = toSightings(raw, dialect);
+      unreadable += converted.unusable;
+      if (rows > 0 && converted.sightings.length === 0 && unreadable > 0) {
         throw new PollFailure('bad_output', `${rows} station rows, none readable with dialect ${dialect.name}`);
       }
-      if (!byAp) return { kind: 'single', stations: loudestPerMac(toSightings(raw, dialect).sightings) };
+      if (!byAp) return { kind: 'single', stations: loudestPerMac(converted.sightings) };
       const perAp = new Map<string, StationSighting[]>();
       for (const row of raw) {
         const rssiDbm = toDbm(row.signal, dialect.signal);

@@ -27,17 +27,6 @@ export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: 
 /** A walk stops with an error beyond this many varbinds under one column: a runaway or looping agent. */
 const MAX_CELLS_PER_WALK = 100_000;
 
-/** Orders dotted OIDs numerically (1.3.6.10 after 1.3.6.9). */
-export function compareOids(a: string, b: string): number {
-  const x = a.split('.');
-  const y = b.split('.');
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = Number(x[i]) - Number(y[i]);
-    if (d !== 0) return d;
-  }
-  return x.length - y.length;
-}
-
 function userOf(target: SnmpTarget): snmp.User {
   if (!target.user) throw new Error('SNMPv3 target without a user');
   const user: snmp.User = { name: target.user, level: snmp.SecurityLevel.noAuthNoPriv };
@@ -88,7 +77,6 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
         if (closed) return reject(new Error('session closed'));
         if (socketError) return reject(socketError);
         const cells: SnmpCell[] = [];
-        let last: string | undefined;
         let settled = false;
         const settle = (error: Error | null) => {
           if (settled) return;
@@ -99,20 +87,18 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
         };
         const fail = (error: Error) => settle(error);
         failWalks.add(fail);
+        const prefix = `${oid}.`;
         try {
-          session.subtree(
+          // walk, not subtree: the subtree check is a string prefix here, far cheaper than net-snmp's
+          session.walk(
             oid,
             maxRepetitions,
             (varbinds) => {
               for (const varbind of varbinds) {
                 // an exception value (endOfMibView, or noSuchObject from some agents) ends a bulk walk;
-                // walking on from it would ask for the same OID forever
-                if (snmp.isVarbindError(varbind)) return true;
-                if (last !== undefined && compareOids(varbind.oid, last) <= 0) {
-                  settle(new Error(`the agent answered ${varbind.oid} after ${last}: OIDs out of order`));
-                  return true;
-                }
-                last = varbind.oid;
+                // walking on from it would ask for the same OID forever. OIDs going backwards are refused
+                // by net-snmp itself (backwardsGetNexts: false).
+                if (snmp.isVarbindError(varbind) || !varbind.oid.startsWith(prefix)) return true;
                 cells.push({ oid: varbind.oid, value: varbind.value });
               }
               if (cells.length > MAX_CELLS_PER_WALK) {

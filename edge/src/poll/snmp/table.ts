@@ -3,7 +3,7 @@
  * `decodeStationTable` is pure (plain cells in, plain rows out), so every dialect is testable with data.
  */
 import type { SnmpTableSpec } from '../dialects.js';
-import { normalizeMac } from '../mac.js';
+import { macFromOctets, normalizeMac } from '../mac.js';
 import type { SnmpCell, SnmpSession, SnmpValue } from './session.js';
 
 /** One decoded row: a station as one AP hears it, the signal still in the dialect's unit. */
@@ -66,23 +66,32 @@ function indexCells(cells: readonly SnmpCell[], prefix: string): Map<string, Snm
 
 const PART_LENGTH = { mac: 6, int: 1 } as const;
 
-/** Splits a row index into the spec's parts; undefined when the length or a sub-id is wrong. */
-function splitIndex(spec: SnmpTableSpec, index: string): Map<string, number[]> | undefined {
-  const ids = index.split('.').map(Number);
-  if (ids.some((id) => !Number.isInteger(id) || id < 0)) return undefined;
-  const parts = new Map<string, number[]>();
+/** Where each index part starts in the index sub-ids, and how many sub-ids a row index has. */
+function indexLayout(spec: SnmpTableSpec): { offsets: Map<string, number>; length: number } {
+  const offsets = new Map<string, number>();
   let at = 0;
   for (const part of spec.index) {
-    const length = PART_LENGTH[part.kind];
-    parts.set(part.name, ids.slice(at, at + length));
-    at += length;
+    offsets.set(part.name, at);
+    at += PART_LENGTH[part.kind];
   }
-  return at === ids.length ? parts : undefined;
+  return { offsets, length: at };
 }
 
-function macOf(value: SnmpValue | number[] | undefined): string | undefined {
+/** The index sub-ids, or undefined when there are not `length` non-negative integers. */
+function indexIds(index: string, length: number): number[] | undefined {
+  const ids = index.split('.');
+  if (ids.length !== length) return undefined;
+  const values = new Array<number>(length);
+  for (let i = 0; i < length; i++) {
+    const id = Number(ids[i]);
+    if (!Number.isInteger(id) || id < 0) return undefined;
+    values[i] = id;
+  }
+  return values;
+}
+
+function macOf(value: SnmpValue | undefined): string | undefined {
   if (value === undefined || value === null || typeof value === 'boolean' || typeof value === 'number') return undefined;
-  if (Array.isArray(value) || Buffer.isBuffer(value)) return normalizeMac(value);
   return normalizeMac(value);
 }
 
@@ -112,15 +121,18 @@ export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): 
   const indexes = new Set(signalColumn.keys());
   if (stationColumn) for (const index of stationColumn.keys()) indexes.add(index);
 
+  const layout = indexLayout(spec);
+  const stationAt = 'index' in spec.station ? layout.offsets.get(spec.station.index) : undefined;
+  const identityAt = identity && 'index' in identity ? layout.offsets.get(identity.index) : undefined;
+
   const sightings: TableSighting[] = [];
   let skipped = 0;
   let stale = 0;
   for (const index of indexes) {
-    const parts = splitIndex(spec, index);
+    const ids = indexIds(index, layout.length);
     const signal = signalColumn.get(index);
-    const mac =
-      'index' in spec.station ? macOf(parts?.get(spec.station.index)) : macOf(stationColumn?.get(index) ?? undefined);
-    if (!parts || mac === undefined || typeof signal !== 'number') {
+    const mac = stationAt !== undefined ? ids && macFromOctets(ids, stationAt) : macOf(stationColumn?.get(index));
+    if (!ids || mac === undefined || typeof signal !== 'number') {
       skipped++;
       continue;
     }
@@ -132,10 +144,10 @@ export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): 
       }
     }
     const sighting: TableSighting = { mac, signal };
-    if (identity && 'index' in identity) {
-      const apMac = macOf(parts.get(identity.index));
+    if (identityAt !== undefined) {
+      const apMac = macFromOctets(ids, identityAt);
       if (apMac) sighting.apIdentity = apMac;
-    } else if (identity && identityColumn) {
+    } else if (identity && 'column' in identity && identityColumn) {
       const raw = identityColumn.get(index);
       const apIdentity = identity.format === 'mac' ? macOf(raw) : textOf(raw);
       if (apIdentity) sighting.apIdentity = apIdentity;
