@@ -17,7 +17,7 @@ export {
   type SnmpTableSpec,
   type SshDialect,
 } from './dialects.js';
-export { normalizeMac, scrubMacs } from './mac.js';
+export { macFromOctets, normalizeMac, scrubMacs } from './mac.js';
 export { toDbm } from './signal.js';
 export { PARSERS, PARSER_NAMES, ParseError, type ParsedStations, type RawStation } from './parsers/index.js';
 export { openNetSnmpSession, type OpenSnmpSession, type SnmpCell, type SnmpSession, type SnmpValue } from './snmp/session.js';
