@@ -48,10 +48,10 @@ export function claimsOf(sub: string): string {
 export async function startChat(t: Teardown, options: StartOptions = {}): Promise<ChatUnderTest> {
   // Registered first, so it runs last (tap runs teardowns last-registered first): a failure here must
   // not skip the cleanups. A fake that fails loudly: a call nobody scripted, or a script nobody called.
-  let fake: FakeAgent | undefined;
+  const agent = new FakeAgent();
   t.teardown(() => {
-    if (fake && fake.unexpected.length > 0) throw new Error(`the fake agent got unexpected calls: ${fake.unexpected.join(' | ')}`);
-    if (fake && fake.pending > 0) throw new Error(`${fake.pending} scripted agent answers were never asked for`);
+    if (agent.unexpected.length > 0) throw new Error(`the fake agent got unexpected calls: ${agent.unexpected.join(' | ')}`);
+    if (agent.pending > 0) throw new Error(`${agent.pending} scripted agent answers were never asked for`);
   });
   const db = options.db ?? (await freshChatDatabase(t)).db;
   // One teardown, run in reverse order of start and before the database's own (tap runs teardowns
@@ -60,8 +60,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   t.teardown(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
-  const agent = await new FakeAgent().start();
-  fake = agent;
+  await agent.start();
   cleanups.push(() => agent.stop());
   const store = new MongoConversationStore(db, options.lock ? { lock: options.lock } : {});
   await store.start();
