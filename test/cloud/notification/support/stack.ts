@@ -1,40 +1,28 @@
 /**
- * The local servers (`bash tools/stack up`) and per-test isolation: a unique MongoDB database, unique
- * Kafka topics and groups, unique Redis key prefixes and channels. Everything is removed at teardown.
+ * Per-test isolation on the local servers (`bash tools/stack up`), on top of test/support/stack.ts: a
+ * database of its own with a client, unique Kafka topics and groups, Redis key prefixes and channels.
+ * Everything is removed at teardown.
  */
-import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { MongoClient, type Db } from 'mongodb';
+import { freshMongoUri, stackEnv, uniqueName, type Teardown } from '../../../support/stack.js';
 
-export interface Teardown {
-  teardown(fn: () => unknown): void;
-}
+export { uniqueName, type Teardown };
 
+const env = stackEnv();
 export const STACK = {
-  mongoUri: process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel',
-  redisUrl: process.env.REDIS_URL ?? 'redis://127.0.0.1:56379',
-  kafkaBrokers: (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(','),
+  redisUrl: env.REDIS_URL,
+  kafkaBrokers: env.KAFKA_BROKERS.split(','),
 };
 
-/** `prefix-<random>`: unique across parallel test files and repeated runs. */
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${randomBytes(5).toString('hex')}`;
-}
-
-/** A fresh database, dropped at teardown, with its client. */
+/** A database of its own (dropped at teardown), with a connected client (closed at teardown). */
 export async function freshMongo(t: Teardown): Promise<{ client: MongoClient; db: Db; uri: string }> {
-  const name = uniqueName('notif_test').replace(/-/g, '_');
-  const base = new URL(STACK.mongoUri);
-  base.pathname = `/${name}`;
-  const client = new MongoClient(base.toString(), { serverSelectionTimeoutMS: 10_000 });
+  const uri = await freshMongoUri(t);
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000 });
   await client.connect();
-  const db = client.db(name);
-  t.teardown(async () => {
-    await db.dropDatabase().catch(() => undefined);
-    await client.close();
-  });
-  return { client, db, uri: base.toString() };
+  t.teardown(() => client.close());
+  return { client, db: client.db(), uri };
 }
 
 /** A Redis client closed at teardown. */
