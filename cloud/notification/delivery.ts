@@ -2,7 +2,7 @@
  * Delivery on both channels: one in-app notification per domain on the notifications channel, and a
  * Web Push to every device of the accounts opted in there. A device is pushed once per event even when
  * its account is opted in through several of the domains. Pushes share one bounded pool; one bad
- * endpoint never stops the others. A push service's 404 or 410 deletes that subscription.
+ * endpoint never stops the others. A push service's 410, 403 or 404 deletes that subscription.
  *
  * On the breach path a record is settled once its in-app notification is published; its push fan-out
  * then runs in the background. Waiting would add no guarantee, since a failed push is never retried

@@ -16,7 +16,10 @@ export interface VapidKeys {
 
 export type PushFailureReason = 'not_configured' | 'rejected' | 'unreachable' | 'timeout';
 
-/** What one push attempt came to. `gone` means the push service answered 404 or 410. */
+/**
+ * What one push attempt came to. `gone` means the push service answered 410 or 403 (the seed's rule) or
+ * 404 (an unknown endpoint): the subscription will never work again.
+ */
 export type PushResult =
   | { kind: 'sent'; status: number }
   | { kind: 'gone'; status: number }
@@ -130,7 +133,7 @@ export class WebPushSender implements PushSender {
       await response.body.dump();
       const status = response.statusCode;
       if (status >= 200 && status < 300) return { kind: 'sent', status };
-      if (status === 404 || status === 410) return { kind: 'gone', status };
+      if (status === 403 || status === 404 || status === 410) return { kind: 'gone', status };
       return { kind: 'failed', reason: 'rejected', status, detail: `push service answered ${status}` };
     } catch (err) {
       const name = (err as Error).name;

@@ -40,7 +40,7 @@ async function statusEndpoint(status: number, holdMs = 0) {
   return { base: `http://127.0.0.1:${port}/push/`, stats };
 }
 
-t.test('410 and 404 delete the subscription; other errors keep it; the good device still gets its message', async (t) => {
+t.test('410, 403 and 404 delete the subscription; other errors keep it; the good device still gets its message', async (t) => {
   const h = await startHarness(t, { directory });
   const acme = uniqueName('acme');
   const building = uniqueName('b');
@@ -51,6 +51,7 @@ t.test('410 and 404 delete the subscription; other errors keep it; the good devi
   const expired = await push.subscribe(h.vapid!.publicKey);
   const otherKey = await push.subscribe(newVapid().publicKey);
   const missing = await statusEndpoint(404);
+  const forbidden = await statusEndpoint(403);
   const failing = await statusEndpoint(503);
   const keys = good.keys;
   const endpoints = {
@@ -58,6 +59,7 @@ t.test('410 and 404 delete the subscription; other errors keep it; the good devi
     expired: expired.endpoint,
     otherKey: otherKey.endpoint,
     missing: `${missing.base}a`,
+    forbidden: `${forbidden.base}f`,
     failing: `${failing.base}b`,
     closed: 'http://127.0.0.1:1/push/c',
   };
@@ -78,17 +80,19 @@ t.test('410 and 404 delete the subscription; other errors keep it; the good devi
   if (parsed.ok) t.match(parsed.notification, { kind: 'manual', title: 'Check-in', message: 'Lobby closed', domainName: acme, buildingId: building });
 
   const left = await h.db.collection(COLLECTIONS.devices).find({ accountName: ana }).toArray();
-  t.same(left.map((d) => d.endpoint).sort(), [endpoints.good, endpoints.otherKey, endpoints.failing, endpoints.closed].sort(), 'the 410 and 404 subscriptions are gone, the rest kept');
+  t.same(left.map((d) => d.endpoint).sort(), [endpoints.good, endpoints.otherKey, endpoints.failing, endpoints.closed].sort(), 'the 410, 403 and 404 subscriptions are gone, the rest kept');
   t.equal(await counterValue(h.metrics, 'notification_push_sent_total'), 1);
-  t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 2);
+  t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 3);
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'rejected' }), 2, 'a VAPID key the push service refuses, and a 503');
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'unreachable' }), 1);
   t.equal(missing.stats.calls, 1);
+  t.equal(forbidden.stats.calls, 1);
   t.equal(failing.stats.calls, 1);
 
   const again = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
   t.same(again.body, { domains: [acme], inApp: 1, push: 1 });
   t.equal(missing.stats.calls, 1, 'a deleted subscription is not pushed again');
+  t.equal(forbidden.stats.calls, 1, 'nor one the push service refused with 403');
   t.equal(failing.stats.calls, 2, 'a kept subscription is tried again');
   t.equal((await push.messages(good.clientHash)).length, 2);
 });
