@@ -25,7 +25,7 @@ import { startFakeDirectory } from './support/fake-directory.js';
 import { frontend } from './support/frontend.js';
 import { startMesh } from './support/mesh.js';
 
-/** What the page keeps on `window.relay` (see pages/relay.js). */
+/** What the page keeps on `window.relay` (see the script in pages/relay.html). */
 interface RelayPage {
   status: 'connecting' | 'connected' | 'rejected' | 'disconnected';
   connectError: string | null;
@@ -53,9 +53,9 @@ const directory = await startFakeDirectory(t, new Map([
   [forbiddenBuilding, [domainB]],
 ]));
 
-const site = frontend(['relay.html', 'relay.js']);
+const site = frontend(['relay.html']);
 const frontendServer = await serve(t, site.handler);
-const foreignServer = await serve(t, frontend(['relay.html', 'relay.js']).handler);
+const foreignServer = await serve(t, frontend(['relay.html']).handler);
 
 const channels: BrokerChannels = { notifications: uniqueName('notifications'), telemetryPrefix: `${uniqueName('telemetry:filtered')}:` };
 const broker = new RedisSubscriber({ url: stackEnv().REDIS_URL, channels: [channels.notifications], patterns: [telemetryPattern(channels)], logger: silentLogger() });
