@@ -8,7 +8,7 @@ import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../../shared/directory.js';
 import { sign } from '../../../shared/hmac.js';
 import { silentLogger } from '../../../shared/logger.js';
-import { freshPgDatabase } from './support/database.js';
+import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { SHARED_SECRET, call, stackRedisUrl, temperatureReading, until } from './support/harness.js';
 import { collect, createTopics, stackBrokers, startTcpProxy, uniqueName } from './support/kafka.js';
@@ -21,7 +21,7 @@ t.test('alerts written while Kafka is unreachable reach the topic once it is bac
   const databaseUrl = await freshPgDatabase(t);
   const directory = await startFakeDirectory(t);
   const metrics = createTelemetryMetrics({ defaults: false });
-  const pool = new pg.Pool({ connectionString: databaseUrl });
+  const pool = quietAtTeardown(new pg.Pool({ connectionString: databaseUrl }));
   const service = new TelemetryService(
     { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], channels: { raw: uniqueName('raw'), filteredPrefix: uniqueName('filtered') + ':' }, alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250, relayIdleMs: 100 },
     {

@@ -8,7 +8,7 @@ import { encodeClaims } from '../../../shared/claims.js';
 import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../../shared/directory.js';
 import { silentLogger } from '../../../shared/logger.js';
-import { freshPgDatabase } from './support/database.js';
+import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { SHARED_SECRET, call, stackRedisUrl, until } from './support/harness.js';
 import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
@@ -17,7 +17,7 @@ t.test('building-registrations: building, rooms, sensors, and thresholds for eve
   const alertsTopic = uniqueName('alerts');
   const registrationsTopic = uniqueName('registrations');
   await createTopics(t, [alertsTopic, registrationsTopic]);
-  const pool = new pg.Pool({ connectionString: await freshPgDatabase(t) });
+  const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
   const directory = await startFakeDirectory(t);
   const metrics = createTelemetryMetrics({ defaults: false });
   // Messages sent before the service starts are read too: the group starts from the earliest offset.

@@ -140,3 +140,34 @@ t.test('health and metrics', async (t) => {
   t.match(metrics.text, /telemetry_ingest_batches_total\{outcome="accepted",service="telemetry"\} 1/);
   t.match(metrics.text, /telemetry_readings_stored_total\{service="telemetry"\} 1/);
 });
+
+t.test('the same reading twice in one batch, and overlapping batches in parallel, are stored once without deadlock', async (t) => {
+  const h = await startHarness(t);
+  const now = h.clock.now;
+  const twice = await postSigned(h, { readings: [temperatureReading('b1', 'r1', now, 20), temperatureReading('b1', 'r1', now, 21)] });
+  t.equal(twice.status, 200);
+  t.equal(await countRows(h.pool, 'readings'), 1);
+
+  const shared = Array.from({ length: 200 }, (_, i) => peopleReading('b2', `r${i % 20}`, now + i, i % 7));
+  const orders = [shared, [...shared].reverse(), [...shared.slice(100), ...shared.slice(0, 100)], [...shared].sort((a, b) => a.roomId.localeCompare(b.roomId))];
+  const answers = await Promise.all(orders.map((readings) => postSigned(h, { readings })));
+  t.same(answers.map((a) => a.status), [200, 200, 200, 200]);
+  t.equal(await countRows(h.pool, 'readings'), 201);
+});
+
+t.test('with Redis unreachable, readings are still stored and the failed publication is counted', async (t) => {
+  const { Redis } = await import('ioredis');
+  const { createIngestService } = await import('../../../cloud/telemetry/ingest.js');
+  const { createRedisPublisher } = await import('../../../cloud/telemetry/broker/redis-publisher.js');
+  const { createTelemetryMetrics } = await import('../../../cloud/telemetry/metrics.js');
+  const { silentLogger } = await import('../../../shared/logger.js');
+  const h = await startHarness(t);
+  const dead = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  t.teardown(() => dead.disconnect());
+  const metrics = createTelemetryMetrics({ defaults: false });
+  const ingest = createIngestService({ store: h.readings, publisher: createRedisPublisher(dead), metrics, logger: silentLogger(), clock: () => h.clock.now });
+  t.same(await ingest.ingest('', { readings: [peopleReading('b1', 'r1', h.clock.now, 3)] }), { accepted: 1 });
+  await ingest.drain();
+  t.equal(await countRows(h.pool, 'readings'), 1);
+  t.equal((await metrics.publishFailures.get()).values[0]?.value, 1);
+});

@@ -39,10 +39,21 @@ export async function freshPgDatabase(t: Teardown, options: { timeZone?: string 
   return url.toString();
 }
 
+/**
+ * pool.end() resolves once its clients are told to close, not once they have; the database drop that
+ * follows can end a closing connection, which the pool reports as an 'error' event with no listener.
+ * That error is expected at teardown and nothing else reads this pool by then.
+ */
+export function quietAtTeardown(pool: pg.Pool): pg.Pool {
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 /** A migrated database and a pool on it, ended at teardown (before the database is dropped). */
 export async function migratedPool(t: Teardown, options: { timeZone?: string } = {}): Promise<pg.Pool> {
   const url = await freshPgDatabase(t, options);
   const pool = new pg.Pool({ connectionString: url, max: 10 });
+  quietAtTeardown(pool);
   t.teardown(() => pool.end());
   await migrate(pool);
   return pool;
