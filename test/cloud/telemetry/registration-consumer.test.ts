@@ -16,7 +16,9 @@ import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka
 t.test('building-registrations: building, rooms, sensors, and thresholds for every room at once', async (t) => {
   const alertsTopic = uniqueName('alerts');
   const registrationsTopic = uniqueName('registrations');
-  await createTopics(t, [alertsTopic, registrationsTopic]);
+  await createTopics(t, [alertsTopic]);
+  // One partition, so the messages are read in the order sent.
+  await createTopics(t, [registrationsTopic], 1);
   const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
   const directory = await startFakeDirectory(t);
   const metrics = createTelemetryMetrics({ defaults: false });
