@@ -1,12 +1,10 @@
 /**
  * Request signatures: `X-Signature` is the lowercase hex HMAC-SHA256 of the exact raw body bytes (empty
  * bytes when there is no body), compared in constant time against a key ring so secrets rotate without
- * downtime.
+ * downtime. The Express middleware that applies this to requests is in `signed-body.ts`, so code that
+ * only signs (the edge) carries no web framework.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Request, RequestHandler } from 'express';
-import express from 'express';
-import { sendText } from './errors.js';
 
 export const SIGNATURE_HEADER = 'x-signature';
 export const KEY_ID_HEADER = 'x-key-id';
@@ -45,57 +43,6 @@ export function verify(body: string | Uint8Array, signature: unknown, keys: KeyR
     if (timingSafeEqual(expected, given)) match = true;
   }
   return match;
-}
-
-/** Where the raw body is kept on a request that passed through {@link signedBody}. */
-export interface SignedRequest extends Request {
-  rawBody?: Buffer;
-}
-
-export interface SignedBodyOptions {
-  /** The key ring, or a function choosing one per request (e.g. by X-Key-Id); undefined rejects. */
-  keys: KeyRing | ((req: Request) => KeyRing | undefined);
-  /** Body size limit; larger bodies reach the error handler as 413. Default 1 MiB. */
-  limit?: string | number;
-  /** Parse the verified bytes as JSON into req.body (malformed JSON is a 400). Default true. */
-  parseJson?: boolean;
-}
-
-/**
- * Express middleware: reads the raw body (any content type), verifies `X-Signature` over those exact
- * bytes, answers 403 text/plain `invalid signature` on a mismatch, and only then parses JSON.
- *
- * @example
- * router.post('/internal/domains', ...signedBody({ keys: [secret] }), handler);
- */
-export function signedBody(options: SignedBodyOptions): RequestHandler[] {
-  const raw = express.raw({ type: () => true, limit: options.limit ?? '1mb' });
-  const check: RequestHandler = (req, res, next) => {
-    const body: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-    (req as SignedRequest).rawBody = body;
-    const keys = typeof options.keys === 'function' ? options.keys(req) : options.keys;
-    if (!keys || !verify(body, req.get(SIGNATURE_HEADER), keys)) {
-      sendText(res, 403, 'invalid signature');
-      return;
-    }
-    if (options.parseJson === false) {
-      next();
-      return;
-    }
-    if (body.length === 0) {
-      req.body = undefined;
-      next();
-      return;
-    }
-    try {
-      req.body = JSON.parse(body.toString('utf8'));
-    } catch {
-      next(Object.assign(new Error('malformed JSON'), { type: 'entity.parse.failed', status: 400 }));
-      return;
-    }
-    next();
-  };
-  return [raw, check];
 }
 
 /**

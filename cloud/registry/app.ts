@@ -5,7 +5,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { errorHandler, HttpError, jsonBody, notFoundHandler } from '../../shared/errors.js';
 import type { KeyRing } from '../../shared/hmac.js';
-import { signedBody } from '../../shared/hmac.js';
+import { signedBody } from '../../shared/signed-body.js';
 import { healthHandler } from '../../shared/http.js';
 import type { OrganizationEvent, RegistryStore } from './model.js';
 import { organizationJson, parseSignup, parseStatusReport } from './wire.js';

@@ -1,7 +1,8 @@
 import t from 'tap';
 import express from 'express';
 import { request } from 'undici';
-import { sign, verify, signedBody, keyRingFromEnv } from '../../shared/hmac.js';
+import { sign, verify, keyRingFromEnv } from '../../shared/hmac.js';
+import { signedBody } from '../../shared/signed-body.js';
 import { errorHandler } from '../../shared/errors.js';
 import { serve } from '../support/http.js';
 

@@ -3,7 +3,8 @@
  * exact bytes (at most 5 MiB) before parsing anything, then hand the parsed body to the ingest service.
  */
 import { Router, type Request, type RequestHandler } from 'express';
-import { KEY_ID_HEADER, signedBody } from '../../../shared/hmac.js';
+import { KEY_ID_HEADER } from '../../../shared/hmac.js';
+import { signedBody } from '../../../shared/signed-body.js';
 import type { IngestService } from '../ingest.js';
 import type { TelemetryMetrics } from '../metrics.js';
 import type { ChosenKey, SigningKeys } from '../signing-keys.js';

@@ -7,7 +7,7 @@
 import { Router } from 'express';
 import { HttpError } from '../../../shared/errors.js';
 import type { KeyRing } from '../../../shared/hmac.js';
-import { signedBody } from '../../../shared/hmac.js';
+import { signedBody } from '../../../shared/signed-body.js';
 import type { TenancyStore } from '../model.js';
 import { domainJson, InternalDomainBody, membershipJson, parseBody, ProvisionBody } from '../wire.js';
 
