@@ -4,6 +4,9 @@
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
 import express from 'express';
 import type { Logger } from 'pino';
+import { describeError } from './describe-error.js';
+
+export { describeError };
 
 export const ERROR_TYPES = {
   400: 'Validation Error',
@@ -118,15 +121,3 @@ export function errorHandler(logger?: Logger): ErrorRequestHandler {
 
 /** Answers 404 in the shared body for any route no router matched. */
 export const notFoundHandler: RequestHandler = (_req, res) => sendError(res, 404, 'no such route');
-
-/**
- * A one-line description of an error that is safe to log: its class and code, never its stack, and no
- * driver detail that may carry SQL text or connection strings.
- */
-export function describeError(err: unknown): string {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
-    return `${err.name}${code !== undefined ? ` (${String(code)})` : ''}`;
-  }
-  return typeof err;
-}

@@ -3,7 +3,7 @@
  * that cannot write, an ingest that refuses: each is logged and counted, and the next tick runs anyway.
  */
 import type { Logger } from 'pino';
-import { describeError } from '../../shared/errors.js';
+import { describeError } from '../../shared/describe-error.js';
 import type { EdgeConfig } from './config/load.js';
 import type { EdgeMetrics } from './metrics.js';
 import type { ApPollResult, Poller } from './poll/types.js';

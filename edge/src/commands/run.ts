@@ -2,7 +2,7 @@
  * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT.
  */
 import { createLogger } from '../../../shared/logger.js';
-import { describeError } from '../../../shared/errors.js';
+import { describeError } from '../../../shared/describe-error.js';
 import { serveMetrics } from '../metrics.js';
 import { createPoller } from '../poll/index.js';
 import { openGateway } from './gateway.js';
