@@ -1,42 +1,24 @@
 /**
- * A unique PostgreSQL database per test file on the stack's server, dropped at teardown. An optional
- * TimeZone is set on the database, so every session of the service sees it (the +05:30 and DST cases).
+ * A migrated PostgreSQL database per test on the stack's server (test/support/stack.ts), optionally
+ * with a TimeZone set on the database so every session of the service runs in it (the +05:30 and DST
+ * cases).
  */
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { migrate } from '../../../../cloud/telemetry/store/migrate.js';
-
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
-
-export function stackDatabaseUrl(): string {
-  return process.env.DATABASE_URL ?? 'postgres://lintel@127.0.0.1:55432/lintel';
-}
+import { freshPgDatabase as freshDatabase, stackEnv, type Teardown } from '../../../support/stack.js';
 
 export async function freshPgDatabase(t: Teardown, options: { timeZone?: string } = {}): Promise<string> {
-  const adminUrl = stackDatabaseUrl();
-  const name = `t_telemetry_${process.pid}_${randomUUID().replace(/-/g, '').slice(0, 12)}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-    if (options.timeZone) await admin.query(`ALTER DATABASE ${name} SET TimeZone = ${pg.escapeLiteral(options.timeZone)}`);
-  } finally {
-    await admin.end();
-  }
-  t.teardown(async () => {
-    const dropper = new pg.Client({ connectionString: adminUrl });
-    await dropper.connect();
+  const url = await freshDatabase(t);
+  if (options.timeZone) {
+    const admin = new pg.Client({ connectionString: stackEnv().DATABASE_URL });
+    await admin.connect();
     try {
-      await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.query(`ALTER DATABASE ${new URL(url).pathname.slice(1)} SET TimeZone = ${pg.escapeLiteral(options.timeZone)}`);
     } finally {
-      await dropper.end();
+      await admin.end();
     }
-  });
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
+  }
+  return url;
 }
 
 /**
@@ -52,8 +34,7 @@ export function quietAtTeardown(pool: pg.Pool): pg.Pool {
 /** A migrated database and a pool on it, ended at teardown (before the database is dropped). */
 export async function migratedPool(t: Teardown, options: { timeZone?: string } = {}): Promise<pg.Pool> {
   const url = await freshPgDatabase(t, options);
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
-  quietAtTeardown(pool);
+  const pool = quietAtTeardown(new pg.Pool({ connectionString: url, max: 10 }));
   t.teardown(() => pool.end());
   await migrate(pool);
   return pool;

@@ -3,7 +3,6 @@
  * the stack's Redis with channel names unique to the test, a fake building directory, the shipped
  * device bindings, and a clock the test moves by hand.
  */
-import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type pg from 'pg';
 import { request } from 'undici';
@@ -23,6 +22,7 @@ import { createBuildingDirectory } from '../../../../shared/directory.js';
 import { sign } from '../../../../shared/hmac.js';
 import { silentLogger } from '../../../../shared/logger.js';
 import { serve } from '../../../support/http.js';
+import { stackEnv, uniqueName } from '../../../support/stack.js';
 import { migratedPool } from './database.js';
 import { startFakeDirectory, type FakeDirectory } from './fake-directory.js';
 
@@ -50,14 +50,14 @@ export interface Harness {
 }
 
 export function stackRedisUrl(): string {
-  return process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
+  return stackEnv().REDIS_URL;
 }
 
 export async function startHarness(t: Tap, options: { timeZone?: string; now?: number } = {}): Promise<Harness> {
   const pool = await migratedPool(t, options.timeZone ? { timeZone: options.timeZone } : {});
   const redis = new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 });
   t.teardown(() => redis.quit());
-  const prefix = `test:${randomUUID()}:`;
+  const prefix = `${uniqueName('telemetry')}:`;
   const channels: ChannelNames = { raw: `${prefix}telemetry:raw`, filteredPrefix: `${prefix}telemetry:filtered:` };
   const directory = await startFakeDirectory(t);
   const clock = { now: options.now ?? Date.now() };

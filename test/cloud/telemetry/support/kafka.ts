@@ -3,20 +3,18 @@
  * beginning, and a TCP proxy in front of the broker that a test cuts and restores to play an outage
  * without touching the shared broker.
  */
-import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { Kafka, logLevel, type ISocketFactory } from 'kafkajs';
+import { stackEnv, uniqueName } from '../../../support/stack.js';
 
 interface Tap {
   teardown(fn: () => unknown): void;
 }
 
-export function stackBrokers(): string[] {
-  return (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(',');
-}
+export { uniqueName };
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${randomUUID().slice(0, 12)}`;
+export function stackBrokers(): string[] {
+  return stackEnv().KAFKA_BROKERS.split(',');
 }
 
 /** A client straight to the broker. */
