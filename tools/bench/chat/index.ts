@@ -24,7 +24,7 @@ import { MongoClient } from 'mongodb';
 import { Agent } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
 import { listen } from '../../../shared/lifecycle.js';
-import { AgentThread } from './agent-thread.js';
+import { PacedAgent } from './paced-agent.js';
 import { readStream, type StreamTimings } from './stream-client.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 200);
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
 
   const mongoUri = new URL(process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel');
   mongoUri.pathname = `/chat_bench_${Date.now().toString(36)}`;
-  const agent = new AgentThread({ tokens: TOKENS, intervalMs: TOKEN_INTERVAL_MS });
+  const agent = new PacedAgent({ tokens: TOKENS, intervalMs: TOKEN_INTERVAL_MS });
   await agent.start();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
@@ -157,12 +157,11 @@ async function main(): Promise<void> {
       chatCpuSeconds += (await cpuSecondsOf(chat.pid)) - cpuBefore;
     }
 
-    const agentTimings = await agent.timings();
     const ttft = (runs: Phase[]) => runs.flatMap(({ results }) => results.map((r) => (r.tokenReceivedAt[0] ?? Number.NaN) - r.startedAt));
     const perToken = (runs: Phase[]) =>
       runs.flatMap(({ tag, results }) =>
         results.flatMap((r, i) => {
-          const sent = agentTimings.get(`${tag}-${i}`)?.tokenSentAt;
+          const sent = agent.timings.get(`${tag}-${i}`)?.tokenSentAt;
           return sent ? r.tokenReceivedAt.slice(1).map((at, k) => at - (sent[k + 1] ?? Number.NaN)) : [];
         }),
       );
@@ -183,7 +182,7 @@ async function main(): Promise<void> {
     const addedP99 = percentile(chatTtft, 99) - percentile(directTtft, 99);
     const directToken = perToken(directRuns);
     const chatToken = perToken(chatRuns);
-    const storeAtDone = chatRuns.flatMap(({ tag, results }) => results.map((r, i) => r.endedAt - (agentTimings.get(`${tag}-${i}`)?.finalSentAt ?? Number.NaN)));
+    const storeAtDone = chatRuns.flatMap(({ tag, results }) => results.map((r, i) => r.endedAt - (agent.timings.get(`${tag}-${i}`)?.finalSentAt ?? Number.NaN)));
     const sum = (runs: Phase[]) => runs.reduce((total, p) => total + p.seconds, 0);
 
     line('conversations', String(CONVERSATIONS));
