@@ -22,7 +22,8 @@ export function normalizeMac(input: string | Uint8Array | readonly number[]): st
   return hex.replace(/(..)(?!$)/g, '$1:');
 }
 
-const OCTET_HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+const HEX_DIGIT = Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
+const COLON = ':'.charCodeAt(0);
 
 /**
  * The 6 octets at `offset` → `aa:bb:…`, or undefined when one is not an octet (the hot path: one call
@@ -30,13 +31,22 @@ const OCTET_HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(
  */
 export function macFromOctets(octets: ArrayLike<number>, offset = 0): string | undefined {
   if (octets.length < offset + 6) return undefined;
-  let mac = '';
   for (let i = offset; i < offset + 6; i++) {
-    const hex = OCTET_HEX[octets[i] as number];
-    if (hex === undefined) return undefined;
-    mac += i === offset ? hex : `:${hex}`;
+    const octet = octets[i] as number;
+    if ((octet & 255) !== octet) return undefined;
   }
-  return mac;
+  const o = offset;
+  const d = HEX_DIGIT;
+  const a = octets;
+  // One flat string (not a chain of concatenations): the zone tracker hashes it as a map key right away.
+  return String.fromCharCode(
+    d[a[o]! >> 4]!, d[a[o]! & 15]!, COLON,
+    d[a[o + 1]! >> 4]!, d[a[o + 1]! & 15]!, COLON,
+    d[a[o + 2]! >> 4]!, d[a[o + 2]! & 15]!, COLON,
+    d[a[o + 3]! >> 4]!, d[a[o + 3]! & 15]!, COLON,
+    d[a[o + 4]! >> 4]!, d[a[o + 4]! & 15]!, COLON,
+    d[a[o + 5]! >> 4]!, d[a[o + 5]! & 15]!,
+  );
 }
 
 /** Anything that looks like a MAC, in any of the usual spellings. */

@@ -81,30 +81,56 @@ export interface DeviceHasher {
   idOf(mac: string): string;
   /** Forget cached MACs not asked for since the previous call (call once per poll). */
   sweep(): void;
+  /** How many MACs the cache holds now. */
+  cachedMacs(): number;
+}
+
+/** A cached id and the last poll (sweep generation) that asked for it. */
+interface CachedId {
+  readonly id: string;
+  askedIn: number;
 }
 
 /**
- * A hasher under `key`. The cache lives in this process only and holds the MACs of the last two polls.
+ * A hasher under `key`. The cache lives in this process only and holds the MACs of the last two polls:
+ * a MAC not asked for during a whole poll is forgotten at that poll's sweep, so the cache is bounded by
+ * what the APs report, however many randomised MACs pass by over a day.
+ *
+ * One table lives as long as the hasher: a MAC asked for again (by another AP in the same poll, or in the
+ * next poll) costs one lookup and no allocation, and the HMAC is computed once per MAC while it stays.
  *
  * @example
  * const hasher = createDeviceHasher(key);
  * hasher.idOf('AA-BB-CC-DD-EE-FF') === hasher.idOf('aa:bb:cc:dd:ee:ff'); // true
  */
 export function createDeviceHasher(key: Buffer): DeviceHasher {
-  let current = new Map<string, string>();
-  let previous = new Map<string, string>();
+  const cache = new Map<string, CachedId>();
+  let poll = 0;
+  /** Distinct MACs asked for in this poll: when it equals the cache size, nothing is stale. */
+  let askedThisPoll = 0;
   return {
     idOf(mac) {
-      let id = current.get(mac);
-      if (id !== undefined) return id;
-      id = previous.get(mac) ?? createHmac('sha256', key).update(canonicalMac(mac)).digest('hex');
-      current.set(mac, id);
+      const cached = cache.get(mac);
+      if (cached !== undefined) {
+        if (cached.askedIn !== poll) {
+          cached.askedIn = poll;
+          askedThisPoll++;
+        }
+        return cached.id;
+      }
+      const id = createHmac('sha256', key).update(canonicalMac(mac)).digest('hex');
+      cache.set(mac, { id, askedIn: poll });
+      askedThisPoll++;
       return id;
     },
     sweep() {
-      previous = current;
-      current = new Map();
+      if (cache.size > askedThisPoll) {
+        for (const [mac, cached] of cache) if (cached.askedIn !== poll) cache.delete(mac);
+      }
+      poll++;
+      askedThisPoll = 0;
     },
+    cachedMacs: () => cache.size,
   };
 }
 

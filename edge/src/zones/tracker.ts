@@ -24,6 +24,7 @@
  */
 import type {
   ApObservation,
+  DeviceSighting,
   PollObservation,
   PollOutcome,
   PollStats,
@@ -40,49 +41,80 @@ export function emptyTrackerState(): TrackerState {
   return { poll: 0, devices: new Map(), transitions: [] };
 }
 
-/** The loudest sighting of one device in one poll, and its zone's best signal when it has a zone. */
+/**
+ * The loudest sighting of one device in one poll, folded over every AP that lists it, with what the
+ * tracker knew of the device before the poll.
+ */
 interface Heard {
   ap: string;
   zone: string;
   rssiDbm: number;
-  /** The zone the device is counted in before this poll, if any. */
-  incumbentZone: string | undefined;
-  /** The loudest signal from the device's incumbent zone, if that zone heard it. */
-  incumbentRssiDbm: number | undefined;
+  /** The device's record before this poll; undefined for a device seen for the first time. */
+  current: TrackedDevice | undefined;
+  /** The loudest AP of the device's incumbent zone that heard it; undefined when that zone did not. */
   incumbentAp: string | undefined;
+  /** That AP's signal (meaningful only when `incumbentAp` is set). */
+  incumbentRssiDbm: number;
 }
 
-/** Folds every AP's stations into one loudest sighting per device. */
-function heardDevices(aps: readonly ApObservation[], known: ReadonlyMap<string, TrackedDevice>): Map<string, Heard> {
-  const heard = new Map<string, Heard>();
+/**
+ * The one table a poll builds. While the sightings are folded, each device's slot holds its {@link Heard};
+ * then each slot is overwritten in place by the device's next record, so the same table (one hash table
+ * per poll, not three) becomes the next state's devices.
+ */
+type Slot = Heard | TrackedDevice;
+
+/**
+ * Folds every AP's stations into one loudest sighting per device (ties go to the smaller AP name).
+ * Answers how many of the devices heard were already known.
+ */
+function foldSightings(aps: readonly ApObservation[], known: ReadonlyMap<string, TrackedDevice>, into: Map<string, Slot>): number {
+  let knownHeard = 0;
   for (const observation of aps) {
     if (!observation.answered) continue;
-    const { ap, zone } = observation;
-    for (const { device, rssiDbm } of observation.stations) {
+    const { ap, zone, stations } = observation;
+    for (let i = 0; i < stations.length; i++) {
+      const { device, rssiDbm } = stations[i] as DeviceSighting;
       if (!Number.isFinite(rssiDbm)) continue;
-      let entry = heard.get(device);
+      let entry = into.get(device) as Heard | undefined;
       if (entry === undefined) {
-        entry = { ap, zone, rssiDbm, incumbentZone: known.get(device)?.zone, incumbentRssiDbm: undefined, incumbentAp: undefined };
-        heard.set(device, entry);
+        const current = known.get(device);
+        if (current !== undefined) knownHeard++;
+        entry = { ap, zone, rssiDbm, current, incumbentAp: undefined, incumbentRssiDbm: 0 };
+        into.set(device, entry);
       } else if (rssiDbm > entry.rssiDbm || (rssiDbm === entry.rssiDbm && ap < entry.ap)) {
         entry.ap = ap;
         entry.zone = zone;
         entry.rssiDbm = rssiDbm;
       }
-      if (zone === entry.incumbentZone) {
-        const best = entry.incumbentRssiDbm;
-        if (best === undefined || rssiDbm > best || (rssiDbm === best && ap < (entry.incumbentAp as string))) {
+      if (entry.current !== undefined && zone === entry.current.zone) {
+        const bestAp = entry.incumbentAp;
+        if (bestAp === undefined || rssiDbm > entry.incumbentRssiDbm || (rssiDbm === entry.incumbentRssiDbm && ap < bestAp)) {
           entry.incumbentRssiDbm = rssiDbm;
           entry.incumbentAp = ap;
         }
       }
     }
   }
-  return heard;
+  return knownHeard;
+}
+
+/** Every record is built here, so all share one shape (no spreads, no optional fields). */
+function tracked(
+  zone: string,
+  ap: string,
+  rssiDbm: number,
+  challengerZone: string | null,
+  challengerPolls: number,
+  frozenPolls: number,
+  absentPolls: number,
+  lastHeardPoll: number,
+): TrackedDevice {
+  return { zone, ap, rssiDbm, challengerZone, challengerPolls, frozenPolls, absentPolls, lastHeardPoll };
 }
 
 function settled(zone: string, ap: string, rssiDbm: number, poll: number): TrackedDevice {
-  return { zone, ap, rssiDbm, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
+  return tracked(zone, ap, rssiDbm, null, 0, 0, 0, poll);
 }
 
 /**
@@ -91,23 +123,23 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
  */
 function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
-  if (heard.incumbentRssiDbm !== undefined) {
+  if (heard.incumbentAp !== undefined) {
     // Both zones hear it: only a clear margin moves it.
     if (heard.rssiDbm - heard.incumbentRssiDbm >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    return settled(current.zone, heard.incumbentAp ?? current.ap, heard.incumbentRssiDbm, poll);
+    return settled(current.zone, heard.incumbentAp, heard.incumbentRssiDbm, poll);
   }
   const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
   if (silentAps.has(current.ap)) {
     // Its own AP cannot speak for it: keep it where it was unless the margin or the ceiling says otherwise.
     const frozenPolls = current.frozenPolls + 1;
     if (beatsLastKnown || frozenPolls >= config.frozenPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls, absentPolls: 0, lastHeardPoll: poll };
+    return tracked(current.zone, current.ap, current.rssiDbm, null, 0, frozenPolls, 0, poll);
   }
   if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
   // Its zone answered without it: the dwell rule counts.
   const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
   if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-  return { ...current, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
+  return tracked(current.zone, current.ap, current.rssiDbm, heard.zone, challengerPolls, 0, 0, poll);
 }
 
 /** The next record of a known device nobody heard this poll, or why it is removed. */
@@ -115,20 +147,39 @@ function stepUnheard(current: TrackedDevice, silentAps: ReadonlySet<string>, con
   if (silentAps.has(current.ap)) {
     const frozenPolls = current.frozenPolls + 1;
     if (frozenPolls >= config.frozenPolls) return 'expired';
-    return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls };
+    return tracked(current.zone, current.ap, current.rssiDbm, null, 0, frozenPolls, current.absentPolls, current.lastHeardPoll);
   }
   const absentPolls = current.absentPolls + 1;
   if (absentPolls >= config.absentPolls) return 'gone';
-  return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls: 0, absentPolls };
+  return tracked(current.zone, current.ap, current.rssiDbm, null, 0, 0, absentPolls, current.lastHeardPoll);
 }
 
-function pairKey(from: string, to: string): string {
-  return `${from}\u0000${to}`;
+/** Counts per (from, to) zone pair in first-seen order, keyed by from then to: no key strings are built. */
+class PairCounts {
+  readonly list: ZonePairCount[] = [];
+  private readonly byFrom = new Map<string, Map<string, ZonePairCount>>();
+
+  add(from: string, to: string, count: number): void {
+    let byTo = this.byFrom.get(from);
+    if (byTo === undefined) {
+      byTo = new Map();
+      this.byFrom.set(from, byTo);
+    }
+    const pair = byTo.get(to);
+    if (pair !== undefined) {
+      pair.count += count;
+      return;
+    }
+    const created = { from, to, count };
+    byTo.set(to, created);
+    this.list.push(created);
+  }
 }
 
 /**
  * Applies one poll of every AP to the tracker state. Pure: the input state is not modified, and the same
- * inputs always give the same outcome. This is the tracker's whole hot path.
+ * inputs always give the same outcome. This is the tracker's whole hot path: it builds one hash table
+ * (the next state's devices) and one small record per device, and nothing per sighting.
  *
  * @example
  * const { state, moves } = applyPoll(emptyTrackerState(), {
@@ -138,49 +189,62 @@ function pairKey(from: string, to: string): string {
  */
 export function applyPoll(state: TrackerState, observation: PollObservation, config: TrackerConfig): PollOutcome {
   const poll = state.poll + 1;
+  const known = state.devices;
   const silentAps = new Set<string>();
   for (const ap of observation.aps) if (!ap.answered) silentAps.add(ap.ap);
-  const heard = heardDevices(observation.aps, state.devices);
 
-  const devices = new Map<string, TrackedDevice>();
+  const slots = new Map<string, Slot>();
+  const knownHeard = foldSightings(observation.aps, known, slots);
   const changed: string[] = [];
   const removed: Array<{ device: string; reason: RemovalReason }> = [];
-  const movesByPair = new Map<string, ZonePairCount>();
-  const stats: PollStats = { heard: heard.size, arrived: 0, moved: 0, frozen: 0, gone: 0, expired: 0 };
+  const movesByPair = new PairCounts();
+  const stats: PollStats = { heard: slots.size, arrived: 0, moved: 0, frozen: 0, gone: 0, expired: 0 };
 
-  for (const [id, current] of state.devices) {
-    const sighting = heard.get(id);
-    const next = sighting ? stepHeard(current, sighting, silentAps, poll, config) : stepUnheard(current, silentAps, config);
-    if (typeof next === 'string') {
-      removed.push({ device: id, reason: next });
-      if (next === 'gone') stats.gone++;
-      else stats.expired++;
-      continue;
-    }
-    devices.set(id, next);
+  function settle(id: string, current: TrackedDevice, next: TrackedDevice): void {
+    slots.set(id, next);
     changed.push(id);
     if (next.frozenPolls > 0) stats.frozen++;
     if (next.zone !== current.zone) {
       stats.moved++;
-      const key = pairKey(current.zone, next.zone);
-      const pair = movesByPair.get(key);
-      if (pair) pair.count++;
-      else movesByPair.set(key, { from: current.zone, to: next.zone, count: 1 });
+      movesByPair.add(current.zone, next.zone, 1);
     }
   }
-  for (const [id, sighting] of heard) {
-    if (state.devices.has(id)) continue;
-    devices.set(id, settled(sighting.zone, sighting.ap, sighting.rssiDbm, poll));
-    changed.push(id);
-    stats.arrived++;
+
+  // Every heard device: overwrite its sighting by its next record (the table's keys do not change).
+  slots.forEach((slot, id) => {
+    const heard = slot as Heard;
+    if (heard.current === undefined) {
+      slots.set(id, settled(heard.zone, heard.ap, heard.rssiDbm, poll));
+      changed.push(id);
+      stats.arrived++;
+    } else {
+      settle(id, heard.current, stepHeard(heard.current, heard, silentAps, poll, config));
+    }
+  });
+  // Known devices nobody heard; when every known device was heard there are none to look for.
+  if (knownHeard < known.size) {
+    known.forEach((current, id) => {
+      if (slots.has(id)) return;
+      const next = stepUnheard(current, silentAps, config);
+      if (typeof next === 'string') {
+        removed.push({ device: id, reason: next });
+        if (next === 'gone') stats.gone++;
+        else stats.expired++;
+      } else {
+        settle(id, current, next);
+      }
+    });
   }
 
-  const moves = [...movesByPair.values()];
   // One poll more than the window is kept, so transitionWindow can tell which pairs just fell out of it.
   const oldest = poll - config.transitionWindowPolls;
-  const transitions: TransitionEntry[] = state.transitions.filter((entry) => entry.poll >= oldest);
-  for (const move of moves) transitions.push({ poll, ...move });
+  const transitions: TransitionEntry[] = [];
+  for (const entry of state.transitions) if (entry.poll >= oldest) transitions.push(entry);
+  const moves = movesByPair.list;
+  for (const move of moves) transitions.push({ poll, from: move.from, to: move.to, count: move.count });
 
+  // Every slot now holds a TrackedDevice.
+  const devices = slots as Map<string, TrackedDevice>;
   return { state: { poll, devices, transitions }, changed, removed, moves, stats };
 }
 
@@ -189,9 +253,12 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
  * once, in its own zone.
  */
 export function zoneCounts(state: TrackerState, zones: readonly string[]): Record<string, number> {
+  // A Map hashes each zone string once; a plain object would look every key up in the string table.
+  const byZone = new Map<string, number>();
+  for (const zone of zones) byZone.set(zone, 0);
+  for (const device of state.devices.values()) byZone.set(device.zone, (byZone.get(device.zone) ?? 0) + 1);
   const counts: Record<string, number> = {};
-  for (const zone of zones) counts[zone] = 0;
-  for (const device of state.devices.values()) counts[device.zone] = (counts[device.zone] ?? 0) + 1;
+  for (const [zone, count] of byZone) counts[zone] = count;
   return counts;
 }
 
@@ -207,25 +274,13 @@ export function frozenCount(state: TrackerState): number {
  * the window ending one poll earlier but has none now is reported once with 0, so a reader sees it fall.
  */
 export function transitionWindow(state: TrackerState, config: TrackerConfig): ZonePairCount[] {
-  const now = new Map<string, ZonePairCount>();
-  const before = new Set<string>();
   const oldest = state.poll - config.transitionWindowPolls;
+  const pairs = new PairCounts();
   for (const entry of state.transitions) {
-    const key = pairKey(entry.from, entry.to);
-    if (entry.poll > oldest) {
-      const pair = now.get(key);
-      if (pair) pair.count += entry.count;
-      else now.set(key, { from: entry.from, to: entry.to, count: entry.count });
-    }
-    if (entry.poll >= oldest && entry.poll < state.poll) before.add(key);
+    const now = entry.poll > oldest;
+    // in the window that ended one poll earlier: a pair seen only there is reported once, with 0
+    const before = entry.poll >= oldest && entry.poll < state.poll;
+    if (now || before) pairs.add(entry.from, entry.to, now ? entry.count : 0);
   }
-  const out = [...now.values()];
-  for (const entry of state.transitions) {
-    const key = pairKey(entry.from, entry.to);
-    if (before.has(key) && !now.has(key)) {
-      now.set(key, { from: entry.from, to: entry.to, count: 0 });
-      out.push({ from: entry.from, to: entry.to, count: 0 });
-    }
-  }
-  return out.sort((a, b) => (a.from === b.from ? a.to.localeCompare(b.to) : a.from.localeCompare(b.from)));
+  return pairs.list.sort((a, b) => (a.from === b.from ? a.to.localeCompare(b.to) : a.from.localeCompare(b.from)));
 }

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { normalizeMac, scrubMacs } from '../../../edge/src/poll/mac.js';
+import { macFromOctets, normalizeMac, scrubMacs } from '../../../edge/src/poll/mac.js';
 import { ParseError, parseIwStationDump, parseMcaDump, parseUbusClients } from '../../../edge/src/poll/parsers/index.js';
 import { toDbm } from '../../../edge/src/poll/signal.js';
 import { recording } from '../../support/peers/snmpd.js';
@@ -71,6 +71,10 @@ t.test('MACs become lowercase colon form, from any spelling or octets', async (t
   t.equal(normalizeMac([160, 120, 23, 94, 17, 34]), 'a0:78:17:5e:11:22');
   for (const bad of ['a0:78:17:5e:11', 'not a mac', 'a0:78:17:5e:11:2g', '']) t.equal(normalizeMac(bad), undefined, bad);
   t.equal(normalizeMac([1, 2, 3, 4, 5, 256]), undefined);
+  for (const bad of [-1, 1.5, Number.NaN]) t.equal(normalizeMac([1, 2, 3, 4, 5, bad]), undefined, `octet ${bad}`);
+  // an OID index: the MAC starts after the table's own sub-identifiers
+  t.equal(macFromOctets([1, 3, 0, 15, 16, 255, 9, 240], 2), '00:0f:10:ff:09:f0');
+  t.equal(macFromOctets([1, 3, 0, 15, 16, 255, 9], 2), undefined, 'too short after the offset');
   t.equal(scrubMacs('station A0:78:17:5E:11:22 and a078.175e.1122 left'), 'station <mac> and <mac> left');
 });
 

@@ -1,7 +1,9 @@
 /**
  * Edge benchmark: the tick time of the poller against 100 SNMP APs of 50 stations each, against the limit
  * of Net-SNMP's own C client (`snmpbulkwalk`, 100 processes at once, started by one shell) walking the
- * same tables; the tracker's time for 10k stations; the poller's peak RSS.
+ * same tables; the tracker's time for 10k stations (tracker.ts, in its own bundled process; p50 and p95
+ * over steady-state polls); the poller's peak RSS. `npm run bench:edge -- --tracker-only` prints the
+ * tracker figures alone.
  *
  * The APs: one real `snmpd` listening on 100 loopback UDP ports, each port an AP. Every port serves the
  * same 50-station wlsxWlanStationTable (aruba-aos dialect; signal is an SNR column), so each AP costs
@@ -30,7 +32,7 @@ import { build } from 'esbuild';
 import { BUILTIN_DIALECT_DIR } from '../../../edge/src/poll/dialects.js';
 import { createRandom } from '../../../edge/src/simulate/prng.js';
 import { startSnmpd, type RunningSnmpd } from '../../../test/support/peers/snmpd.js';
-import { benchTracker } from './tracker.js';
+import type { TrackerFigures } from './tracker.js';
 
 const APS = 100;
 const STATIONS = 50;
@@ -87,10 +89,10 @@ async function walkAllWithSnmpbulkwalk(snmpd: RunningSnmpd, outDir: string): Pro
  * Bundles the poll runner the way the gateway ships (one file, plain node), so neither the TypeScript
  * loader nor this benchmark's own bookkeeping is in its time or its RSS.
  */
-async function bundleRunner(dir: string): Promise<string> {
-  const outfile = join(dir, 'poll-runner.mjs');
+async function bundleRunner(dir: string, name: 'poll-runner' | 'tracker-runner'): Promise<string> {
+  const outfile = join(dir, `${name}.mjs`);
   await build({
-    entryPoints: [fileURLToPath(new URL('./poll-runner.ts', import.meta.url))],
+    entryPoints: [fileURLToPath(new URL(`./${name}.ts`, import.meta.url))],
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -182,13 +184,50 @@ async function measure(snmpd: RunningSnmpd, rounds: number, outDir: string, runn
   }
 }
 
+function printTracker(tracker: TrackerFigures): void {
+  console.log(`tracker_polls_measured: ${tracker.polls} count`);
+  console.log(`tracker_observe_10k_p50: ${fmt(tracker.observe.p50)} ms`);
+  console.log(`tracker_observe_10k_p95: ${fmt(tracker.observe.p95)} ms`);
+  console.log(`tracker_apply_10k_p50: ${fmt(tracker.apply.p50)} ms`);
+  console.log(`tracker_apply_10k_p95: ${fmt(tracker.apply.p95)} ms`);
+  console.log(`tracker_10k_p50: ${fmt(tracker.tick.p50)} ms`);
+  console.log(`tracker_10k_p95: ${fmt(tracker.tick.p95)} ms`);
+  console.log(`tracker_10k_cpu_p50: ${fmt(tracker.tickCpu.p50)} ms`);
+  console.log(`tracker_10k_cpu_p95: ${fmt(tracker.tickCpu.p95)} ms`);
+}
+
+/** The tracker benchmark in its own process (see tracker-runner.ts). */
+async function runTracker(trackerFile: string, nodeFlags: string[] = []): Promise<TrackerFigures> {
+  const child = spawn(process.execPath, [...nodeFlags, trackerFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`the tracker runner exited ${code}`);
+  return JSON.parse(out) as TrackerFigures;
+}
+
+/** `--tracker-only`: the tracker figures alone, in seconds rather than a minute. */
+async function trackerOnly(): Promise<void> {
+  const work = mkdtempSync(join(tmpdir(), 'lintel-bench-edge-'));
+  try {
+    printTracker(await runTracker(await bundleRunner(work, 'tracker-runner')));
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--tracker-only')) return trackerOnly();
   const work = mkdtempSync(join(tmpdir(), 'lintel-bench-edge-'));
   const table = stationTable();
   const recordingFile = join(work, 'bench-aruba.snmpwalk');
   writeFileSync(recordingFile, `${table.map((row) => `.${row.oid} = INTEGER: ${row.snr}`).join('\n')}\n`);
 
-  const runnerFile = await bundleRunner(work);
+  const runnerFile = await bundleRunner(work, 'poll-runner');
+  const trackerFile = await bundleRunner(work, 'tracker-runner');
   let native: RunningSnmpd | undefined;
   let passPersist: RunningSnmpd | undefined;
   try {
@@ -203,18 +242,13 @@ async function main(): Promise<void> {
     await passPersist.stop();
     passPersist = undefined;
 
-    const tracker = await benchTracker();
+    const tracker = await runTracker(trackerFile);
 
     console.log(`aps: ${APS} count`);
     console.log(`stations_per_ap: ${STATIONS} count`);
     console.log(`poller_tick_pass_persist: ${fmt(passFigures.poller)} ms`);
     console.log(`snmpbulkwalk_pass_persist: ${fmt(passFigures.walk)} ms`);
-    if (tracker) {
-      console.log(`tracker_observe_10k: ${fmt(tracker.observeMs)} ms`);
-      console.log(`tracker_10k: ${fmt(tracker.applyMs)} ms`);
-    } else {
-      console.log('tracker_10k: n/a (edge/src/zones is not there yet)');
-    }
+    printTracker(tracker);
     console.log(`poller_tick_small_heap: ${fmt(smallHeap.poller)} ms`);
     console.log(`poller_rss_peak_small_heap: ${smallHeap.rssMb.toFixed(1)} MB`);
     console.log(`poller_rss_peak: ${nativeFigures.rssMb.toFixed(1)} MB`);
