@@ -2,7 +2,8 @@
  * PostgreSQL adapter for ingest: day partitions on demand, then one transaction per batch in three
  * round trips:
  * 1. BEGIN, the shared rollup lock, and the thresholds of the batch's buildings;
- * 2. one statement that claims the batch id, inserts every reading (UNNEST, ON CONFLICT DO NOTHING),
+ * 2. one statement that claims the batch id, inserts every reading (one JSON array parameter expanded
+ *    by json_to_recordset, ON CONFLICT DO NOTHING),
  *    writes the batch's alerts to the outbox and marks late hours for a new rollup, each only if the
  *    batch id was new and no reading is older than the raw data still kept;
  * 3. COMMIT.
@@ -12,7 +13,7 @@ import pg from 'pg';
 import type { AlertEvent, ThresholdRow } from '../domain/alerts.js';
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
-import { DAY_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
+import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
 import { PARTITION_LOCK, ROLLUP_LOCK } from './locks.js';
 
 /** What a batch becomes in storage. */
@@ -44,7 +45,7 @@ const INGEST = `
 WITH state AS (
   SELECT watermark, retained_from FROM rollup_state
 ), fresh AS (
-  SELECT NOT EXISTS (SELECT 1 FROM state WHERE retained_from > to_timestamp($9 / 1000.0)) AS ok
+  SELECT NOT EXISTS (SELECT 1 FROM state WHERE retained_from > to_timestamp($5 / 1000.0)) AS ok
 ), claim AS (
   INSERT INTO ingest_batches (key_id, batch_id, accepted)
   SELECT $1, $2, $3 FROM fresh WHERE fresh.ok AND $2::text IS NOT NULL
@@ -53,20 +54,20 @@ WITH state AS (
   SELECT 1 FROM fresh WHERE fresh.ok AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM claim))
 ), ins AS (
   INSERT INTO readings (building_id, room_id, metric, ts, value, payload)
-  SELECT b, r, m, to_timestamp(t / 1000.0), v, p
-  FROM unnest($4::text[], $5::text[], $6::text[], $7::float8[], $8::float8[], $10::jsonb[]) AS u(b, r, m, t, v, p)
+  SELECT "buildingId", "roomId", metric, to_timestamp(ts / 1000.0), value, payload
+  FROM json_to_recordset($4::json) AS u("buildingId" text, "roomId" text, metric text, ts float8, value float8, payload jsonb)
   WHERE EXISTS (SELECT 1 FROM go)
   ON CONFLICT DO NOTHING RETURNING 1
 ), alerts AS (
   INSERT INTO alert_outbox (alert_id, message_key, payload)
-  SELECT a, k, p FROM unnest($11::text[], $12::text[], $13::jsonb[]) AS u(a, k, p)
+  SELECT a, k, p FROM unnest($7::text[], $8::text[], $9::jsonb[]) AS u(a, k, p)
   WHERE EXISTS (SELECT 1 FROM go)
   ON CONFLICT (alert_id) DO NOTHING RETURNING 1
 ), late AS (
   INSERT INTO rollup_pending (hour)
   SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC')
-  FROM unnest($7::float8[]) AS u(t), state
-  WHERE EXISTS (SELECT 1 FROM go) AND state.watermark > to_timestamp($9 / 1000.0) AND to_timestamp(t / 1000.0) < state.watermark
+  FROM unnest($6::float8[]) AS u(t), state
+  WHERE EXISTS (SELECT 1 FROM go) AND state.watermark > to_timestamp($5 / 1000.0) AND to_timestamp(t / 1000.0) < state.watermark
   ON CONFLICT DO NOTHING RETURNING 1
 )
 SELECT (SELECT ok FROM fresh) AS fresh,
@@ -172,7 +173,15 @@ export class PgReadingsStore implements ReadingsStore {
       a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0,
     );
     const rows = [...batch.rows].sort(byKey);
-    const oldest = rows.reduce((min, r) => Math.min(min, r.ts), Infinity);
+    let oldest = Infinity;
+    // The earliest instant of each UTC hour the batch touches: enough to find the late hours.
+    const earliestOfHour = new Map<number, number>();
+    for (const r of rows) {
+      if (r.ts < oldest) oldest = r.ts;
+      const hour = Math.floor(r.ts / HOUR_MS);
+      const earliest = earliestOfHour.get(hour);
+      if (earliest === undefined || r.ts < earliest) earliestOfHour.set(hour, r.ts);
+    }
     const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number }>({
       name: 'telemetry-ingest-batch',
       text: INGEST,
@@ -180,13 +189,10 @@ export class PgReadingsStore implements ReadingsStore {
         batch.keyId,
         batch.batchId ?? null,
         batch.rows.length,
-        rows.map((r) => r.buildingId),
-        rows.map((r) => r.roomId),
-        rows.map((r) => r.metric),
-        rows.map((r) => r.ts),
-        rows.map((r) => r.value),
+        // Every row, payload included, serialised in one go as a JSON array of ReadingRow objects.
+        JSON.stringify(rows),
         oldest,
-        rows.map((r) => JSON.stringify(r.payload)),
+        [...earliestOfHour.values()],
         alerts.map((a) => a.alertId),
         alerts.map(alertKeyOf),
         alerts.map((a) => JSON.stringify(a)),

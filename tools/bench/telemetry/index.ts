@@ -74,7 +74,9 @@ function percentile(sorted: readonly number[], p: number): number {
 
 async function startService(databaseUrl: string): Promise<{ child: ChildProcess; port: number }> {
   const suffix = randomUUID().slice(0, 8);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/telemetry/main.ts'], {
+  // TELEMETRY_BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service there when it stops.
+  const profile = process.env.TELEMETRY_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.TELEMETRY_BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'cloud/telemetry/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
