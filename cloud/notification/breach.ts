@@ -15,7 +15,6 @@ import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, type AlertEvent } from './alert-event.js';
-import { mapSettled } from './concurrency.js';
 import type { Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
 import type { Cooldown } from './redis.js';
@@ -31,8 +30,6 @@ export interface BreachDeps {
   delivery: Delivery;
   metrics: NotificationMetrics;
   logger: Logger;
-  /** Cooldown checks and deliveries in flight per slice. Default 256. */
-  inFlight?: number;
   clock?: Clock;
   newId?: () => string;
 }
@@ -66,6 +63,14 @@ export interface Settlement {
   error?: unknown;
 }
 
+/** A record that asks the shared cooldown. */
+interface Pending {
+  index: number;
+  alert: AlertEvent;
+  key: string;
+  outcome?: AlertOutcome;
+}
+
 export class BreachHandler {
   private readonly clock: Clock;
   private readonly newId: () => string;
@@ -93,7 +98,7 @@ export class BreachHandler {
     const now = performance.now();
     const outcomes = new Array<AlertOutcome | undefined>(records.length);
     const asking = new Set<string>();
-    const pending: Array<{ index: number; alert: AlertEvent; key: string }> = [];
+    const pending: Pending[] = [];
     for (let index = 0; index < records.length; index++) {
       const parsed = parseAlertRecord(records[index]?.value ?? null);
       if (!parsed.ok) {
@@ -118,28 +123,16 @@ export class BreachHandler {
       pending.push({ index, alert, key });
     }
 
-    const results = await mapSettled(pending, this.deps.inFlight ?? 256, async ({ index, alert, key }) => {
-      if (!(await cooldown.arm(key))) return 'suppressed';
-      try {
-        return await this.deliver(alert, key, () => where(index));
-      } catch (err) {
-        // Nothing reached the channel: disarm so the redelivery of this record is not suppressed.
-        await cooldown.release(key).catch((releaseErr: unknown) => {
-          logger.error({ ...where(index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; the alert may be lost');
-        });
-        throw err;
-      }
-    });
+    const failures = await this.armAndDeliver(pending, where);
+    for (const p of pending) if (!failures.has(p.index)) outcomes[p.index] = p.outcome;
     let error: unknown;
     let firstFailure = records.length;
-    results.forEach((result, i) => {
-      const index = pending[i]?.index ?? records.length;
-      if (result.ok) outcomes[index] = result.value;
-      else if (index < firstFailure) {
+    for (const [index, failure] of failures) {
+      if (index < firstFailure) {
         firstFailure = index;
-        error = 'error' in result ? result.error : new Error('record skipped');
+        error = failure;
       }
-    });
+    }
     for (let i = firstFailure; i < outcomes.length; i++) outcomes[i] = undefined;
     const tally = new Map<AlertOutcome, number>();
     for (let i = 0; i < firstFailure; i++) tally.set(outcomes[i] as AlertOutcome, (tally.get(outcomes[i] as AlertOutcome) ?? 0) + 1);
@@ -151,28 +144,114 @@ export class BreachHandler {
     return { outcomes, settled: records.length };
   }
 
-  private async deliver(alert: AlertEvent, key: string, where: () => Partial<RecordPosition>): Promise<AlertOutcome> {
-    const { logger, metrics } = this.deps;
-    const createdAt = new Date(this.clock()).toISOString();
-    let domains: string[] = [];
-    let failure: string | undefined;
+  /**
+   * Arms the cooldown of every pending record in one round trip, then delivers those that armed it:
+   * the distinct buildings are looked up once, every in-app notification is published in one round
+   * trip, and the pushes go out in the background. Sets each record's outcome; answers the records
+   * that could not be settled, with why. A record whose publish failed has its cooldown disarmed.
+   */
+  private async armAndDeliver(pending: readonly Pending[], where: (index: number) => Partial<RecordPosition>): Promise<Map<number, unknown>> {
+    const { logger, metrics, cooldown, delivery } = this.deps;
+    const failures = new Map<number, unknown>();
+    if (pending.length === 0) return failures;
+    let armed: Array<boolean | Error>;
     try {
-      domains = await this.deps.directory.domainsOf(alert.buildingId, this.deps.systemClaimsHeader);
+      armed = await cooldown.armAll(pending.map((p) => p.key));
     } catch (err) {
-      failure = err instanceof DirectoryError ? err.code : describeError(err);
-      metrics.directoryFailures.inc({ code: err instanceof DirectoryError ? err.code : 'unreachable' });
+      for (const { index } of pending) failures.set(index, err);
+      return failures;
     }
-    if (domains.length === 0) {
-      await this.deps.delivery.publish([alertNotification(alert, { id: this.newId(), createdAt })]);
-      logger.error(
-        { ...where(), buildingId: alert.buildingId, metric: alert.type, lookup: failure ?? 'no domains' },
-        'alert unroutable: building domains unknown; published unscoped, no push',
+    const won: Pending[] = [];
+    pending.forEach((p, i) => {
+      const result = armed[i];
+      if (result === true) won.push(p);
+      else if (result instanceof Error) failures.set(p.index, result);
+      else p.outcome = 'suppressed';
+    });
+    if (won.length === 0) return failures;
+
+    // One lookup per distinct building of the slice (the directory caches and coalesces across slices).
+    const lookups = new Map<string, Promise<{ domains: string[]; failure?: string }>>();
+    for (const { alert } of won) {
+      if (lookups.has(alert.buildingId)) continue;
+      lookups.set(
+        alert.buildingId,
+        this.deps.directory.domainsOf(alert.buildingId, this.deps.systemClaimsHeader).then(
+          (domains) => ({ domains }),
+          (err: unknown) => {
+            metrics.directoryFailures.inc({ code: err instanceof DirectoryError ? err.code : 'unreachable' });
+            return { domains: [], failure: err instanceof DirectoryError ? err.code : describeError(err) };
+          },
+        ),
       );
-      return 'unroutable';
     }
-    const byDomain = new Map<string, Notification>();
-    for (const domainName of domains) byDomain.set(domainName, alertNotification(alert, { id: this.newId(), createdAt, domainName }));
-    await this.deps.delivery.toDomains(byDomain, alert.type, { topicOf: () => pushTopicOf(key) });
-    return 'delivered';
+    const routes = new Map<string, { domains: string[]; failure?: string }>();
+    await Promise.all([...lookups].map(async ([buildingId, lookup]) => routes.set(buildingId, await lookup)));
+
+    const createdAt = new Date(this.clock()).toISOString();
+    const notifications: Notification[] = [];
+    const owners: number[] = [];
+    const events: Array<{ byDomain: Map<string, Notification>; metric: string; topicOf: () => string } | undefined> = [];
+    won.forEach((p, w) => {
+      const { domains } = routes.get(p.alert.buildingId) ?? { domains: [] };
+      if (domains.length === 0) {
+        notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
+        owners.push(w);
+        events.push(undefined);
+        return;
+      }
+      const byDomain = new Map<string, Notification>();
+      const base = alertNotification(p.alert, { id: '', createdAt });
+      for (const domainName of domains) {
+        const notification = { ...base, id: this.newId(), domainName };
+        byDomain.set(domainName, notification);
+        notifications.push(notification);
+        owners.push(w);
+      }
+      const key = p.key;
+      events.push({ byDomain, metric: p.alert.type, topicOf: () => pushTopicOf(key) });
+    });
+
+    let published: Array<Error | undefined>;
+    try {
+      published = await delivery.publishEach(notifications);
+    } catch (err) {
+      published = notifications.map(() => (err instanceof Error ? err : new Error(describeError(err))));
+    }
+    const failedPublish = new Map<number, Error>();
+    published.forEach((error, i) => {
+      if (error !== undefined) failedPublish.set(owners[i] as number, error);
+    });
+
+    const releases: Array<Promise<void>> = [];
+    const toPush: Array<{ byDomain: Map<string, Notification>; metric: string; topicOf: () => string }> = [];
+    won.forEach((p, w) => {
+      const publishError = failedPublish.get(w);
+      if (publishError !== undefined) {
+        // Not every notification reached the channel: disarm so the redelivery is not suppressed.
+        failures.set(p.index, publishError);
+        releases.push(
+          cooldown.release(p.key).catch((releaseErr: unknown) => {
+            logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; the alert may be lost');
+          }),
+        );
+        return;
+      }
+      const event = events[w];
+      if (event === undefined) {
+        const route = routes.get(p.alert.buildingId);
+        logger.error(
+          { ...where(p.index), buildingId: p.alert.buildingId, metric: p.alert.type, lookup: route?.failure ?? 'no domains' },
+          'alert unroutable: building domains unknown; published unscoped, no push',
+        );
+        p.outcome = 'unroutable';
+        return;
+      }
+      p.outcome = 'delivered';
+      toPush.push(event);
+    });
+    await Promise.all(releases);
+    await delivery.pushInBackground(toPush);
+    return failures;
   }
 }

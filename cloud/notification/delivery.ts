@@ -49,8 +49,9 @@ export interface FanOutOptions {
 const URGENCY = { info: 'low', warning: 'normal', danger: 'high' } as const;
 
 export class Delivery {
-  private readonly published: Record<Notification['kind'], { inc(): void }>;
+  private readonly published: Record<Notification['kind'], { inc(by?: number): void }>;
   private readonly background = new Set<Promise<void>>();
+  private backgroundWeight = 0;
 
   constructor(private readonly deps: DeliveryDeps) {
     const counter = deps.metrics.inAppPublished;
@@ -66,13 +67,28 @@ export class Delivery {
   }
 
   /**
+   * Publishes in-app notifications in one round trip and counts those published. Per notification:
+   * undefined when published, or why not. Rejects when the channel cannot be reached at all.
+   */
+  async publishEach(notifications: readonly Notification[]): Promise<Array<Error | undefined>> {
+    const errors = await this.deps.publisher.publishAll(notifications);
+    const published = { alert: 0, manual: 0 };
+    errors.forEach((error, i) => {
+      if (error === undefined) published[(notifications[i] as Notification).kind] += 1;
+    });
+    if (published.alert > 0) this.published.alert.inc(published.alert);
+    if (published.manual > 0) this.published.manual.inc(published.manual);
+    return errors;
+  }
+
+  /**
    * Publishes one notification per domain, then pushes to the opted-in devices of those domains.
    * `metric` selects who is opted in; none means anyone with an alertable metric on (manual alerts).
    * Rejects only when the publish fails; push problems are logged and counted, never raised.
    */
   async toDomains(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, options: FanOutOptions = {}): Promise<DeliveryReport> {
     // The recipient query runs alongside the publish; pushes go out only once the publish succeeded.
-    const recipients = this.recipientsOf(byDomain, metric).then(
+    const recipients = this.recipientsOf(byDomain, metric, new Map()).then(
       (targets) => ({ ok: true as const, targets }),
       (error: unknown) => ({ ok: false as const, error }),
     );
@@ -83,10 +99,39 @@ export class Delivery {
       await pushes;
       return report;
     }
-    this.background.add(pushes);
-    void pushes.finally(() => this.background.delete(pushes));
-    while (this.background.size > (this.deps.maxBackground ?? 1000)) await Promise.race(this.background);
+    await this.inBackground(pushes, 1);
     return report;
+  }
+
+  /**
+   * Pushes, in the background, the already published notifications of several events (a slice of the
+   * breach path): each event to the opted-in devices of its domains. The recipients of a domain and
+   * metric are read once for all the events. Resolves once there is room in the background.
+   */
+  async pushInBackground(events: ReadonlyArray<{ byDomain: ReadonlyMap<string, Notification>; metric: string | undefined; topicOf?: () => string }>): Promise<void> {
+    if (events.length === 0) return;
+    const lists = new Map<string, Promise<Recipient[]>>();
+    const pushes = Promise.all(
+      events.map(({ byDomain, metric, topicOf }) => {
+        const recipients = this.recipientsOf(byDomain, metric, lists).then(
+          (targets) => ({ ok: true as const, targets }),
+          (error: unknown) => ({ ok: false as const, error }),
+        );
+        return this.pushAll(byDomain, recipients, { inApp: byDomain.size, push: 0, pushFailed: 0, pushRemoved: 0 }, topicOf);
+      }),
+    ).then(() => undefined);
+    await this.inBackground(pushes, events.length);
+  }
+
+  /** Tracks background work worth `weight` fan-outs; waits while more than the bound are running. */
+  private async inBackground(work: Promise<void>, weight: number): Promise<void> {
+    this.background.add(work);
+    this.backgroundWeight += weight;
+    void work.finally(() => {
+      this.background.delete(work);
+      this.backgroundWeight -= weight;
+    });
+    while (this.backgroundWeight > (this.deps.maxBackground ?? 1000) && this.background.size > 1) await Promise.race(this.background);
   }
 
   /**
@@ -125,8 +170,19 @@ export class Delivery {
     );
   }
 
-  private async recipientsOf(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined) {
-    const lists = await Promise.all([...byDomain.keys()].map((domain) => this.deps.store.recipientsIn(domain, metric)));
+  /** `shared` holds the recipient lists already asked for, by domain and metric. */
+  private async recipientsOf(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, shared: Map<string, Promise<Recipient[]>>) {
+    const lists = await Promise.all(
+      [...byDomain.keys()].map((domain) => {
+        const key = `${domain}\u0000${metric ?? ''}`;
+        let list = shared.get(key);
+        if (list === undefined) {
+          list = this.deps.store.recipientsIn(domain, metric);
+          shared.set(key, list);
+        }
+        return list;
+      }),
+    );
     const seen = new Set<string>();
     const targets: Array<{ recipient: Recipient; notification: Notification }> = [];
     [...byDomain.values()].forEach((notification, i) => {

@@ -1,6 +1,7 @@
 /**
  * The Redis adapter: the shared alert cooldown (`SET key 1 NX EX 300`) and the in-app channel.
- * The client is owned by the caller; with ioredis auto-pipelining, concurrent calls share round trips.
+ * The client is owned by the caller. The breach path arms and publishes a whole slice of records at
+ * once: one pipelined round trip each, with one answer per command.
  */
 import type { Redis } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
@@ -12,8 +13,11 @@ export const COOLDOWN_SECONDS = 300;
 
 /** Arms a cooldown key once across every replica. */
 export interface Cooldown {
-  /** True when this call armed the key; false while it is already armed. */
-  arm(key: string): Promise<boolean>;
+  /**
+   * Arms every key, in one round trip. Per key: true when this call armed it, false while it was
+   * already armed, or the error Redis answered for that key. Rejects when Redis cannot be reached.
+   */
+  armAll(keys: readonly string[]): Promise<Array<boolean | Error>>;
   /** Disarms a key this process armed but could not deliver for, so a redelivery is not suppressed. */
   release(key: string): Promise<void>;
   /** True while a key this process armed is certainly still armed: answered without a round trip. */
@@ -23,6 +27,11 @@ export interface Cooldown {
 /** Publishes an in-app notification. */
 export interface Publisher {
   publish(notification: Notification): Promise<void>;
+  /**
+   * Publishes several, in one round trip. Per notification: undefined when published, or the error
+   * Redis answered for it. Rejects when Redis cannot be reached.
+   */
+  publishAll(notifications: readonly Notification[]): Promise<Array<Error | undefined>>;
 }
 
 export interface RedisAdapterOptions {
@@ -67,16 +76,23 @@ export class RedisCooldown implements Cooldown {
     return until !== undefined && until > now;
   }
 
-  async arm(key: string): Promise<boolean> {
+  async armAll(keys: readonly string[]): Promise<Array<boolean | Error>> {
+    if (keys.length === 0) return [];
     const sentAt = performance.now();
-    if (this.armedHere(key)) return false;
-    const reply = await this.redis.set(`${this.prefix}${key}`, '1', 'EX', this.seconds, 'NX');
-    const won = reply === 'OK';
-    if (won && this.remember) {
-      this.armed.delete(key);
-      this.armed.set(key, sentAt + this.seconds * 1000);
-    }
-    return won;
+    const pipeline = this.redis.pipeline();
+    for (const key of keys) pipeline.set(`${this.prefix}${key}`, '1', 'EX', this.seconds, 'NX');
+    const replies = await pipeline.exec();
+    const until = sentAt + this.seconds * 1000;
+    return keys.map((key, i) => {
+      const [error, reply] = replies?.[i] ?? [new Error('no reply from redis'), null];
+      if (error) return error;
+      if (reply !== 'OK') return false;
+      if (this.remember) {
+        this.armed.delete(key);
+        this.armed.set(key, until);
+      }
+      return true;
+    });
   }
 
   async release(key: string): Promise<void> {
@@ -106,5 +122,16 @@ export class RedisPublisher implements Publisher {
 
   async publish(notification: Notification): Promise<void> {
     await this.redis.publish(this.channel, JSON.stringify(notification));
+  }
+
+  async publishAll(notifications: readonly Notification[]): Promise<Array<Error | undefined>> {
+    if (notifications.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const notification of notifications) pipeline.publish(this.channel, JSON.stringify(notification));
+    const replies = await pipeline.exec();
+    return notifications.map((_, i) => {
+      const reply = replies?.[i];
+      return reply === undefined ? new Error('no reply from redis') : (reply[0] ?? undefined);
+    });
   }
 }

@@ -163,10 +163,10 @@ t.test('every outcome is counted and settled; failed lookups publish unscoped wi
 t.test('a record that could not be settled is not committed and is read again', async (t) => {
   let arms = 0;
   const flaky = (real: Cooldown): Cooldown => ({
-    async arm(key) {
+    async armAll(keys) {
       arms += 1;
       if (arms === 1) throw Object.assign(new Error('connection lost'), { name: 'ConnectionError' });
-      return real.arm(key);
+      return real.armAll(keys);
     },
     release: (key) => real.release(key),
     armedHere: (key) => real.armedHere(key),
