@@ -3,7 +3,8 @@
  * round trips:
  * 1. BEGIN, the shared rollup lock, and the thresholds of the batch's buildings;
  * 2. one statement that claims the batch id, inserts every reading (one JSON array parameter expanded
- *    by json_to_recordset, ON CONFLICT DO NOTHING),
+ *    by json_to_recordset; a plain INSERT, and the batch again with ON CONFLICT DO NOTHING if some
+ *    reading was stored before),
  *    writes the batch's alerts to the outbox and marks late hours for a new rollup, each only if the
  *    batch id was new and no reading is older than the raw data still kept;
  * 3. COMMIT.
@@ -41,7 +42,15 @@ export interface ReadingsStore {
   store(batch: StoredBatch): Promise<StoreOutcome>;
 }
 
-const INGEST = `
+/**
+ * The batch statement. Readings go in with a plain INSERT first: ON CONFLICT's speculative insertion
+ * costs PostgreSQL about as much again per row as the insert itself, and a batch rarely repeats a
+ * stored reading. A batch that does (a re-sent reading under a new batch id, or the same reading twice)
+ * fails on the key with 23505, nothing of it stays, and it is written again whole with
+ * ON CONFLICT DO NOTHING, which keeps the first copy of each reading.
+ */
+function ingestSql(readingConflicts: '' | 'ON CONFLICT DO NOTHING'): string {
+  return `
 WITH state AS (
   SELECT watermark, retained_from FROM rollup_state
 ), fresh AS (
@@ -57,7 +66,7 @@ WITH state AS (
   SELECT "buildingId", "roomId", metric, to_timestamp(ts / 1000.0), value, payload
   FROM json_to_recordset($4::json) AS u("buildingId" text, "roomId" text, metric text, ts float8, value float8, payload jsonb)
   WHERE EXISTS (SELECT 1 FROM go)
-  ON CONFLICT DO NOTHING RETURNING 1
+  ${readingConflicts} RETURNING 1
 ), alerts AS (
   INSERT INTO alert_outbox (alert_id, message_key, payload)
   SELECT a, k, p FROM unnest($7::text[], $8::text[], $9::jsonb[]) AS u(a, k, p)
@@ -74,6 +83,10 @@ SELECT (SELECT ok FROM fresh) AS fresh,
        EXISTS (SELECT 1 FROM go) AS stored,
        (SELECT count(*) FROM ins)::int AS inserted,
        (SELECT count(*) FROM alerts)::int AS alerts`;
+}
+
+const INGEST = ingestSql('');
+const INGEST_KEEPING_FIRST = ingestSql('ON CONFLICT DO NOTHING');
 
 function byKey(a: ReadingRow, b: ReadingRow): number {
   // One order for every transaction, so two batches sharing readings never deadlock on each other.
@@ -82,6 +95,7 @@ function byKey(a: ReadingRow, b: ReadingRow): number {
 
 const RETRYABLE = new Set(['40P01', '40001']);
 const NO_PARTITION = '23514';
+const DUPLICATE_KEY = '23505';
 
 /**
  * BEGIN, the lock and the thresholds go in one simple-protocol round trip, which takes no parameters:
@@ -137,22 +151,29 @@ export class PgReadingsStore implements ReadingsStore {
   }
 
   async store(batch: StoredBatch): Promise<StoreOutcome> {
+    let keepFirst = false;
     for (let attempt = 1; ; attempt++) {
       await this.ensurePartitions(batch.rows.map((r) => r.ts));
       try {
-        return await this.storeOnce(batch);
+        return await this.storeOnce(batch, keepFirst);
       } catch (err) {
         const code = (err as { code?: string }).code;
+        if (code === DUPLICATE_KEY && !keepFirst) {
+          // Some reading is stored already: the whole batch again, keeping the stored copies.
+          keepFirst = true;
+          attempt -= 1;
+          continue;
+        }
         if (attempt >= 3 || !(code && (RETRYABLE.has(code) || code === NO_PARTITION))) throw err;
         if (code === NO_PARTITION) this.knownDays.clear();
       }
     }
   }
 
-  private async storeOnce(batch: StoredBatch): Promise<StoreOutcome> {
+  private async storeOnce(batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
     const client = await this.pool.connect();
     try {
-      const outcome = await this.write(client, batch);
+      const outcome = await this.write(client, batch, keepFirst);
       await client.query(outcome.kind === 'stored' ? 'COMMIT' : 'ROLLBACK');
       return outcome;
     } catch (err) {
@@ -163,7 +184,7 @@ export class PgReadingsStore implements ReadingsStore {
     }
   }
 
-  private async write(client: PoolClient, batch: StoredBatch): Promise<StoreOutcome> {
+  private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
     const buildings = [...new Set(batch.rows.map((r) => r.buildingId))];
     // Shared with every other ingest, exclusive for the rollup: a rollup never misses a committed
     // reading of an hour it closes, and never races a batch into a day it drops.
@@ -183,8 +204,8 @@ export class PgReadingsStore implements ReadingsStore {
       if (earliest === undefined || r.ts < earliest) earliestOfHour.set(hour, r.ts);
     }
     const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number }>({
-      name: 'telemetry-ingest-batch',
-      text: INGEST,
+      name: keepFirst ? 'telemetry-ingest-batch-keep-first' : 'telemetry-ingest-batch',
+      text: keepFirst ? INGEST_KEEPING_FIRST : INGEST,
       values: [
         batch.keyId,
         batch.batchId ?? null,

@@ -122,6 +122,33 @@ t.test('a reading already stored is not stored twice when sent without a batch i
   t.equal(await countRows(h.pool, 'readings'), 2, 'keyed (building_id, room_id, metric, ts)');
 });
 
+t.test('a batch repeating a stored reading under a new batch id keeps the stored copy and stores the rest', async (t) => {
+  const h = await startHarness(t);
+  const now = h.clock.now;
+  t.equal((await postSigned(h, { batchId: 'first', readings: [temperatureReading('b1', 'r1', now, 20)] })).status, 200);
+  const second = await postSigned(h, {
+    batchId: 'second',
+    readings: [temperatureReading('b1', 'r1', now + 1, 22), temperatureReading('b1', 'r1', now, 25), peopleReading('b1', 'r2', now, 3)],
+  });
+  t.equal(second.status, 200);
+  t.same(second.json, { accepted: 3 }, 'the batch is accepted whole');
+  const { rows } = await h.pool.query<{ metric: string; room_id: string; ms: string; value: number }>(
+    `SELECT metric, room_id, (extract(epoch FROM ts) * 1000)::bigint::text AS ms, value FROM readings ORDER BY metric, room_id, ts`,
+  );
+  t.same(
+    rows.map((r) => [r.metric, r.room_id, Number(r.ms) - now, r.value]),
+    [
+      ['peopleCount', 'r2', 0, 3],
+      ['temperature', 'r1', 0, 20],
+      ['temperature', 'r1', 1, 22],
+    ],
+    'the stored reading kept its first value; the new ones are stored once',
+  );
+  t.equal((await h.metrics.readings.get()).values[0]?.value, 3, 'readings stored counts rows actually written');
+  const again = await postSigned(h, { batchId: 'second', readings: [temperatureReading('b1', 'r1', now + 2, 30)] });
+  t.same(again.json, { accepted: 3 }, 'the second batch id is claimed too');
+});
+
 t.test('GET /contracts serves the catalog from the shared declarations', async (t) => {
   const h = await startHarness(t);
   const answer = await call(`${h.url}/contracts`, 'GET');
