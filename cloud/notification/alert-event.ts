@@ -28,7 +28,10 @@ const MAX_NAME_LENGTH = 256;
 
 function requiredName(record: Record<string, unknown>, key: string): string | undefined {
   const value = record[key];
-  return typeof value === 'string' && value.length <= MAX_NAME_LENGTH && value.trim() !== '' ? value : undefined;
+  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) return undefined;
+  // A printable ASCII first character is not whitespace: no need to trim (and copy) the name.
+  const first = value.charCodeAt(0);
+  return (first > 0x20 && first < 0x7f) || value.trim() !== '' ? value : undefined;
 }
 
 function optional<T>(record: Record<string, unknown>, key: string, kind: 'string' | 'number'): T | null | undefined | false {

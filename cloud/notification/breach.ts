@@ -15,7 +15,7 @@ import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, type AlertEvent } from './alert-event.js';
-import type { Delivery } from './delivery.js';
+import type { AlertFanOut, Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
 import type { Cooldown } from './redis.js';
 
@@ -191,7 +191,7 @@ export class BreachHandler {
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
     const owners: number[] = [];
-    const events: Array<{ byDomain: Map<string, Notification>; metric: string; topicOf: () => string } | undefined> = [];
+    const events: Array<AlertFanOut | undefined> = [];
     won.forEach((p, w) => {
       const { domains } = routes.get(p.alert.buildingId) ?? { domains: [] };
       if (domains.length === 0) {
@@ -208,8 +208,7 @@ export class BreachHandler {
         notifications.push(notification);
         owners.push(w);
       }
-      const key = p.key;
-      events.push({ byDomain, metric: p.alert.type, topicOf: () => pushTopicOf(key) });
+      events.push({ byDomain, metric: p.alert.type, topicSource: p.key });
     });
 
     let published: Array<Error | undefined>;
@@ -224,7 +223,7 @@ export class BreachHandler {
     });
 
     const releases: Array<Promise<void>> = [];
-    const toPush: Array<{ byDomain: Map<string, Notification>; metric: string; topicOf: () => string }> = [];
+    const toPush: AlertFanOut[] = [];
     won.forEach((p, w) => {
       const publishError = failedPublish.get(w);
       if (publishError !== undefined) {
@@ -251,7 +250,7 @@ export class BreachHandler {
       toPush.push(event);
     });
     await Promise.all(releases);
-    await delivery.pushInBackground(toPush);
+    await delivery.pushInBackground(toPush, pushTopicOf);
     return failures;
   }
 }

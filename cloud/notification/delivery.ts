@@ -48,6 +48,39 @@ export interface FanOutOptions {
 
 const URGENCY = { info: 'low', warning: 'normal', danger: 'high' } as const;
 
+/** One breach event whose in-app notifications are published: pushed to the devices of its domains. */
+export interface AlertFanOut {
+  byDomain: ReadonlyMap<string, Notification>;
+  /** Who is opted in; none means anyone with an alertable metric on. */
+  metric: string | undefined;
+  /** What the push topic is made from; no topic when absent. */
+  topicSource?: string;
+}
+
+type Target = { recipient: Recipient; notification: Notification };
+type RecipientList = { ok: true; recipients: Recipient[] } | { ok: false; error: unknown };
+
+function listKey(domain: string, metric: string | undefined): string {
+  return `${domain}\u0000${metric ?? ''}`;
+}
+
+/** Each device of the domains' recipients once, with the notification of the first domain it is in. */
+function targetsOf(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, lists: ReadonlyMap<string, RecipientList>): { ok: true; targets: Target[] } | { ok: false; error: unknown } {
+  const seen = new Set<string>();
+  const targets: Target[] = [];
+  for (const [domain, notification] of byDomain) {
+    const list = lists.get(listKey(domain, metric));
+    if (list === undefined) continue;
+    if (!list.ok) return list;
+    for (const recipient of list.recipients) {
+      if (seen.has(recipient.subscription.endpoint)) continue;
+      seen.add(recipient.subscription.endpoint);
+      targets.push({ recipient, notification });
+    }
+  }
+  return { ok: true, targets };
+}
+
 export class Delivery {
   private readonly published: Record<Notification['kind'], { inc(by?: number): void }>;
   private readonly background = new Set<Promise<void>>();
@@ -88,7 +121,7 @@ export class Delivery {
    */
   async toDomains(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, options: FanOutOptions = {}): Promise<DeliveryReport> {
     // The recipient query runs alongside the publish; pushes go out only once the publish succeeded.
-    const recipients = this.recipientsOf(byDomain, metric, new Map()).then(
+    const recipients = this.recipientsOf(byDomain, metric).then(
       (targets) => ({ ok: true as const, targets }),
       (error: unknown) => ({ ok: false as const, error }),
     );
@@ -106,21 +139,47 @@ export class Delivery {
   /**
    * Pushes, in the background, the already published notifications of several events (a slice of the
    * breach path): each event to the opted-in devices of its domains. The recipients of a domain and
-   * metric are read once for all the events. Resolves once there is room in the background.
+   * metric are read once for all the events; `topicOf(topicSource)` names an event's push topic, and is
+   * asked only when there is a device to push to. Resolves once there is room in the background.
    */
-  async pushInBackground(events: ReadonlyArray<{ byDomain: ReadonlyMap<string, Notification>; metric: string | undefined; topicOf?: () => string }>): Promise<void> {
+  async pushInBackground(events: readonly AlertFanOut[], topicOf: (source: string) => string): Promise<void> {
     if (events.length === 0) return;
-    const lists = new Map<string, Promise<Recipient[]>>();
-    const pushes = Promise.all(
-      events.map(({ byDomain, metric, topicOf }) => {
-        const recipients = this.recipientsOf(byDomain, metric, lists).then(
-          (targets) => ({ ok: true as const, targets }),
-          (error: unknown) => ({ ok: false as const, error }),
-        );
-        return this.pushAll(byDomain, recipients, { inApp: byDomain.size, push: 0, pushFailed: 0, pushRemoved: 0 }, topicOf);
-      }),
-    ).then(() => undefined);
-    await this.inBackground(pushes, events.length);
+    await this.inBackground(this.pushEvents(events, topicOf), events.length);
+  }
+
+  private async pushEvents(events: readonly AlertFanOut[], topicOf: (source: string) => string): Promise<void> {
+    const asked = new Map<string, Promise<Recipient[]>>();
+    for (const { byDomain, metric } of events) {
+      for (const domain of byDomain.keys()) {
+        const key = listKey(domain, metric);
+        if (!asked.has(key)) asked.set(key, this.deps.store.recipientsIn(domain, metric));
+      }
+    }
+    const lists = new Map<string, { ok: true; recipients: Recipient[] } | { ok: false; error: unknown }>();
+    await Promise.all(
+      [...asked].map(([key, list]) =>
+        list.then(
+          (recipients) => void lists.set(key, { ok: true, recipients }),
+          (error: unknown) => void lists.set(key, { ok: false, error }),
+        ),
+      ),
+    );
+    const pushes: Array<Promise<void>> = [];
+    for (const { byDomain, metric, topicSource } of events) {
+      const found = targetsOf(byDomain, metric, lists);
+      if (!found.ok) {
+        this.deps.logger.error({ error: describeError(found.error), domains: [...byDomain.keys()] }, 'push skipped: could not read device subscriptions');
+        continue;
+      }
+      if (found.targets.length === 0) continue;
+      const report: DeliveryReport = { inApp: byDomain.size, push: 0, pushFailed: 0, pushRemoved: 0 };
+      const topic = topicSource === undefined ? undefined : topicOf(topicSource);
+      for (const { recipient, notification } of found.targets) {
+        const message: PushMessage = { payload: JSON.stringify(notification), urgency: URGENCY[notification.severity], ...(topic ? { topic } : {}) };
+        pushes.push(this.deps.pushPool.run(() => this.pushOne(recipient, message, report)));
+      }
+    }
+    await Promise.all(pushes);
   }
 
   /** Tracks background work worth `weight` fan-outs; waits while more than the bound are running. */
@@ -170,29 +229,11 @@ export class Delivery {
     );
   }
 
-  /** `shared` holds the recipient lists already asked for, by domain and metric. */
-  private async recipientsOf(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, shared: Map<string, Promise<Recipient[]>>) {
-    const lists = await Promise.all(
-      [...byDomain.keys()].map((domain) => {
-        const key = `${domain}\u0000${metric ?? ''}`;
-        let list = shared.get(key);
-        if (list === undefined) {
-          list = this.deps.store.recipientsIn(domain, metric);
-          shared.set(key, list);
-        }
-        return list;
-      }),
-    );
-    const seen = new Set<string>();
-    const targets: Array<{ recipient: Recipient; notification: Notification }> = [];
-    [...byDomain.values()].forEach((notification, i) => {
-      for (const recipient of lists[i] ?? []) {
-        if (seen.has(recipient.subscription.endpoint)) continue;
-        seen.add(recipient.subscription.endpoint);
-        targets.push({ recipient, notification });
-      }
-    });
-    return targets;
+  private async recipientsOf(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined) {
+    const lists = new Map<string, { ok: true; recipients: Recipient[] }>();
+    await Promise.all([...byDomain.keys()].map(async (domain) => lists.set(listKey(domain, metric), { ok: true, recipients: await this.deps.store.recipientsIn(domain, metric) })));
+    const found = targetsOf(byDomain, metric, lists);
+    return found.ok ? found.targets : [];
   }
 
   private async pushOne(recipient: Recipient, message: PushMessage, report: DeliveryReport): Promise<void> {

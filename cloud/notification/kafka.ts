@@ -30,6 +30,8 @@ export interface AlertConsumerOptions {
   reconnectMs?: number;
   /** How often the lag gauge is refreshed. Default 15000 ms; 0 refreshes only on demand. */
   lagIntervalMs?: number;
+  /** Told of every offset commit, once Kafka accepted it (progress observers, the benchmark). */
+  onCommit?: (partitions: ReadonlyArray<{ partition: number; offset: string }>) => void;
   /** Settles records in order; says how many leading records are settled. */
   settle: (records: AlertRecord[], source: RecordSource) => Promise<Pick<Settlement, 'settled' | 'error'>>;
   metrics: NotificationMetrics;
@@ -120,6 +122,15 @@ export class KafkaAlertConsumer {
       void consumer.disconnect().catch(() => undefined);
       this.scheduleReconnect();
     });
+    const { onCommit } = this.options;
+    if (onCommit) {
+      consumer.on(consumer.events.COMMIT_OFFSETS, (event) => {
+        // kafkajs names the partitions of a commit by string keys at run time, whatever its types say.
+        for (const committed of event.payload.topics) {
+          if (committed.topic === this.topic) onCommit(committed.partitions.map(({ partition, offset }) => ({ partition: Number(partition), offset })));
+        }
+      });
+    }
     try {
       await consumer.connect();
       await consumer.subscribe({ topic: this.topic, fromBeginning: true });

@@ -7,8 +7,11 @@
  *   to end: parse, cooldown `SET NX EX` on Redis, building lookup (15-minute cache, cold at the start
  *   of each round) against a directory in its own process, in-app publish on Redis, recipient query on
  *   FerretDB, offsets resolved and committed. Each round starts with fresh cooldown keys and caches.
- * Throughput runs from the first record seen to the last record settled, so group joins count for
- * neither. Headline: ratio = best service alerts/s ÷ best bare alerts/s (target ≥ 0.5).
+ * Both consumers run the same kafkajs consumer configuration (eachBatch, the same partitions in flight,
+ * default fetch sizes, the same maxWait) and both commit (autoCommit after every batch; the service
+ * resolves only settled offsets). Throughput runs from the first record seen to the commit that covers
+ * the last record of every partition, the same stop line for both, so group joins count for neither
+ * and commits count for both. Headline: ratio = best service alerts/s ÷ best bare alerts/s (target ≥ 0.5).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,6 +41,8 @@ const PARTITIONS = 4;
 const IN_FLIGHT_PARTITIONS = 4;
 const ROUNDS = 3;
 const DEADLINE_MS = 40_000;
+/** The one consumer setting the service sets (an idle fetch waits at most 1 s); the bare consumer uses it too. */
+const MAX_WAIT_MS = 1000;
 
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(',');
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
@@ -81,21 +86,49 @@ async function startDirectory(): Promise<{ url: string; child: ChildProcess }> {
 }
 
 /** A consumer that does nothing but count: with eachBatch (the limit), or eachMessage (for context). */
+/**
+ * Calls `done` once the committed offset of every partition reached its end: the stop line of both
+ * consumers.
+ */
+function commitTracker(ends: ReadonlyMap<number, string>, done: () => void): (partitions: ReadonlyArray<{ partition: number; offset: string }>) => void {
+  const left = new Set(ends.keys());
+  return (partitions) => {
+    // kafkajs names the partitions of a commit event by string keys.
+    for (const { partition, offset } of partitions) {
+      const p = Number(partition);
+      if (left.has(p) && BigInt(offset) >= BigInt(ends.get(p) ?? '0')) left.delete(p);
+    }
+    if (left.size === 0) done();
+  };
+}
+
+async function topicEnds(kafka: Kafka, topic: string): Promise<Map<number, string>> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, p.high]));
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 async function measureBare(kafka: Kafka, topic: string, round: string, mode: 'eachBatch' | 'eachMessage' = 'eachBatch'): Promise<number> {
-  const consumer = kafka.consumer({ groupId: `bench-bare-${run}-${round}` });
+  const ends = await topicEnds(kafka, topic);
+  const consumer = kafka.consumer({ groupId: `bench-bare-${run}-${round}`, maxWaitTimeInMs: MAX_WAIT_MS });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  let count = 0;
   let first = 0;
   let last = 0;
   const done = new Promise<void>((resolve) => {
-    const seen = (n: number) => {
+    const committed = commitTracker(ends, () => {
+      if (last === 0) last = performance.now();
+      resolve();
+    });
+    consumer.on(consumer.events.COMMIT_OFFSETS, (event) => {
+      for (const t of event.payload.topics) if (t.topic === topic) committed(t.partitions);
+    });
+    const seen = (_n: number) => {
       if (first === 0) first = performance.now();
-      count += n;
-      if (count >= ALERTS && last === 0) {
-        last = performance.now();
-        resolve();
-      }
     };
     void consumer.run({
       partitionsConsumedConcurrently: IN_FLIGHT_PARTITIONS,
@@ -114,7 +147,8 @@ interface ServiceRound {
   uncommitted: number;
 }
 
-async function measureService(topic: string, round: number, db: Db, redis: Redis, directoryUrl: string): Promise<ServiceRound> {
+async function measureService(kafka: Kafka, topic: string, round: number, db: Db, redis: Redis, directoryUrl: string): Promise<ServiceRound> {
+  const ends = await topicEnds(kafka, topic);
   const logger = silentLogger();
   const metrics = createMetrics({ defaults: false });
   const store = new MongoNotificationStore(db);
@@ -129,11 +163,14 @@ async function measureService(topic: string, round: number, db: Db, redis: Redis
     metrics,
     logger,
   });
-  let settled = 0;
   let first = 0;
   let last = 0;
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
+  const committed = commitTracker(ends, () => {
+    if (last === 0) last = performance.now();
+    finish();
+  });
   const consumer = new KafkaAlertConsumer({
     brokers,
     topic,
@@ -142,15 +179,10 @@ async function measureService(topic: string, round: number, db: Db, redis: Redis
     lagIntervalMs: 0,
     metrics,
     logger,
-    settle: async (records, source) => {
+    onCommit: committed,
+    settle: (records, source) => {
       if (first === 0) first = performance.now();
-      const result = await breach.settle(records, source);
-      settled += result.settled;
-      if (settled >= ALERTS && last === 0) {
-        last = performance.now();
-        finish();
-      }
-      return result;
+      return breach.settle(records, source);
     },
   });
   try {
@@ -202,7 +234,7 @@ async function main(): Promise<void> {
     const service: ServiceRound[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       bare.push(await measureBare(kafka, topic, String(round)));
-      service.push(await measureService(topic, round, mongo.db(databaseName), redis, directory.url));
+      service.push(await measureService(kafka, topic, round, mongo.db(databaseName), redis, directory.url));
     }
     const perMessage = await measureBare(kafka, topic, 'each-message', 'eachMessage');
     const bestBare = Math.max(...bare);
