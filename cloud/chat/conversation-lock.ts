@@ -58,7 +58,11 @@ export class ConversationLock {
     this.options = { ...DEFAULT_LOCK_OPTIONS, ...options };
   }
 
-  /** Runs `work` while holding the conversation's lock, and releases it afterwards, also on failure. */
+  /**
+   * Runs `work` while holding the conversation's lock. The result is returned as soon as the work is
+   * done; the lease is released right after, in the background, and the next writer of this process
+   * waits for that release. Released on failure too.
+   */
   async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
     const previous = this.queues.get(key) ?? Promise.resolve();
     let release!: () => void;
@@ -67,22 +71,32 @@ export class ConversationLock {
     });
     const tail = previous.then(() => mine);
     this.queues.set(key, tail);
-    await previous;
-    try {
-      return await this.withLease(key, work);
-    } finally {
+    const done = () => {
       release();
       if (this.queues.get(key) === tail) this.queues.delete(key);
+    };
+    await previous;
+    let token: string;
+    try {
+      token = await this.acquire(key);
+    } catch (err) {
+      done();
+      throw err;
     }
-  }
-
-  private async withLease<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const token = await this.acquire(key);
     try {
       return await work();
     } finally {
-      await this.leases.deleteOne({ _id: key, token });
+      // A failed release only delays the next writer until the lease expires.
+      void this.leases
+        .deleteOne({ _id: key, token })
+        .catch(() => undefined)
+        .finally(done);
     }
+  }
+
+  /** Resolves once every lock taken so far has been released. */
+  async settled(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
   }
 
   private async acquire(key: string): Promise<string> {

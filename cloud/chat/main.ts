@@ -63,6 +63,7 @@ class ChatService {
     await this.agent.stop();
     await this.chat.inFlight.drain(1_000);
     await closing;
+    await this.store.stop();
     await this.mongo.close();
   }
 }

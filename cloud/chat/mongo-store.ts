@@ -110,6 +110,11 @@ export class MongoConversationStore implements ConversationStore {
     await this.conversations.createIndex(LIST_INDEX.key, { name: LIST_INDEX.name });
   }
 
+  /** Waits for the leases still being released, so the client can close after. */
+  async stop(): Promise<void> {
+    await this.lock.settled();
+  }
+
   async create(userId: string, title: string, at: Date): Promise<Conversation> {
     const doc: ConversationDocument = {
       _id: new ObjectId(),

@@ -77,6 +77,8 @@ t.test('two stores (two replicas) exclude each other through the lease', async (
   );
   t.same(new Set(outcomes), new Set(['appended']));
   t.equal((await first.get(conversation.id, 'ana'))?.messages.length, 32);
+  await first.stop();
+  await second.stop();
   t.equal(await db.collection('conversation_locks').countDocuments({}), 0, 'every lease was released');
 });
 
@@ -87,6 +89,7 @@ t.test('a lease left by a crashed holder is taken over once it expires', async (
   const lock = new ConversationLock(leases, { leaseMs: 1_000, waitMs: 5_000, pollMs: 5 });
   const ran = await lock.withLock('c1', async () => (await leases.findOne({ _id: 'c1' }))?.token);
   t.not(ran, 'crashed', 'the work ran under a new lease');
+  await lock.settled();
   t.equal(await leases.countDocuments({}), 0);
 });
 

@@ -64,6 +64,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   cleanups.push(() => agent.stop());
   const store = new MongoConversationStore(db, options.lock ? { lock: options.lock } : {});
   await store.start();
+  cleanups.push(() => store.stop());
   const httpAgent = new HttpAgent({
     baseUrl: options.agentUrl ?? agent.url,
     connectTimeoutMs: 1_000,
