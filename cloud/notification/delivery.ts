@@ -35,7 +35,11 @@ export interface DeliveryDeps {
   pushPool: Semaphore;
   metrics: NotificationMetrics;
   logger: Logger;
-  /** Push fan-outs running in the background at most. Default 1000. */
+  /**
+   * Events whose push fan-out runs in the background, at most; past it a new fan-out waits for room.
+   * Default 10,000: about two full slices of the breach path (each event holds its few notifications),
+   * so a slice is not held up while the previous one waits for its recipient lists.
+   */
   maxBackground?: number;
 }
 
@@ -190,7 +194,7 @@ export class Delivery {
       this.background.delete(work);
       this.backgroundWeight -= weight;
     });
-    while (this.backgroundWeight > (this.deps.maxBackground ?? 1000) && this.background.size > 1) await Promise.race(this.background);
+    while (this.backgroundWeight > (this.deps.maxBackground ?? 10_000) && this.background.size > 1) await Promise.race(this.background);
   }
 
   /**
