@@ -149,6 +149,14 @@ t.test('a batch repeating a stored reading under a new batch id keeps the stored
   t.same(again.json, { accepted: 3 }, 'the second batch id is claimed too');
 });
 
+t.test('text with a lone surrogate is stored as U+FFFD, like any text parameter, not refused by PostgreSQL', async (t) => {
+  const h = await startHarness(t);
+  const answer = await postSigned(h, { readings: [temperatureReading('b1', 'r\ud800', h.clock.now, 20, { sensorId: 'stat\udc00-1' })] });
+  t.equal(answer.status, 200);
+  const { rows } = await h.pool.query<{ room_id: string; payload: Record<string, unknown> }>('SELECT room_id, payload FROM readings');
+  t.same(rows, [{ room_id: 'r\ufffd', payload: { sensorId: 'stat\ufffd-1' } }]);
+});
+
 t.test('GET /contracts serves the catalog from the shared declarations', async (t) => {
   const h = await startHarness(t);
   const answer = await call(`${h.url}/contracts`, 'GET');
