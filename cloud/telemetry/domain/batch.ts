@@ -127,8 +127,10 @@ const COLUMN_FIELDS = new Set(['type', 'buildingId', 'roomId', 'timestamp']);
 /** The row a valid reading is stored as. */
 export function rowOf({ reading, metric }: ValidReading): ReadingRow {
   const payload: Record<string, string | number> = {};
-  for (const [field, value] of Object.entries(reading)) {
-    if (!COLUMN_FIELDS.has(field) && field !== metric.value_field) payload[field] = value;
+  // A valid reading holds only its declaration's fields (and `type`): walking the declaration finds
+  // them without listing the reading's entries.
+  for (const { name } of metric.fields) {
+    if (!COLUMN_FIELDS.has(name) && name !== metric.value_field && Object.prototype.hasOwnProperty.call(reading, name)) payload[name] = reading[name]!;
   }
   return { buildingId: reading.buildingId, roomId: reading.roomId, metric: metric.key, ts: reading.timestamp, value: reading[metric.value_field] as number, payload };
 }
