@@ -15,6 +15,7 @@ import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, type AlertEvent } from './alert-event.js';
+import { mapSettled } from './concurrency.js';
 import type { AlertFanOut, Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
 import type { Cooldown } from './redis.js';
@@ -30,6 +31,8 @@ export interface BreachDeps {
   delivery: Delivery;
   metrics: NotificationMetrics;
   logger: Logger;
+  /** Directory lookups in flight per slice. Default 64. */
+  lookupsInFlight?: number;
   clock?: Clock;
   newId?: () => string;
 }
@@ -170,23 +173,18 @@ export class BreachHandler {
     });
     if (won.length === 0) return failures;
 
-    // One lookup per distinct building of the slice (the directory caches and coalesces across slices).
-    const lookups = new Map<string, Promise<{ domains: string[]; failure?: string }>>();
-    for (const { alert } of won) {
-      if (lookups.has(alert.buildingId)) continue;
-      lookups.set(
-        alert.buildingId,
-        this.deps.directory.domainsOf(alert.buildingId, this.deps.systemClaimsHeader).then(
-          (domains) => ({ domains }),
-          (err: unknown) => {
-            metrics.directoryFailures.inc({ code: err instanceof DirectoryError ? err.code : 'unreachable' });
-            return { domains: [], failure: err instanceof DirectoryError ? err.code : describeError(err) };
-          },
-        ),
-      );
-    }
+    // One lookup per distinct building of the slice, a bounded number at once (the directory caches
+    // and coalesces across slices).
+    const buildings = [...new Set(won.map((p) => p.alert.buildingId))];
     const routes = new Map<string, { domains: string[]; failure?: string }>();
-    await Promise.all([...lookups].map(async ([buildingId, lookup]) => routes.set(buildingId, await lookup)));
+    await mapSettled(buildings, this.deps.lookupsInFlight ?? 64, async (buildingId) => {
+      try {
+        routes.set(buildingId, { domains: await this.deps.directory.domainsOf(buildingId, this.deps.systemClaimsHeader) });
+      } catch (err) {
+        metrics.directoryFailures.inc({ code: err instanceof DirectoryError ? err.code : 'unreachable' });
+        routes.set(buildingId, { domains: [], failure: err instanceof DirectoryError ? err.code : describeError(err) });
+      }
+    });
 
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
