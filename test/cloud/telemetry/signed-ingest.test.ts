@@ -41,6 +41,25 @@ t.test('a signed batch is validated, stored in one go, and published raw and fil
   t.same(filtered[2], { type: 'peopleCount', buildingId: 'b1', roomId: 'r1', timestamp: now - 500, peopleCount: 1 }, 'the filtered view keeps the true value');
 });
 
+t.test('published messages keep batch order across buildings and survive text that looks like JSON', async (t) => {
+  const h = await startHarness(t);
+  const messages = await subscribe(t, h.redisUrl, [h.channels.raw, `${h.channels.filteredPrefix}b1`, `${h.channels.filteredPrefix}b2`]);
+  const now = h.clock.now;
+  const tricky = ['r,{"type":"peopleCount"}', 'r},{"x', 'r\\",{\\"', 'r-é-🙂', 'r{"', 'r\\'];
+  const readings = tricky.flatMap((roomId, i) => [
+    temperatureReading(i % 2 === 0 ? 'b1' : 'b2', roomId, now - 100 + i, 20 + i, { sensorId: `s,{"${i}` }),
+    peopleReading('b2', roomId, now - 100 + i, i),
+  ]);
+  t.equal((await postSigned(h, { readings })).status, 200);
+  await until(() => messages.length === readings.length * 2, 5000, 'every message');
+  const on = (channel: string) => messages.filter((m) => m.channel === channel).map((m) => m.message);
+  t.same(on(h.channels.raw), readings, 'the raw channel carries every reading, in batch order');
+  t.same(on(`${h.channels.filteredPrefix}b1`), readings.filter((r) => r.buildingId === 'b1'));
+  t.same(on(`${h.channels.filteredPrefix}b2`), readings.filter((r) => r.buildingId === 'b2'));
+  const { rows } = await h.pool.query<{ room_id: string }>("SELECT DISTINCT room_id FROM readings WHERE metric = 'temperature' ORDER BY room_id");
+  t.same(rows.map((r) => r.room_id).sort(), [...tricky].sort(), 'stored with the same text');
+});
+
 t.test('the alias path /telemetry/ingest is the same route', async (t) => {
   const h = await startHarness(t);
   const answer = await postSigned(h, { readings: [peopleReading('b1', 'r1', h.clock.now, 4)] }, { path: '/telemetry/ingest' });
