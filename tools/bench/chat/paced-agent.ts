@@ -1,8 +1,10 @@
 /**
  * The benchmark's agent: a real HTTP server on 127.0.0.1 answering POST /ask with SSE like the contract,
- * `tokens` token events paced `intervalMs` apart (the first one at once), then a final event. It notes
- * when it wrote each token and the final event, keyed by the question, so the client can tell relay
- * latency from agent pacing.
+ * `tokens` token events paced `intervalMs` apart (the first one at once), then a final event. Each
+ * answer keeps its own phase, as independent model streams do: a 1 ms ticker writes whichever tokens
+ * are due, so answers that started at different moments never emit in lockstep. It notes when it wrote
+ * each token and the final event, keyed by the question, so the client can tell relay latency from
+ * agent pacing.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listen } from '../../../shared/lifecycle.js';
@@ -18,8 +20,12 @@ export interface AgentTimings {
 interface Streaming {
   res: ServerResponse;
   next: number;
+  /** When the next token is due. */
+  dueAt: number;
   timings: AgentTimings;
 }
+
+const TICK_MS = 1;
 
 const CITATIONS = [{ chunk_id: 'bench-chunk', document_id: 'bench-doc', source: 'bench.md', section_path: ['Bench', 'Answer'] }];
 
@@ -45,7 +51,7 @@ export class PacedAgent {
 
   async start(): Promise<void> {
     this.port = await listen(this.server, 0, '127.0.0.1');
-    this.ticker = setInterval(() => this.tick(), this.intervalMs);
+    this.ticker = setInterval(() => this.tick(), TICK_MS);
   }
 
   async stop(): Promise<void> {
@@ -65,18 +71,20 @@ export class PacedAgent {
     const timings: AgentTimings = { tokenSentAt: new Float64Array(this.tokens), finalSentAt: 0 };
     this.timings.set(question, timings);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const stream: Streaming = { res, next: 0, timings };
+    const stream: Streaming = { res, next: 0, dueAt: now(), timings };
     this.write(stream);
     this.streaming.add(stream);
     res.on('close', () => this.streaming.delete(stream));
   }
 
   private tick(): void {
-    for (const stream of this.streaming) this.write(stream);
+    const at = now();
+    for (const stream of this.streaming) if (stream.dueAt <= at) this.write(stream);
   }
 
   private write(stream: Streaming): void {
     const { res, timings } = stream;
+    stream.dueAt += this.intervalMs;
     if (stream.next < this.tokens) {
       timings.tokenSentAt[stream.next] = now();
       res.write(`data: {"type":"token","text":"word${stream.next} "}\n\n`);
