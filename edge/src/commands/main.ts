@@ -41,7 +41,8 @@ Usage:
   lintel-edge action --config <file> --sensor <id> --action <name> [--arg name=value ...]
       Drive a building device listed under sensors: in the config (e.g. a thermostat's setTarget),
       through its driver's bindings. Exit 0 when the device accepted the command.
-  lintel-edge version
+  lintel-edge version [--verbose]
+      --verbose adds the runtime: single executable or not, NODE_OPTIONS, the V8 heap limit, RSS.
 
 Exit codes: 0 success, 1 a check failed, 2 bad usage or configuration.
 `;
@@ -92,8 +93,10 @@ async function runCommand(argv: string[], io: CommandIo): Promise<number> {
       return command === undefined ? 2 : 0;
     case 'version':
     case '--version': {
+      const { values } = parse(rest, { verbose: { type: 'boolean', short: 'v' } });
+      if (values.help) return help(io);
       const { describeVersion } = await import('./version.js');
-      io.out(`${describeVersion()}\n`);
+      io.out(`${describeVersion({ verbose: values.verbose === true })}\n`);
       return 0;
     }
     case 'run': {

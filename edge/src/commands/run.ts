@@ -5,6 +5,8 @@ import { createLogger } from '../../../shared/logger.js';
 import { describeError } from '../../../shared/describe-error.js';
 import { serveMetrics } from '../metrics.js';
 import { createPoller } from '../poll/index.js';
+import { runtimeFacts } from '../runtime.js';
+import { VERSION } from '../version.js';
 import { openGateway } from './gateway.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 
@@ -19,6 +21,11 @@ export async function runCollector(options: RunOptions, io: CommandIo): Promise<
   if (!loaded) return 2;
   const { config, dialects, warnings } = loaded;
   const logger = createLogger('lintel-edge', { level: config.logLevel });
+  const runtime = runtimeFacts();
+  logger.info(
+    { version: VERSION, heapLimitMb: Math.round(runtime.heapLimitMb), nodeOptions: runtime.nodeOptions ?? null, singleExecutable: runtime.singleExecutable },
+    'starting',
+  );
   for (const warning of warnings) logger.warn(warning);
 
   const poller = createPoller({ dialects });

@@ -1,13 +1,15 @@
 /**
  * The single executable: built offline from the local Node (reused when up to date), it runs `version`
- * (which opens SQLite through the addon it carries) and a short `simulate`, from a directory with no
- * source tree, and its ledger verifies and audits.
+ * (which opens SQLite through the addon it carries), honours the systemd unit's NODE_OPTIONS heap bound,
+ * and runs a short `simulate` under that bound, from a directory with no source tree; its ledger verifies
+ * and audits.
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { heapLimitMbOf, unitEnvironment } from './unit-file.js';
 
 const run = promisify(execFile);
 const REPO = new URL('../../../', import.meta.url).pathname;
@@ -29,6 +31,20 @@ t.test('npm run build:edge gives one executable that runs version and simulate',
   t.equal(version.stderr, '', 'no warnings');
   t.ok(readdirSync(cache).some((f) => /^better_sqlite3-[0-9a-f]{16}\.node$/.test(f)), 'the SQLite addon was unpacked into the private cache');
 
+  // The systemd unit bounds the heap through NODE_OPTIONS: the executable must honour it.
+  const unitEnv = unitEnvironment();
+  const nodeOptions = unitEnv.NODE_OPTIONS ?? '';
+  const shipped = { ...env, ...unitEnv };
+  const bounded = await run(EXE, ['version', '--verbose'], { cwd: elsewhere, env: shipped, timeout: 30_000 });
+  t.match(bounded.stdout, /^executable: single executable$/m);
+  // (tap rewrites NODE_OPTIONS for the processes a test starts: each option quoted, its own --import added)
+  const seen = /^NODE_OPTIONS: (.*)$/m.exec(bounded.stdout)?.[1] ?? '';
+  t.ok(nodeOptions.split(/\s+/).every((flag) => seen.includes(flag)), `it sees the unit's NODE_OPTIONS (${seen})`);
+  t.ok(bounded.stdout.split('\n').includes(`heap limit: ${heapLimitMbOf(nodeOptions).heapLimitMb} MB`), 'and V8 took the bound');
+  const unbounded = await run(EXE, ['version', '--verbose'], { cwd: elsewhere, env, timeout: 30_000 });
+  t.notMatch(unbounded.stdout, /max-old-space-size/);
+  t.ok(Number(/^heap limit: (\d+) MB$/m.exec(unbounded.stdout)?.[1]) > heapLimitMbOf(nodeOptions).heapLimitMb, 'without it, V8 picks its own, larger limit');
+
   // The config check reads the carried AP dialects; the action command the carried device bindings.
   writeFileSync(join(elsewhere, 'community'), 'public\n', { mode: 0o600 });
   writeFileSync(
@@ -48,9 +64,10 @@ sensors:
 
   const state = join(elsewhere, 'state');
   // openwrt-iw (SSH) and aruba-aos (SNMP v3) only, so both bundled transports must work.
+  // under the shipped heap bound
   const sim = await run(EXE, ['simulate', '--ticks', '3', '--interval-ms', '2000', '--seed', '4', '--aps', '4', '--dialects', 'openwrt-iw,aruba-aos', '--state-dir', state, '--output', 'json'], {
     cwd: elsewhere,
-    env,
+    env: shipped,
     timeout: 60_000,
   });
   const lines = sim.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);

@@ -1,13 +1,11 @@
-/** The shipped systemd unit runs the collector hardened, and leaves V8's JIT alone. */
+/** The shipped systemd unit runs the collector hardened, with a bounded heap, and leaves V8's JIT alone. */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { heapLimitMbOf, unitDirectives, unitEnvironment } from './unit-file.js';
 
-const unit = readFileSync(new URL('../../../edge/systemd/lintel-edge.service', import.meta.url), 'utf8');
-const directives = new Map<string, string[]>();
-for (const line of unit.split('\n')) {
-  const m = /^([A-Za-z]+)=(.*)$/.exec(line.trim());
-  if (m) directives.set(m[1]!, [...(directives.get(m[1]!) ?? []), m[2]!]);
-}
+const run = promisify(execFile);
+const directives = unitDirectives();
 const value = (key: string) => directives.get(key)?.at(-1);
 
 t.test('hardening directives', async (t) => {
@@ -25,4 +23,23 @@ t.test('hardening directives', async (t) => {
 t.test('it runs the collector with the config from /etc', async (t) => {
   t.equal(value('ExecStart'), '/usr/local/bin/lintel-edge run --config /etc/lintel-edge/config.yaml');
   t.equal(value('WantedBy'), 'multi-user.target');
+});
+
+t.test('it bounds the V8 heap through NODE_OPTIONS, well inside MemoryMax', async (t) => {
+  const environment = unitEnvironment(directives);
+  const nodeOptions = environment.NODE_OPTIONS;
+  t.match(environment.MALLOC_ARENA_MAX ?? '', /^[1-4]$/, 'a few malloc arenas, not one per thread');
+  t.type(nodeOptions, 'string', 'Environment= sets NODE_OPTIONS');
+  const { oldSpaceMb, semiSpaceMb, heapLimitMb } = heapLimitMbOf(nodeOptions ?? '');
+  t.ok(oldSpaceMb >= 32 && oldSpaceMb <= 128, `old space ${oldSpaceMb} MB`);
+  t.ok(semiSpaceMb >= 1 && semiSpaceMb <= 16, `semi-space ${semiSpaceMb} MB`);
+  const memoryMax = /^(\d+)M$/.exec(value('MemoryMax') ?? '');
+  t.ok(memoryMax, 'MemoryMax in MB');
+  t.ok(heapLimitMb * 2 <= Number(memoryMax?.[1]), `heap limit ${heapLimitMb} MB leaves room under MemoryMax for code, SQLite and buffers`);
+
+  // Node accepts these flags from NODE_OPTIONS (not every V8 flag is allowed there) and they give that limit.
+  const { stdout } = await run(process.execPath, ['-p', 'require("v8").getHeapStatistics().heap_size_limit / 1048576'], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_OPTIONS: nodeOptions ?? '' },
+  });
+  t.equal(Number(stdout.trim()), heapLimitMb);
 });

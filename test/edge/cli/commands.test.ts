@@ -12,6 +12,17 @@ t.test('version names the build, the runtime and SQLite', async (t) => {
   t.match(stdout, /^lintel-edge \d+\.\d+\.\d+ \(node v\d+\.\d+\.\d+, linux-x64, sqlite 3\.\d+\.\d+\)\n$/);
 });
 
+t.test('version --verbose shows the runtime: NODE_OPTIONS and the V8 heap limit they give', async (t) => {
+  const bounded = await runCli(['version', '--verbose'], { NODE_OPTIONS: '--max-old-space-size=48 --max-semi-space-size=2' });
+  t.equal(bounded.code, 0);
+  const lines = bounded.stdout.trimEnd().split('\n');
+  t.match(lines[0], /^lintel-edge \d+\.\d+\.\d+ \(node /);
+  t.match(lines[1], /^executable: node script \(/, 'not the single executable here');
+  t.match(lines[2], /^NODE_OPTIONS: .*--max-old-space-size=48/);
+  t.equal(lines[3], 'heap limit: 54 MB', 'old space 48 MB plus three 2 MB semi-spaces');
+  t.match(lines[4], /^rss: \d+\.\d MB$/);
+});
+
 t.test('usage errors exit 2 and say what is wrong', async (t) => {
   const cases: Array<[string[], RegExp]> = [
     [['frobnicate'], /unknown command "frobnicate"/],

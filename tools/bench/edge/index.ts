@@ -15,8 +15,15 @@
  * walk is checked to have read all 50 rows.
  *
  * The poller runs in its own process, bundled and started with plain `node` as the gateway ships, so
- * neither the TypeScript loader nor this script is in its time or RSS. Ticks and snmpbulkwalk batches
- * alternate, and medians are reported, so both see the same (shared, noisy) machine.
+ * neither the TypeScript loader nor this script is in its time or RSS, and with the environment of the
+ * shipped systemd unit (a bounded V8 heap): the headline tick, ratio and RSS are those of the shipped
+ * configuration, and so are the tracker's figures. One more run with V8's default heap is printed for
+ * comparison (`*_default_heap`). Ticks and snmpbulkwalk batches alternate, and medians are reported, so
+ * both see the same (shared, noisy) machine.
+ *
+ * Last, the whole collector as it ships (daemon-rss.ts): the single executable `run` against the same
+ * APs, with the unit's environment, its peak RSS split into file-backed pages (the executable's own) and
+ * anonymous memory.
  *
  * Prints `label: value unit` lines, `ratio: <poller tick / snmpbulkwalk>` last.
  */
@@ -32,15 +39,17 @@ import { build } from 'esbuild';
 import { BUILTIN_DIALECT_DIR } from '../../../edge/src/poll/dialects.js';
 import { createRandom } from '../../../edge/src/simulate/prng.js';
 import { startSnmpd, type RunningSnmpd } from '../../../test/support/peers/snmpd.js';
+import { buildExecutable, measureDaemon } from './daemon-rss.js';
+import { runnerEnv, shippedEnvironment } from './shipped-runtime.js';
 import type { TrackerFigures } from './tracker.js';
 
 const APS = 100;
 const STATIONS = 50;
 const MAX_REPETITIONS = 25;
 const ROUNDS = 9;
+const DAEMON_TICKS = 15;
 const TIMEOUT_MS = 5000;
 const COLUMN = '1.3.6.1.4.1.14823.2.2.1.5.2.2.1.1.14';
-const SMALL_HEAP_FLAGS = ['--max-old-space-size=64', '--max-semi-space-size=2'];
 
 /** 50 stations: index = station MAC, value = SNR. */
 function stationTable(): Array<{ oid: string; snr: number }> {
@@ -139,34 +148,30 @@ class Runner {
     if (answer.bad > 0) throw new Error(`${answer.bad} APs did not give ${STATIONS} stations: ${JSON.stringify(answer.sample).slice(0, 300)}`);
     return answer.ms;
   }
-  async exit(): Promise<number> {
-    const answer = JSON.parse(await this.ask('exit')) as { maxRssMb: number };
+  async exit(): Promise<{ maxRssMb: number; heapLimitMb: number }> {
+    const answer = JSON.parse(await this.ask('exit')) as { maxRssMb: number; heapLimitMb: number };
     this.child.stdin.end();
-    return answer.maxRssMb;
+    return answer;
   }
 }
 
-function startRunner(snmpd: RunningSnmpd, runnerFile: string, nodeFlags: string[] = []): { runner: Runner; kill: () => void } {
+/** A poll runner, started with the shipped environment (undefined: V8's defaults). */
+function startRunner(snmpd: RunningSnmpd, runnerFile: string, shipped: Record<string, string> | undefined): { runner: Runner; kill: () => void } {
   const options = { ports: snmpd.ports, stations: STATIONS, maxRepetitions: MAX_REPETITIONS, dialectDir: BUILTIN_DIALECT_DIR, timeoutMs: TIMEOUT_MS };
-  const child = spawn(process.execPath, [...nodeFlags, runnerFile, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [runnerFile, JSON.stringify(options)], { stdio: ['pipe', 'pipe', 'inherit'], env: runnerEnv(shipped) });
   return { runner: new Runner(child), kill: () => child.kill() };
 }
 
-/** The poller alone with a small V8 heap, as a memory-tight gateway would run it. */
-async function measureSmallHeap(snmpd: RunningSnmpd, runnerFile: string): Promise<{ poller: number; rssMb: number }> {
-  const { runner, kill } = startRunner(snmpd, runnerFile, SMALL_HEAP_FLAGS);
-  try {
-    await runner.tick();
-    const times: number[] = [];
-    for (let i = 0; i < ROUNDS; i++) times.push(await runner.tick());
-    return { poller: median(times), rssMb: await runner.exit() };
-  } finally {
-    kill();
-  }
+interface PollerFigures {
+  poller: number;
+  walk: number;
+  rssMb: number;
+  heapLimitMb: number;
 }
 
-async function measure(snmpd: RunningSnmpd, rounds: number, outDir: string, runnerFile: string): Promise<{ poller: number; walk: number; rssMb: number }> {
-  const { runner, kill } = startRunner(snmpd, runnerFile);
+/** Poller ticks interleaved with snmpbulkwalk batches, medians of each; then the runner's peak RSS. */
+async function measure(snmpd: RunningSnmpd, rounds: number, outDir: string, runnerFile: string, shipped: Record<string, string> | undefined): Promise<PollerFigures> {
+  const { runner, kill } = startRunner(snmpd, runnerFile, shipped);
   try {
     // warm-up: JIT, sockets, snmpd, the shell and the snmp tools in the page cache
     await runner.tick();
@@ -178,7 +183,21 @@ async function measure(snmpd: RunningSnmpd, rounds: number, outDir: string, runn
       pollerTimes.push(await runner.tick());
       walkTimes.push(await walkAllWithSnmpbulkwalk(snmpd, outDir));
     }
-    return { poller: median(pollerTimes), walk: median(walkTimes), rssMb: await runner.exit() };
+    const { maxRssMb, heapLimitMb } = await runner.exit();
+    return { poller: median(pollerTimes), walk: median(walkTimes), rssMb: maxRssMb, heapLimitMb };
+  } finally {
+    kill();
+  }
+}
+
+/** The same poller with V8's default heap, for comparison: ticks only. */
+async function measureDefaultHeap(snmpd: RunningSnmpd, runnerFile: string): Promise<{ poller: number; rssMb: number }> {
+  const { runner, kill } = startRunner(snmpd, runnerFile, undefined);
+  try {
+    await runner.tick();
+    const times: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) times.push(await runner.tick());
+    return { poller: median(times), rssMb: (await runner.exit()).maxRssMb };
   } finally {
     kill();
   }
@@ -196,9 +215,9 @@ function printTracker(tracker: TrackerFigures): void {
   console.log(`tracker_10k_cpu_p95: ${fmt(tracker.tickCpu.p95)} ms`);
 }
 
-/** The tracker benchmark in its own process (see tracker-runner.ts). */
-async function runTracker(trackerFile: string, nodeFlags: string[] = []): Promise<TrackerFigures> {
-  const child = spawn(process.execPath, [...nodeFlags, trackerFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** The tracker benchmark in its own process (see tracker-runner.ts), started as the collector ships. */
+async function runTracker(trackerFile: string, shipped: Record<string, string> | undefined): Promise<TrackerFigures> {
+  const child = spawn(process.execPath, [trackerFile], { stdio: ['ignore', 'pipe', 'inherit'], env: runnerEnv(shipped) });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -213,7 +232,7 @@ async function runTracker(trackerFile: string, nodeFlags: string[] = []): Promis
 async function trackerOnly(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'lintel-bench-edge-'));
   try {
-    printTracker(await runTracker(await bundleRunner(work, 'tracker-runner')));
+    printTracker(await runTracker(await bundleRunner(work, 'tracker-runner'), shippedEnvironment()));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -228,30 +247,39 @@ async function main(): Promise<void> {
 
   const runnerFile = await bundleRunner(work, 'poll-runner');
   const trackerFile = await bundleRunner(work, 'tracker-runner');
+  const shipped = shippedEnvironment();
+  await buildExecutable();
   let native: RunningSnmpd | undefined;
   let passPersist: RunningSnmpd | undefined;
   try {
     native = await startSnmpd({ ports: APS, extraConfig: table.map((row) => `override .${row.oid} integer ${row.snr}`) });
-    const nativeFigures = await measure(native, ROUNDS, work, runnerFile);
-    const smallHeap = await measureSmallHeap(native, runnerFile);
+    const nativeFigures = await measure(native, ROUNDS, work, runnerFile, shipped);
+    const defaultHeap = await measureDefaultHeap(native, runnerFile);
+    const daemon = await measureDaemon(native.ports, work, shipped, DAEMON_TICKS);
     await native.stop();
     native = undefined;
 
     passPersist = await startSnmpd({ ports: APS, recordings: [recordingFile] });
-    const passFigures = await measure(passPersist, 5, work, runnerFile);
+    const passFigures = await measure(passPersist, 5, work, runnerFile, shipped);
     await passPersist.stop();
     passPersist = undefined;
 
-    const tracker = await runTracker(trackerFile);
+    const tracker = await runTracker(trackerFile, shipped);
 
     console.log(`aps: ${APS} count`);
     console.log(`stations_per_ap: ${STATIONS} count`);
     console.log(`poller_tick_pass_persist: ${fmt(passFigures.poller)} ms`);
     console.log(`snmpbulkwalk_pass_persist: ${fmt(passFigures.walk)} ms`);
     printTracker(tracker);
-    console.log(`poller_tick_small_heap: ${fmt(smallHeap.poller)} ms`);
-    console.log(`poller_rss_peak_small_heap: ${smallHeap.rssMb.toFixed(1)} MB`);
+    console.log(`poller_tick_default_heap: ${fmt(defaultHeap.poller)} ms`);
+    console.log(`poller_rss_peak_default_heap: ${defaultHeap.rssMb.toFixed(1)} MB`);
+    console.log(`daemon_ticks: ${daemon.ticks} count`);
+    console.log(`daemon_ap_polls_failed: ${daemon.failedPolls} count`);
+    console.log(`daemon_rss_file_backed: ${daemon.rssFileMb.toFixed(1)} MB`);
+    console.log(`daemon_rss_anonymous: ${daemon.rssAnonMb.toFixed(1)} MB`);
+    console.log(`shipped_heap_limit: ${nativeFigures.heapLimitMb.toFixed(0)} MB`);
     console.log(`poller_rss_peak: ${nativeFigures.rssMb.toFixed(1)} MB`);
+    console.log(`daemon_rss_peak: ${daemon.rssPeakMb.toFixed(1)} MB`);
     console.log(`poller_tick: ${fmt(nativeFigures.poller)} ms`);
     console.log(`snmpbulkwalk: ${fmt(nativeFigures.walk)} ms`);
     console.log(`ratio: ${(nativeFigures.poller / nativeFigures.walk).toFixed(2)}`);

@@ -1,12 +1,13 @@
 /**
  * The poller alone in its own process, as a gateway runs it (bundled, plain `node`, no TypeScript
  * loader): the benchmark sends `tick` lines on stdin and reads one JSON line per tick; `exit` makes it
- * print its peak RSS and leave.
+ * print its peak RSS and V8 heap limit (proof of the NODE_OPTIONS it ran with) and leave.
  *
  * argv[2]: JSON {ports: number[], stations: number, maxRepetitions: number, dialectDir: string, timeoutMs: number}
  */
 import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { createPoller } from '../../../edge/src/poll/poller.js';
 import type { AccessPoint } from '../../../edge/src/poll/types.js';
@@ -34,7 +35,8 @@ function main(): void {
     queue = queue.then(async () => {
       if (line === 'exit') {
         await poller.close();
-        process.stdout.write(`${JSON.stringify({ maxRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);
+        const heapLimitMb = getHeapStatistics().heap_size_limit / (1024 * 1024);
+        process.stdout.write(`${JSON.stringify({ maxRssMb: process.resourceUsage().maxRSS / 1024, heapLimitMb })}\n`);
         lines.close();
         return;
       }

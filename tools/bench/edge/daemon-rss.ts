@@ -1,0 +1,76 @@
+/**
+ * The whole collector as it ships: `dist/lintel-edge run` (the single executable, built when stale) with
+ * the systemd unit's environment (NODE_OPTIONS, MALLOC_ARENA_MAX), polling the benchmark's APs each second with the tracker, the SQLite
+ * zone store and the ledger in the loop. Its peak RSS (VmHWM) is read from /proc after a number of ticks,
+ * with the share that is file-backed: pages of the 100 MB executable itself (Node and the bundle), clean
+ * and reclaimable, as opposed to anonymous memory (the heap, SQLite, buffers).
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { runnerEnv } from './shipped-runtime.js';
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+const EXECUTABLE = join(REPO, 'dist/lintel-edge');
+
+export interface DaemonMemory {
+  ticks: number;
+  /** AP polls that failed or timed out over the run (each AP, each tick). */
+  failedPolls: number;
+  rssPeakMb: number;
+  /** At the end: file-backed and anonymous resident memory. */
+  rssFileMb: number;
+  rssAnonMb: number;
+}
+
+const kb = (status: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? Number.NaN);
+
+/** Builds the executable when an input changed since its last build (seconds when up to date). */
+export async function buildExecutable(): Promise<void> {
+  await promisify(execFile)('bash', [join(REPO, 'tools/build-edge'), '--if-stale'], { cwd: REPO, timeout: 180_000 });
+}
+
+/** Runs the executable against `ports` (aruba-aos APs on 127.0.0.1) for `ticks` ticks. */
+export async function measureDaemon(ports: readonly number[], work: string, shipped: Record<string, string>, ticks: number): Promise<DaemonMemory> {
+  const dir = join(work, 'daemon');
+  mkdirSync(join(dir, 'cache'), { recursive: true, mode: 0o700 });
+  writeFileSync(join(dir, 'community'), 'public\n', { mode: 0o600 });
+  const aps = ports.map(
+    (port, i) => `  - { name: ap-${i}, zone: zone-${i % 10}, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${port}, communityFile: community } }`,
+  );
+  const zones = Array.from({ length: 10 }, (_, z) => `  zone-${z}: { devicesPerPerson: 1.5 }`);
+  writeFileSync(
+    join(dir, 'config.yaml'),
+    ['buildingId: bench', 'pollIntervalS: 1', 'requestTimeoutS: 1', `stateDir: ${join(dir, 'state')}`, 'logLevel: info', 'zones:', ...zones, 'accessPoints:', ...aps, ''].join('\n'),
+  );
+
+  const env = { ...runnerEnv(shipped), CACHE_DIRECTORY: join(dir, 'cache') };
+  const child = spawn(EXECUTABLE, ['run', '--config', join(dir, 'config.yaml')], { cwd: dir, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    let seen = 0;
+    let failed = 0;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the collector logged ${seen} ticks in ${ticks * 5} s`)), ticks * 5000);
+      child.once('exit', (code) => reject(new Error(`the collector exited (${code}) after ${seen} ticks`)));
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        const entry = JSON.parse(line) as { msg?: string; apsDown?: number };
+        if (entry.msg !== 'tick') return;
+        seen++;
+        failed += entry.apsDown ?? 0;
+        if (seen >= ticks) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+    return { ticks: seen, failedPolls: failed, rssPeakMb: kb(status, 'VmHWM') / 1024, rssFileMb: kb(status, 'RssFile') / 1024, rssAnonMb: kb(status, 'RssAnon') / 1024 };
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
