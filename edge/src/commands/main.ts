@@ -21,6 +21,8 @@ Usage:
         --zones <n>               zones (default 3)
         --seed <n>                deterministic randomness
         --reboot-rate <x>         fraction of steps in which some AP reboots (default 0.02)
+        --pace lively|realistic   lively (default): people stay 3-12 ticks, then mostly walk to another
+                                  zone, so moves show within seconds; realistic: they stay 5-40 ticks
         --dialects <a,b,...>      AP dialects to serve (default: a mix of SNMP and SSH)
         --interval-ms <ms>        tick interval (default 1000)
         --ticks <n>               stop after n ticks (default: run until Ctrl-C)
@@ -192,9 +194,12 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     'devices-per-person': { type: 'string' },
     'state-dir': { type: 'string' },
     'frozen-polls': { type: 'string' },
+    pace: { type: 'string' },
     output: { type: 'string' },
   });
   if (values.help) return help(io);
+  const pace = values.pace ?? 'lively';
+  if (pace !== 'lively' && pace !== 'realistic') throw new UsageError(`--pace: expected lively or realistic, got ${JSON.stringify(pace)}`);
   const output = values.output ?? (io.isTty ? 'table' : 'lines');
   if (output !== 'table' && output !== 'lines' && output !== 'json') throw new UsageError(`--output: expected table, lines or json, got ${JSON.stringify(output)}`);
   let ingest: { url: string; secret: string; keyId?: string } | undefined;
@@ -223,6 +228,7 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
   const options = {
     intervalMs: integer(values, 'interval-ms', 50) ?? 1000,
     output: output as 'table' | 'lines' | 'json',
+    pace: pace as 'lively' | 'realistic',
     ...defined('accessPoints', integer(values, 'aps')),
     ...defined('devices', integer(values, 'devices', 0)),
     ...defined('zones', integer(values, 'zones')),

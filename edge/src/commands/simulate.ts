@@ -14,7 +14,7 @@ import { createPoller, loadDialects } from '../poll/index.js';
 import type { AccessPoint, Poller } from '../poll/types.js';
 import { looksLikeIdentifier } from '../report/identifiers.js';
 import { peopleFromDevices } from '../report/readings.js';
-import { startSimulatedBuilding } from '../simulate/index.js';
+import { LIVELY_MOTION, REALISTIC_MOTION, startSimulatedBuilding, type MotionModel } from '../simulate/index.js';
 import type { SimulatedBuilding, SimulationOptions } from '../simulate/types.js';
 import { createLiveRegion, renderLiveTable } from '../ui/table.js';
 import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
@@ -36,8 +36,24 @@ export interface SimulateOptions {
   stateDir?: string;
   frozenPolls?: number;
   devicesPerPerson?: number;
+  /**
+   * How the simulated people move: `lively` (the default, for a demo: zone changes within seconds) or
+   * `realistic` (office life: people stay 5–40 s before walking on).
+   */
+  pace?: SimulationPace;
   output: 'table' | 'lines' | 'json';
 }
+
+export type SimulationPace = 'lively' | 'realistic';
+
+export const PACES: Readonly<Record<SimulationPace, MotionModel>> = { lively: LIVELY_MOTION, realistic: REALISTIC_MOTION };
+
+/**
+ * Moves are summed over this many ticks. The world takes one step per tick whatever the interval, so
+ * the window is counted in ticks: 30 s at the default 1 s interval, and just as many steps of walking
+ * when the demo runs faster or slower.
+ */
+export const TRANSITION_WINDOW_TICKS = 30;
 
 export interface SimulateDeps {
   startBuilding?: (options: SimulationOptions) => Promise<SimulatedBuilding>;
@@ -106,6 +122,7 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.rebootRate !== undefined ? { rebootRate: options.rebootRate } : {}),
     ...(options.dialects ? { dialects: options.dialects } : {}),
+    motion: PACES[options.pace ?? 'lively'],
   });
   const basePoller = createPoller({ dialects: loadDialects() });
   const poller = deps.wrapPoller ? deps.wrapPoller(basePoller) : basePoller;
@@ -119,7 +136,7 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
     tracker: {
       ...DEFAULT_TRACKER_CONFIG,
       frozenPolls: options.frozenPolls ?? DEFAULT_TRACKER_CONFIG.frozenPolls,
-      transitionWindowPolls: Math.max(1, Math.ceil(60_000 / options.intervalMs)),
+      transitionWindowPolls: TRANSITION_WINDOW_TICKS,
     },
     accessPoints: building.accessPoints,
     reportNames,
@@ -256,6 +273,7 @@ function show(options: SimulateOptions, io: CommandIo, region: ReturnType<typeof
       zones,
       aps: report.aps,
       transitions: report.transitions,
+      transitionWindowTicks: TRANSITION_WINDOW_TICKS,
       tracked: report.tracked,
       frozen: report.frozen,
       batch: report.batch,

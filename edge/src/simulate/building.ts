@@ -104,6 +104,7 @@ export async function startSimulatedBuilding(options: SimulationOptions): Promis
     devices: options.devices ?? 40,
     seed: options.seed ?? 1,
     rebootRate: options.rebootRate ?? 0.02,
+    ...(options.motion ? { motion: options.motion } : {}),
   });
 
   mkdirSync(options.workDir, { recursive: true, mode: 0o700 });

@@ -3,7 +3,19 @@
  */
 export type { GroundTruth, SimulatedBuilding, SimulationOptions } from './types.js';
 export { startSimulatedBuilding, DEFAULT_SIMULATED_DIALECTS, CREDENTIAL_FILES } from './building.js';
-export { createWorld, DEFAULT_RADIO, ZONE_DEPTH_M, ZONE_WIDTH_M, type RadioModel, type World, type WorldAp, type WorldOptions } from './world.js';
+export {
+  createWorld,
+  DEFAULT_RADIO,
+  LIVELY_MOTION,
+  REALISTIC_MOTION,
+  ZONE_DEPTH_M,
+  ZONE_WIDTH_M,
+  type MotionModel,
+  type RadioModel,
+  type World,
+  type WorldAp,
+  type WorldOptions,
+} from './world.js';
 export { createRandom, type Random } from './prng.js';
 export { fromDbm, snmpRows, sshOutput, type HeardStation, type SnmpRow } from './render.js';
 export { freeTcpPorts, freeUdpPorts } from './ports.js';

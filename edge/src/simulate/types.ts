@@ -3,6 +3,7 @@
  * that walk between zones with jittery RSSI, while APs reboot now and then.
  */
 import type { AccessPoint } from '../poll/types.js';
+import type { MotionModel } from './world.js';
 
 export interface SimulationOptions {
   /** Number of access points, spread over zones (several APs per zone overlap in coverage). Default 6. */
@@ -15,6 +16,8 @@ export interface SimulationOptions {
   seed?: number;
   /** Fraction of steps in which some AP reboots (goes silent for a few steps). Default 0.02. */
   rebootRate?: number;
+  /** How devices move; default the world's realistic motion (REALISTIC_MOTION). */
+  motion?: MotionModel;
   /** Which dialects to serve; default a mix of SNMP and SSH dialects. */
   dialects?: string[];
   /** Directory for generated keys and credentials (created if missing). */

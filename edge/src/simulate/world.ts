@@ -34,6 +34,44 @@ export const DEFAULT_RADIO: RadioModel = {
   sensitivityDbm: -88,
 };
 
+/** How people move: they stand a while, then walk somewhere, often to another zone. Steps are ticks. */
+export interface MotionModel {
+  /** Steps each device stands still before its first walk, [min, max]. */
+  initialDwellSteps: readonly [number, number];
+  /** Steps a device stands still after arriving, [min, max]. */
+  dwellSteps: readonly [number, number];
+  /** Walking speed, metres per step, [min, max]. */
+  speedM: readonly [number, number];
+  /** Probability that the next walk leads to another zone (else a spot in the same zone). */
+  leaveZone: number;
+  /**
+   * Whether each device heads for its first destination once its initial dwell is over; otherwise it
+   * first stands a whole dwell (`dwellSteps`) where it appeared, as people found sitting down.
+   */
+  walkAtStart: boolean;
+}
+
+/** Office life at one step per second: people stay 5–40 s, then walk at 0.9–1.4 m/s. */
+export const REALISTIC_MOTION: MotionModel = {
+  initialDwellSteps: [0, 20],
+  dwellSteps: [5, 40],
+  speedM: [0.9, 1.4],
+  leaveZone: 0.6,
+  walkAtStart: false,
+};
+
+/**
+ * A busier building for a live demo: everyone starts walking within a few steps, stays 3–12 steps and
+ * mostly heads for another zone, so zone changes show within seconds of starting.
+ */
+export const LIVELY_MOTION: MotionModel = {
+  initialDwellSteps: [0, 2],
+  dwellSteps: [3, 10],
+  speedM: [1.2, 1.8],
+  leaveZone: 0.85,
+  walkAtStart: true,
+};
+
 /** Zone size, metres: zones are side by side along x. */
 export const ZONE_WIDTH_M = 15;
 export const ZONE_DEPTH_M = 12;
@@ -46,6 +84,8 @@ export interface WorldOptions {
   /** Probability, per step, that one more AP starts a reboot. */
   rebootRate: number;
   radio?: Partial<RadioModel>;
+  /** Default {@link REALISTIC_MOTION}. */
+  motion?: MotionModel;
 }
 
 export interface WorldAp {
@@ -110,6 +150,15 @@ export function createWorld(options: WorldOptions): World {
   }
   if (!Number.isInteger(options.devices) || options.devices < 0) throw new RangeError('devices must be a non-negative integer');
   const radio = { ...DEFAULT_RADIO, ...options.radio };
+  const motion = options.motion ?? REALISTIC_MOTION;
+  for (const [name, [min, max]] of [
+    ['initialDwellSteps', motion.initialDwellSteps],
+    ['dwellSteps', motion.dwellSteps],
+  ] as const) {
+    if (!Number.isInteger(min) || !Number.isInteger(max) || min < 0 || max < min) throw new RangeError(`motion.${name}: expected [min, max] whole steps, got [${min}, ${max}]`);
+  }
+  if (!(motion.speedM[0] > 0 && motion.speedM[1] >= motion.speedM[0])) throw new RangeError('motion.speedM: expected [min, max] metres per step above 0');
+  if (!(motion.leaveZone >= 0 && motion.leaveZone <= 1)) throw new RangeError('motion.leaveZone: expected a probability');
   const random = createRandom(options.seed);
   const zones = [...options.zones];
 
@@ -135,16 +184,23 @@ export function createWorld(options: WorldOptions): World {
     x: z * ZONE_WIDTH_M + random.between(0.5, ZONE_WIDTH_M - 0.5),
     y: random.between(0.5, ZONE_DEPTH_M - 0.5),
   });
+  /** Where a device standing at `x` walks next: usually another zone, sometimes a spot in its own. */
+  const destinationFrom = (x: number) => {
+    const here = zoneIndexAt(x, zones.length);
+    const there = zones.length > 1 && random.next() < motion.leaveZone ? (here + random.int(1, zones.length - 1)) % zones.length : here;
+    return randomPointIn(there);
+  };
   const devices: Device[] = Array.from({ length: options.devices }, () => {
     const start = randomPointIn(random.int(0, zones.length - 1));
+    const target = motion.walkAtStart ? destinationFrom(start.x) : start;
     return {
       mac: randomMac(random),
       x: start.x,
       y: start.y,
-      targetX: start.x,
-      targetY: start.y,
-      dwell: random.int(0, 20),
-      speed: random.between(0.9, 1.4),
+      targetX: target.x,
+      targetY: target.y,
+      dwell: random.int(...motion.initialDwellSteps),
+      speed: random.between(...motion.speedM),
       shadow: accessPoints.map(() => random.gaussian(0, radio.shadowSd)),
     };
   });
@@ -166,10 +222,8 @@ export function createWorld(options: WorldOptions): World {
     if (distance <= device.speed) {
       device.x = device.targetX;
       device.y = device.targetY;
-      device.dwell = random.int(5, 40);
-      const here = zoneIndexAt(device.x, zones.length);
-      const there = zones.length > 1 && random.next() < 0.6 ? (here + random.int(1, zones.length - 1)) % zones.length : here;
-      const target = randomPointIn(there);
+      device.dwell = random.int(...motion.dwellSteps);
+      const target = destinationFrom(device.x);
       device.targetX = target.x;
       device.targetY = target.y;
       return;

@@ -13,6 +13,8 @@ export interface LiveView {
   zones: Array<{ zone: string; counted: number; truth: number; people?: number }>;
   aps: ApTickStatus[];
   transitions: ZonePairCount[];
+  /** The ticks `transitions` are summed over. */
+  transitionWindowTicks: number;
   tracked: number;
   frozen: number;
   batch: { seq: number | null; readings: number; delivery: string; reason?: string };
@@ -57,7 +59,8 @@ export function renderLiveTable(view: LiveView): string[] {
   const apCells = view.aps.map((a) => (a.ok ? `${a.ap} ${c.green('✓')}${a.stations}` : `${a.ap} ${c.red('✗')}${a.reason ?? 'down'}`));
   lines.push(...wrapCells(' APs    ', apCells, 100));
   const moves = view.transitions.filter((t) => t.count > 0).map((t) => `${t.from}→${t.to} ${t.count}`);
-  lines.push(...wrapCells(' moves  ', moves.length > 0 ? moves : [c.dim('none in the window')], 100));
+  const window = `last ${view.transitionWindowTicks} ticks`;
+  lines.push(...wrapCells(' moves  ', moves.length > 0 ? [...moves, c.dim(`(${window})`)] : [c.dim(`none in the ${window}`)], 100));
   const delivery =
     view.batch.delivery === 'accepted'
       ? c.green('accepted')

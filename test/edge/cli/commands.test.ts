@@ -34,6 +34,7 @@ t.test('usage errors exit 2 and say what is wrong', async (t) => {
     [['simulate', '--ingest', 'ftp://x'], /--ingest: expected an http:\/\/ or https:\/\/ URL/],
     [['simulate', '--reboot-rate', '2'], /--reboot-rate: expected a fraction between 0 and 1, got "2"/],
     [['simulate', '--colour'], /Unknown option '--colour'/],
+    [['simulate', '--pace', 'sprint'], /--pace: expected lively or realistic, got "sprint"/],
   ];
   for (const [args, message] of cases) {
     const { code, stderr } = await runCli(args);

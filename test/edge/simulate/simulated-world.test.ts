@@ -2,7 +2,7 @@
  * The world behind the simulated building, without the network: deterministic, moving, rebooting.
  */
 import t from 'tap';
-import { createWorld } from '../../../edge/src/simulate/world.js';
+import { createWorld, LIVELY_MOTION, REALISTIC_MOTION, type World } from '../../../edge/src/simulate/world.js';
 
 const options = { zones: ['a', 'b', 'c'], accessPoints: 6, devices: 40, seed: 42, rebootRate: 0.1 };
 
@@ -80,6 +80,41 @@ t.test('APs reboot now and then, go silent for a few steps, and come back', asyn
   t.ok(runs.length >= 10, `${runs.length} reboots in 300 steps`);
   // 3 to 8 steps each (two back to back make a longer one)
   t.ok(runs.every((n) => n >= 3 && n <= 16), 'each lasts a few steps');
+});
+
+/** Devices whose true zone differs from their zone at the start, after each of `steps` steps. */
+function zoneChanges(world: World, steps: number): number[] {
+  const first = world.deviceZones();
+  const changed: number[] = [];
+  for (let i = 0; i < steps; i++) {
+    world.step();
+    let n = 0;
+    for (const [mac, zone] of world.deviceZones()) if (first.get(mac) !== zone) n++;
+    changed.push(n);
+  }
+  return changed;
+}
+
+t.test('realistic motion is the default: the same walk, step for step', async (t) => {
+  const implicit = createWorld(options);
+  const explicit = createWorld({ ...options, motion: REALISTIC_MOTION });
+  t.same(zoneChanges(implicit, 60), zoneChanges(explicit, 60));
+  t.same(implicit.sightings('ap-b-1'), explicit.sightings('ap-b-1'));
+});
+
+t.test('lively motion (the demo): people leave their zone within the first steps', async (t) => {
+  const lively = zoneChanges(createWorld({ ...options, rebootRate: 0, motion: LIVELY_MOTION }), 10);
+  const realistic = zoneChanges(createWorld({ ...options, rebootRate: 0 }), 10);
+  t.ok(lively[4]! >= 4, `after 5 steps ${lively[4]} of 40 devices are in another zone`);
+  t.ok(lively[9]! >= 12, `after 10 steps ${lively[9]} of 40`);
+  t.ok(lively[9]! > realistic[9]!, `more than at the realistic pace (${realistic[9]})`);
+});
+
+t.test('impossible motion is refused', async (t) => {
+  t.throws(() => createWorld({ ...options, motion: { ...LIVELY_MOTION, dwellSteps: [5, 2] } }), { message: /motion\.dwellSteps: expected \[min, max\] whole steps, got \[5, 2\]/ });
+  t.throws(() => createWorld({ ...options, motion: { ...LIVELY_MOTION, initialDwellSteps: [0, 1.5] } }), { message: /motion\.initialDwellSteps/ });
+  t.throws(() => createWorld({ ...options, motion: { ...LIVELY_MOTION, speedM: [0, 1] } }), { message: /motion\.speedM/ });
+  t.throws(() => createWorld({ ...options, motion: { ...LIVELY_MOTION, leaveZone: 2 } }), { message: /motion\.leaveZone/ });
 });
 
 t.test('impossible layouts are refused', async (t) => {
