@@ -3,7 +3,7 @@
  */
 import type { SignalUnit } from './dialects.js';
 
-/** Below this a reading is noise or a placeholder; at or above 0 dBm it is not a received Wi-Fi signal. */
+/** Below this a reading is noise or a filler value; at or above 0 dBm it is not a received Wi-Fi signal. */
 const MIN_DBM = -120;
 const MAX_DBM = 0;
 

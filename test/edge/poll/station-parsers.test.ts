@@ -82,7 +82,7 @@ t.test('signal units become dBm; impossible readings are dropped', async (t) => 
   t.equal(toDbm(-52, { unit: 'dBm' }), -52);
   t.equal(toDbm(41, { unit: 'SNR', noiseFloorDbm: -95 }), -54);
   t.equal(toDbm(0, { unit: 'SNR', noiseFloorDbm: -95 }), undefined, 'SNR 0 is "unknown"');
-  t.equal(toDbm(0, { unit: 'dBm' }), undefined, '0 dBm is a placeholder, not a signal');
+  t.equal(toDbm(0, { unit: 'dBm' }), undefined, '0 dBm is a filler value, not a signal');
   t.equal(toDbm(-200, { unit: 'dBm' }), undefined);
   t.equal(toDbm(Number.NaN, { unit: 'dBm' }), undefined);
 });
