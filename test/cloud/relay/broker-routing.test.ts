@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { claimsOf, connectClient, metric, notification, publisher, scrapeMetrics, startRelay, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
 
 t.test('notifications: scoped to the domain room, or broadcast without domainName; anything else is skipped and counted', async (t) => {

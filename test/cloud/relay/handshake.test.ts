@@ -1,6 +1,6 @@
 import t from 'tap';
 import { request } from 'undici';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import {
   claimsOf,
   connectClient,

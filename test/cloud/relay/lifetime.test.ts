@@ -1,6 +1,6 @@
 import t from 'tap';
 import { socketLifetimeMs, MAX_JITTER_MS } from '../../../cloud/relay/lifetime.js';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { claimsOf, connectClient, metric, startRelay, waitFor } from './support/relay-harness.js';
 
 t.test('the jitter adds up to 10 % of the lifetime, capped at 60 s', async (t) => {

@@ -2,7 +2,7 @@ import t from 'tap';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { createLogger } from '../../../shared/logger.js';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { ownRedis, type OwnRedis } from './support/own-redis.js';
 import { claimsOf, connectClient, notification, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
 

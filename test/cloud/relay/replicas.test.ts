@@ -3,7 +3,7 @@
  * emits only to its own sockets, so every client gets what is meant for it exactly once.
  */
 import t from 'tap';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { claimsOf, connectClient, metric, notification, publisher, stackRedisUrl, subscribe, uniqueName, waitFor, type Client } from './support/relay-harness.js';
 import { startRelayProcess } from './support/relay-process.js';
 

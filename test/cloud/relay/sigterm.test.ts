@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { freePort } from './support/own-redis.js';
 import { claimsOf, connectClient, publisher, stackRedisUrl, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
 import { startRelayProcess } from './support/relay-process.js';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
 
 const FORBIDDEN = 'socket_subscriptions_rejected_total{reason="forbidden"}';

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import t from 'tap';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { claimsOf, connectClient, notification, publisher, startRelay, subscribe, uniqueName, waitFor, type Client } from './support/relay-harness.js';
 
 type Message =

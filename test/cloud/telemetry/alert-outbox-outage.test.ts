@@ -9,7 +9,7 @@ import { createBuildingDirectory } from '../../../shared/directory.js';
 import { sign } from '../../../shared/hmac.js';
 import { silentLogger } from '../../../shared/logger.js';
 import { freshPgDatabase, quietAtTeardown } from './support/database.js';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { SHARED_SECRET, call, stackRedisUrl, temperatureReading, until } from './support/harness.js';
 import { collect, createTopics, stackBrokers, startTcpProxy, uniqueName } from './support/kafka.js';
 

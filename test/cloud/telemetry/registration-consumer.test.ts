@@ -9,7 +9,7 @@ import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../../shared/directory.js';
 import { silentLogger } from '../../../shared/logger.js';
 import { freshPgDatabase, quietAtTeardown } from './support/database.js';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { SHARED_SECRET, call, stackRedisUrl, until } from './support/harness.js';
 import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
 

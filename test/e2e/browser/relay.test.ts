@@ -21,7 +21,7 @@ import { telemetryPattern, type BrokerChannels } from '../../../cloud/relay/rout
 import { serve } from '../../support/http.js';
 import { stackEnv, uniqueName } from '../../support/stack.js';
 import { launchBrowser, openPage, profile, screenshotPath, waitFor } from './support/browser.js';
-import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
 import { frontend } from './support/frontend.js';
 import { startMesh } from './support/mesh.js';
 
@@ -48,10 +48,9 @@ const forbiddenBuilding = uniqueName('depot');
 const anaToken = randomBytes(18).toString('base64url');
 const ana = encodeClaims({ sub: uniqueName('ana'), accountName: 'ana@acme.test', memberships: [{ domainName: domainA, role: 'viewer' }] });
 
-const directory = await startFakeDirectory(t, new Map([
-  [allowedBuilding, [domainA]],
-  [forbiddenBuilding, [domainB]],
-]));
+const directory = await startFakeDirectory(t);
+directory.set(allowedBuilding, [domainA]);
+directory.set(forbiddenBuilding, [domainB]);
 
 const site = frontend(['relay.html']);
 const frontendServer = await serve(t, site.handler);

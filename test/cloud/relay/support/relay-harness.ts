@@ -16,7 +16,7 @@ import { createRelay, type Relay } from '../../../../cloud/relay/app.js';
 import { RedisSubscriber } from '../../../../cloud/relay/redis-subscriber.js';
 import { telemetryPattern, type BrokerChannels } from '../../../../cloud/relay/routing.js';
 import type { Random } from '../../../../cloud/relay/lifetime.js';
-import type { FakeDirectory } from './fake-directory.js';
+import type { FakeDirectory } from '../../../support/fake-directory.js';
 
 export { uniqueName, type Teardown };
 

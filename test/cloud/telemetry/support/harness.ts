@@ -24,7 +24,7 @@ import { silentLogger } from '../../../../shared/logger.js';
 import { serve } from '../../../support/http.js';
 import { stackEnv, uniqueName } from '../../../support/stack.js';
 import { migratedPool } from './database.js';
-import { startFakeDirectory, type FakeDirectory } from './fake-directory.js';
+import { startFakeDirectory, type FakeDirectory } from '../../../support/fake-directory.js';
 
 export const SHARED_SECRET = 'shared-ingest-secret-0123456789';
 export const PREVIOUS_SECRET = 'previous-ingest-secret-98765432';

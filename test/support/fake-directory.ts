@@ -1,9 +1,10 @@
 /**
- * A fake building directory: a real HTTP server on 127.0.0.1 port 0 answering GET /domain/{id} from a
- * table the test sets. Anything it was not set up for answers 500 and is recorded in `unexpected`.
+ * A fake building directory (an outside service): a real HTTP server on 127.0.0.1 port 0 answering
+ * GET /domain/{id} from a table the test sets. Anything it was not set up for answers 500 and is recorded
+ * in `unexpected`, which tests assert is empty. Used by the relay, telemetry and browser tests.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { closeServer, listen } from '../../../../shared/lifecycle.js';
+import { closeServer, listen } from '../../shared/lifecycle.js';
 
 /** What the directory does for one building. */
 export type DirectoryAnswer = string[] | { status: number } | 'hang';
@@ -21,6 +22,13 @@ export interface FakeDirectory {
   callsFor(buildingId: string): number;
 }
 
+/**
+ * Starts the fake directory; it closes at teardown, dropping any request left hanging.
+ *
+ * @example
+ * const directory = await startFakeDirectory(t);
+ * directory.set('b1', ['acme']);
+ */
 export async function startFakeDirectory(t: { teardown(fn: () => unknown): void }): Promise<FakeDirectory> {
   const answers = new Map<string, DirectoryAnswer>();
   const calls: DirectoryCall[] = [];
