@@ -2,6 +2,7 @@
  * Configuration from environment variables, validated once at start. Every problem is reported at once,
  * each naming its variable, e.g. `REDIS_URL: not a redis:// URL`.
  */
+import { keyRingFromEnv } from './hmac.js';
 
 /** Thrown by {@link readEnv} with every problem found. */
 export class ConfigError extends Error {
@@ -90,6 +91,27 @@ export function listenAddr(options: { default: string }): EnvVar<{ host: string 
       const m = /^(.*):(\d{1,5})$/.exec(value);
       if (!m || Number(m[2]) > 65535) return { ok: false, problem: `expected [host]:port, got ${JSON.stringify(value)}` };
       return { ok: true, value: { host: m[1] ? m[1] : undefined, port: Number(m[2]) } };
+    },
+  };
+}
+
+/**
+ * A signing key ring: comma-separated secrets, current first (see `hmac.ts`), each at least `minLength`
+ * characters.
+ *
+ * @example
+ * readEnv({ INTERNAL_SIGNING_SECRET: keyRing() }, { INTERNAL_SIGNING_SECRET: 'new,old' }); // ['new', 'old']
+ */
+export function keyRing(options: { minLength?: number } = {}): EnvVar<string[]> {
+  const minLength = options.minLength ?? 1;
+  return {
+    read(raw) {
+      if (raw === undefined || raw.trim() === '') return { ok: false, problem: 'required but not set (comma-separated secrets, current first)' };
+      const ring = keyRingFromEnv(raw);
+      if (ring.length === 0) return { ok: false, problem: 'expected at least one non-empty secret' };
+      const short = ring.filter((k) => k.length < minLength).length;
+      if (short > 0) return { ok: false, problem: `every secret must be at least ${minLength} characters; ${short} of ${ring.length} are shorter` };
+      return { ok: true, value: ring };
     },
   };
 }

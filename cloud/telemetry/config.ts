@@ -1,22 +1,7 @@
 /**
  * The service's environment, read once at start; every problem is reported at once.
  */
-import { hostPorts, int, str, url, type EnvVar } from '../../shared/env.js';
-import { keyRingFromEnv } from '../../shared/hmac.js';
-
-/** A key ring: comma-separated secrets, current first, each at least 16 characters. */
-export function keyRing(): EnvVar<string[]> {
-  return {
-    read(raw) {
-      if (raw === undefined || raw.trim() === '') return { ok: false, problem: 'required but not set (comma-separated secrets, current first)' };
-      const ring = keyRingFromEnv(raw);
-      const short = ring.filter((k) => k.length < 16).length;
-      if (ring.length === 0) return { ok: false, problem: 'expected at least one secret' };
-      if (short > 0) return { ok: false, problem: `every secret must be at least 16 characters; ${short} of ${ring.length} are shorter` };
-      return { ok: true, value: ring };
-    },
-  };
-}
+import { hostPorts, int, keyRing, str, url } from '../../shared/env.js';
 
 export const TELEMETRY_ENV = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
@@ -24,7 +9,7 @@ export const TELEMETRY_ENV = {
   REDIS_URL: url(['redis', 'rediss'], { default: 'redis://localhost:6379' }),
   KAFKA_BROKERS: hostPorts({ default: 'localhost:9092' }),
   DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://localhost:3000' }),
-  INGEST_SIGNING_SECRET: keyRing(),
+  INGEST_SIGNING_SECRET: keyRing({ minLength: 16 }),
   PRIVACY_FLOOR: int({ default: 5, min: 1, max: 1000 }),
   LOG_LEVEL: str({ default: 'info' }),
   // Optional renames, so several deployments (or a benchmark) can share one broker.

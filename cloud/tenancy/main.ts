@@ -11,8 +11,7 @@
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { ConfigError, listenAddr, readEnv, str, url } from '../../shared/env.js';
-import { keyRingFromEnv } from '../../shared/hmac.js';
+import { keyRing, listenAddr, readEnv, url } from '../../shared/env.js';
 import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { describeError } from '../../shared/errors.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
@@ -36,12 +35,11 @@ class TenancyService {
   async start(): Promise<void> {
     const env = readEnv({
       DATABASE_URL: url(['postgres', 'postgresql']),
-      INTERNAL_SIGNING_SECRET: str(),
+      INTERNAL_SIGNING_SECRET: keyRing(),
       REDIS_URL: url(['redis', 'rediss'], { optional: true }),
       ADDR: listenAddr({ default: ':3000' }),
     });
-    const keys = keyRingFromEnv(env.INTERNAL_SIGNING_SECRET);
-    if (keys.length === 0) throw new ConfigError(['INTERNAL_SIGNING_SECRET: expected at least one non-empty secret']);
+    const keys = env.INTERNAL_SIGNING_SECRET;
 
     this.pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 16, connectionTimeoutMillis: 5000 });
     this.pool.on('error', (err) => this.logger.warn({ error: err.name }, 'idle database connection failed'));

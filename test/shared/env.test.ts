@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readEnv, str, int, url, hostPorts, listenAddr, ConfigError } from '../../shared/env.js';
+import { readEnv, str, int, url, hostPorts, listenAddr, keyRing, ConfigError } from '../../shared/env.js';
 
 const spec = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
@@ -35,4 +35,11 @@ t.test('every problem is reported at once, each naming its variable', async (t) 
     ]);
   }
   t.throws(() => readEnv({ PORT: int({ min: 1 }) }, { PORT: '0' }), new ConfigError(['PORT: expected at least 1, got 0']));
+});
+
+t.test('a key ring: current first, every secret long enough', async (t) => {
+  t.same(readEnv({ S: keyRing() }, { S: 'new, old' }).S, ['new', 'old']);
+  t.throws(() => readEnv({ S: keyRing() }, {}), new ConfigError(['S: required but not set (comma-separated secrets, current first)']));
+  t.throws(() => readEnv({ S: keyRing() }, { S: ' , ' }), new ConfigError(['S: expected at least one non-empty secret']));
+  t.throws(() => readEnv({ S: keyRing({ minLength: 16 }) }, { S: 'a-long-enough-secret,short' }), new ConfigError(['S: every secret must be at least 16 characters; 1 of 2 are shorter']));
 });
