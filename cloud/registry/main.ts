@@ -9,12 +9,13 @@
  */
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import type pg from 'pg';
 import { keyRing, listenAddr, readEnv, url } from '../../shared/env.js';
 import { describeError } from '../../shared/errors.js';
 import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { runMigrations } from '../../shared/pg-migrations.js';
+import { openPgPool } from '../../shared/pg-pool.js';
 import { createRegistryApp } from './app.js';
 import { PgRegistryStore } from './pg-store.js';
 
@@ -37,8 +38,7 @@ class RegistryService {
     });
     const keys = env.INTERNAL_SIGNING_SECRET;
 
-    this.pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 10, connectionTimeoutMillis: 5000 });
-    this.pool.on('error', (err) => this.logger.warn({ error: err.name }, 'idle database connection failed'));
+    this.pool = openPgPool(env.DATABASE_URL, { max: 10, logger: this.logger });
     const migrated = await runMigrations(this.pool, 'registry', MIGRATIONS);
     if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
 

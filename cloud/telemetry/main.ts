@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { Kafka } from 'kafkajs';
-import pg from 'pg';
+import { openPgPool } from '../../shared/pg-pool.js';
 import { loadBindingCatalog } from '../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
 import { readEnv } from '../../shared/env.js';
@@ -28,8 +28,7 @@ async function main(): Promise<void> {
   const logger = createLogger('telemetry', { level: env.LOG_LEVEL });
   const catalog = await loadBindingCatalog();
 
-  const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 20, connectionTimeoutMillis: 5000 });
-  pool.on('error', (err) => logger.error({ error: describeError(err) }, 'idle PostgreSQL connection failed'));
+  const pool = openPgPool(env.DATABASE_URL, { max: 20, logger });
 
   const redis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   let redisDown = false;

@@ -10,7 +10,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
+import type pg from 'pg';
 import { keyRing, listenAddr, readEnv, url } from '../../shared/env.js';
 import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { describeError } from '../../shared/errors.js';
@@ -18,6 +18,7 @@ import { createLogger, type Logger } from '../../shared/logger.js';
 import { AccountDeletedConsumer } from './account-deleted-consumer.js';
 import { createTenancyApp } from './app.js';
 import { runMigrations } from '../../shared/pg-migrations.js';
+import { openPgPool } from '../../shared/pg-pool.js';
 import { PgTenancyStore } from './pg-store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -41,8 +42,7 @@ class TenancyService {
     });
     const keys = env.INTERNAL_SIGNING_SECRET;
 
-    this.pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 16, connectionTimeoutMillis: 5000 });
-    this.pool.on('error', (err) => this.logger.warn({ error: err.name }, 'idle database connection failed'));
+    this.pool = openPgPool(env.DATABASE_URL, { max: 16, logger: this.logger });
     const migrated = await runMigrations(this.pool, 'tenancy', MIGRATIONS);
     if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
 
