@@ -148,19 +148,23 @@ export class BreachHandler {
   }
 
   /**
-   * Arms the cooldown of every pending record in one round trip, then delivers those that armed it:
-   * the distinct buildings are looked up once, every in-app notification is published in one round
+   * Arms the cooldown of every pending record in one round trip while the distinct buildings are
+   * looked up, then delivers those that armed it: every in-app notification is published in one round
    * trip, and the pushes go out in the background. Sets each record's outcome; answers the records
    * that could not be settled, with why. A record whose publish failed has its cooldown disarmed.
    */
   private async armAndDeliver(pending: readonly Pending[], where: (index: number) => Partial<RecordPosition>): Promise<Map<number, unknown>> {
-    const { logger, metrics, cooldown, delivery } = this.deps;
+    const { logger, cooldown, delivery } = this.deps;
     const failures = new Map<number, unknown>();
     if (pending.length === 0) return failures;
+    // The buildings are looked up while the keys arm: a lookup is needed for every record that arms,
+    // and one made for a record another replica had armed only warms the 15-minute cache.
+    const routes = this.routesOf(pending);
     let armed: Array<boolean | Error>;
     try {
       armed = await cooldown.armAll(pending.map((p) => p.key));
     } catch (err) {
+      await routes;
       for (const { index } of pending) failures.set(index, err);
       return failures;
     }
@@ -171,27 +175,15 @@ export class BreachHandler {
       else if (result instanceof Error) failures.set(p.index, result);
       else p.outcome = 'suppressed';
     });
+    const domainsByBuilding = await routes;
     if (won.length === 0) return failures;
-
-    // One lookup per distinct building of the slice, a bounded number at once (the directory caches
-    // and coalesces across slices).
-    const buildings = [...new Set(won.map((p) => p.alert.buildingId))];
-    const routes = new Map<string, { domains: string[]; failure?: string }>();
-    await mapSettled(buildings, this.deps.lookupsInFlight ?? 64, async (buildingId) => {
-      try {
-        routes.set(buildingId, { domains: await this.deps.directory.domainsOf(buildingId, this.deps.systemClaimsHeader) });
-      } catch (err) {
-        metrics.directoryFailures.inc({ code: err instanceof DirectoryError ? err.code : 'unreachable' });
-        routes.set(buildingId, { domains: [], failure: err instanceof DirectoryError ? err.code : describeError(err) });
-      }
-    });
 
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
     const owners: number[] = [];
     const events: Array<AlertFanOut | undefined> = [];
     won.forEach((p, w) => {
-      const { domains } = routes.get(p.alert.buildingId) ?? { domains: [] };
+      const { domains } = domainsByBuilding.get(p.alert.buildingId) ?? { domains: [] };
       if (domains.length === 0) {
         notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
         owners.push(w);
@@ -236,7 +228,7 @@ export class BreachHandler {
       }
       const event = events[w];
       if (event === undefined) {
-        const route = routes.get(p.alert.buildingId);
+        const route = domainsByBuilding.get(p.alert.buildingId);
         logger.error(
           { ...where(p.index), buildingId: p.alert.buildingId, metric: p.alert.type, lookup: route?.failure ?? 'no domains' },
           'alert unroutable: building domains unknown; published unscoped, no push',
@@ -250,5 +242,24 @@ export class BreachHandler {
     await Promise.all(releases);
     await delivery.pushInBackground(toPush, pushTopicOf);
     return failures;
+  }
+
+  /**
+   * One lookup per distinct building of the records, a bounded number at once (the directory caches
+   * and coalesces across slices). A failed lookup is counted and gives no domains, with why.
+   */
+  private async routesOf(records: readonly Pending[]): Promise<Map<string, { domains: string[]; failure?: string }>> {
+    const { directory, metrics, systemClaimsHeader } = this.deps;
+    const buildings = [...new Set(records.map((p) => p.alert.buildingId))];
+    const routes = new Map<string, { domains: string[]; failure?: string }>();
+    await mapSettled(buildings, this.deps.lookupsInFlight ?? 64, async (buildingId) => {
+      try {
+        routes.set(buildingId, { domains: await directory.domainsOf(buildingId, systemClaimsHeader) });
+      } catch (err) {
+        metrics.directoryFailures.inc({ code: err instanceof DirectoryError ? err.code : 'unreachable' });
+        routes.set(buildingId, { domains: [], failure: err instanceof DirectoryError ? err.code : describeError(err) });
+      }
+    });
+    return routes;
   }
 }
