@@ -1,13 +1,13 @@
 /**
- * PostgreSQL adapter for ingest: day partitions on demand, then one transaction per batch in three
+ * PostgreSQL adapter for ingest: day partitions on demand, then one transaction per batch in two
  * round trips:
- * 1. BEGIN, the shared rollup lock, and the thresholds of the batch's buildings;
- * 2. one statement that claims the batch id, inserts every reading (one jsonb array parameter expanded
- *    by jsonb_array_elements; a plain INSERT, and the batch again with ON CONFLICT DO NOTHING if some
- *    reading was stored before),
- *    writes the batch's alerts to the outbox and marks late hours for a new rollup, each only if the
- *    batch id was new and no reading is older than the raw data still kept;
- * 3. COMMIT.
+ * 1. BEGIN, the shared rollup lock, the rollup state, the thresholds of the batch's buildings, and the
+ *    claim of the batch id (only if no reading is older than the raw data still kept);
+ * 2. COPY of every reading, the batch's alerts into the outbox, late hours marked for a new rollup,
+ *    and COMMIT, in one message.
+ * A batch holding a reading stored before (a re-sent reading under a new batch id, or the same reading
+ * twice) fails the COPY on the key; it is then written again whole in one statement with
+ * ON CONFLICT DO NOTHING, which keeps the first copy of each reading.
  */
 import type { Pool, PoolClient } from 'pg';
 import pg from 'pg';
@@ -15,6 +15,7 @@ import type { AlertEvent, ThresholdRow } from '../domain/alerts.js';
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
+import { copyIn, copyText } from './copy-in.js';
 import { PARTITION_LOCK, ROLLUP_LOCK } from './locks.js';
 
 /** What a batch becomes in storage. */
@@ -43,13 +44,14 @@ export interface ReadingsStore {
 }
 
 /**
- * The batch statement. Readings go in with a plain INSERT first: ON CONFLICT's speculative insertion
- * costs PostgreSQL about as much again per row as the insert itself, and a batch rarely repeats a
- * stored reading. A batch that does (a re-sent reading under a new batch id, or the same reading twice)
- * fails on the key with 23505, nothing of it stays, and it is written again whole with
- * ON CONFLICT DO NOTHING, which keeps the first copy of each reading.
+ * The batch as one statement, for a batch that repeats a stored reading: it claims the batch id,
+ * inserts the readings with ON CONFLICT DO NOTHING (one jsonb array parameter expanded by
+ * jsonb_array_elements), writes the alerts to the outbox and marks late hours, each only if the batch
+ * id was new and no reading is older than the raw data still kept. The common batch goes by COPY
+ * instead: ON CONFLICT's speculative insertion costs PostgreSQL about as much again per row as the
+ * insert itself.
  */
-function ingestSql(readingConflicts: '' | 'ON CONFLICT DO NOTHING'): string {
+function ingestSql(readingConflicts: 'ON CONFLICT DO NOTHING'): string {
   return `
 WITH state AS (
   SELECT watermark, retained_from FROM rollup_state
@@ -85,7 +87,6 @@ SELECT (SELECT ok FROM fresh) AS fresh,
        (SELECT count(*) FROM alerts)::int AS alerts`;
 }
 
-const INGEST = ingestSql('');
 const INGEST_KEEPING_FIRST = ingestSql('ON CONFLICT DO NOTHING');
 
 function byKey(a: ReadingRow, b: ReadingRow): number {
@@ -116,16 +117,102 @@ const RETRYABLE = new Set(['40P01', '40001']);
 const NO_PARTITION = '23514';
 const DUPLICATE_KEY = '23505';
 
-/**
- * BEGIN, the lock and the thresholds go in one simple-protocol round trip, which takes no parameters:
- * the ids are quoted with pg's escapeLiteral (standard_conforming_strings aware).
- */
-function openingSql(buildingIds: readonly string[], metrics: readonly string[]): string {
-  const head = `BEGIN; SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK});`;
-  if (buildingIds.length === 0 || metrics.length === 0) return head;
-  const list = (values: readonly string[]) => values.map((v) => pg.escapeLiteral(v)).join(', ');
-  return `${head} SELECT building_id, room_id, metric, bounds FROM thresholds WHERE building_id IN (${list(buildingIds)}) AND metric IN (${list(metrics)});`;
+/** Text of an ISO instant with microseconds, as to_timestamp(ms / 1000.0) keeps them. */
+function isoInstant(ms: number): string {
+  if (Number.isInteger(ms)) return new Date(ms).toISOString();
+  let whole = Math.floor(ms);
+  let micros = Math.round((ms - whole) * 1000);
+  if (micros === 1000) {
+    whole += 1;
+    micros = 0;
+  }
+  return `${new Date(whole).toISOString().slice(0, -1)}${String(micros).padStart(3, '0')}Z`;
 }
+
+/**
+ * The rows in COPY's text format (sorted rows, one line each). A lone surrogate in a payload, which
+ * JSON escapes as \\udXXX and PostgreSQL's JSON parser refuses, is sent as U+FFFD, as it is in a
+ * text column.
+ */
+function copyRows(rows: readonly ReadingRow[]): Buffer {
+  const line = (r: ReadingRow, payload: string) =>
+    `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(payload)}\n`;
+  let text = '';
+  for (const r of rows) text += line(r, JSON.stringify(r.payload));
+  if (ESCAPED_SURROGATE.test(text)) {
+    text = '';
+    for (const r of rows) text += line(r, JSON.stringify(r.payload, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value)));
+  }
+  return Buffer.from(text, 'utf8');
+}
+
+/** A number as SQL text (finite by validation). */
+const numeric = (value: number) => (Number.isFinite(value) ? String(value) : 'NULL');
+
+interface Opening {
+  sql: string;
+  /** Result index of the rollup state, the thresholds (-1 when not read) and the claim (-1 when none). */
+  state: number;
+  thresholds: number;
+  claim: number;
+}
+
+/**
+ * Round trip 1, in the simple protocol (which takes no parameters; values are quoted with pg's
+ * escapeLiteral, standard_conforming_strings aware): BEGIN, the shared rollup lock, the rollup state
+ * as seen by this batch, the thresholds in force, and the claim of the batch id.
+ */
+function openingSql(batch: StoredBatch, buildingIds: readonly string[], oldest: number): Opening {
+  const lit = (value: string) => pg.escapeLiteral(value);
+  const list = (values: readonly string[]) => values.map(lit).join(', ');
+  const since = `to_timestamp(${numeric(oldest)} / 1000.0)`;
+  const statements = [
+    'BEGIN',
+    // Shared with every other ingest, exclusive for the rollup: a rollup never misses a committed
+    // reading of an hour it closes, and never races a batch into a day it drops.
+    `SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK})`,
+    `SELECT NOT coalesce(retained_from > ${since}, false) AS fresh, (extract(epoch FROM retained_from) * 1000)::float8 AS retained_from FROM rollup_state`,
+  ];
+  let thresholds = -1;
+  if (buildingIds.length > 0 && batch.boundedMetrics.length > 0) {
+    thresholds = statements.length;
+    statements.push(`SELECT building_id, room_id, metric, bounds FROM thresholds WHERE building_id IN (${list(buildingIds)}) AND metric IN (${list(batch.boundedMetrics)})`);
+  }
+  let claim = -1;
+  if (batch.batchId !== undefined) {
+    claim = statements.length;
+    statements.push(
+      `INSERT INTO ingest_batches (key_id, batch_id, accepted) SELECT ${lit(batch.keyId)}, ${lit(batch.batchId)}, ${batch.rows.length} ` +
+        `WHERE NOT EXISTS (SELECT 1 FROM rollup_state WHERE retained_from > ${since}) ON CONFLICT DO NOTHING RETURNING 1`,
+    );
+  }
+  return { sql: `${statements.join(';\n')};`, state: 2, thresholds, claim };
+}
+
+/**
+ * Round trip 2: the COPY of the rows, then the alerts into the outbox, the late hours (those before
+ * the rollup watermark) marked for a new rollup, and COMMIT.
+ */
+function closingSql(alerts: readonly AlertEvent[], hourStarts: readonly number[], oldest: number): { sql: string; alerts: number } {
+  const lit = (value: string) => pg.escapeLiteral(value);
+  const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN'];
+  let alertsAt = -1;
+  if (alerts.length > 0) {
+    alertsAt = statements.length;
+    const values = alerts.map((a) => `(${lit(a.alertId)}, ${lit(alertKeyOf(a))}, ${lit(JSON.stringify(a))}::jsonb)`).join(', ');
+    statements.push(`INSERT INTO alert_outbox (alert_id, message_key, payload) VALUES ${values} ON CONFLICT (alert_id) DO NOTHING`);
+  }
+  statements.push(
+    `INSERT INTO rollup_pending (hour) SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC') ` +
+      `FROM unnest(ARRAY[${hourStarts.map(numeric).join(', ')}]::float8[]) AS u(t), rollup_state s ` +
+      `WHERE s.watermark > to_timestamp(${numeric(oldest)} / 1000.0) AND to_timestamp(t / 1000.0) < s.watermark ON CONFLICT DO NOTHING`,
+  );
+  statements.push('COMMIT');
+  return { sql: statements.join(';\n'), alerts: alertsAt };
+}
+
+/** The row count of a command tag (`COPY 500`, `INSERT 0 3`). */
+const tagCount = (tag: string | undefined) => Number(/(\d+)$/.exec(tag ?? '')?.[1] ?? 0);
 
 export class PgReadingsStore implements ReadingsStore {
   /** Day partitions this instance has created or seen, so the common batch creates none. */
@@ -192,9 +279,9 @@ export class PgReadingsStore implements ReadingsStore {
   private async storeOnce(batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
     const client = await this.pool.connect();
     try {
-      const outcome = await this.write(client, batch, keepFirst);
-      await client.query(outcome.kind === 'stored' ? 'COMMIT' : 'ROLLBACK');
-      return outcome;
+      const written = await this.write(client, batch, keepFirst);
+      if (!written.committed) await client.query(written.outcome.kind === 'stored' ? 'COMMIT' : 'ROLLBACK');
+      return written.outcome;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
@@ -203,15 +290,8 @@ export class PgReadingsStore implements ReadingsStore {
     }
   }
 
-  private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
+  private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<{ outcome: StoreOutcome; committed: boolean }> {
     const buildings = [...new Set(batch.rows.map((r) => r.buildingId))];
-    // Shared with every other ingest, exclusive for the rollup: a rollup never misses a committed
-    // reading of an hour it closes, and never races a batch into a day it drops.
-    const opening = (await client.query(openingSql(buildings, batch.boundedMetrics))) as unknown as Array<{ rows: unknown[] }>;
-    const thresholdRows = (opening[2]?.rows ?? []) as Array<{ building_id: string; room_id: string | null; metric: string; bounds: Record<string, number> }>;
-    const alerts = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
-      a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0,
-    );
     const rows = [...batch.rows].sort(byKey);
     let oldest = Infinity;
     // The earliest instant of each UTC hour the batch touches: enough to find the late hours.
@@ -222,31 +302,63 @@ export class PgReadingsStore implements ReadingsStore {
       const earliest = earliestOfHour.get(hour);
       if (earliest === undefined || r.ts < earliest) earliestOfHour.set(hour, r.ts);
     }
+    const opening = openingSql(batch, buildings, oldest);
+    const results = (await client.query(opening.sql)) as unknown as Array<{ rows: unknown[] }>;
+    const state = results[opening.state]?.rows[0] as { fresh: boolean; retained_from: number | null } | undefined;
+    if (state && !state.fresh) {
+      const horizon = state.retained_from ?? -Infinity;
+      return { outcome: { kind: 'too_old', indexes: batch.rows.flatMap((row, i) => (row.ts < horizon ? [i] : [])) }, committed: false };
+    }
+    if (opening.claim >= 0 && (results[opening.claim]?.rows.length ?? 0) === 0) {
+      const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
+      return { outcome: { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length }, committed: false };
+    }
+    const thresholdRows = (opening.thresholds >= 0 ? (results[opening.thresholds]?.rows ?? []) : []) as Array<{
+      building_id: string;
+      room_id: string | null;
+      metric: string;
+      bounds: Record<string, number>;
+    }>;
+    const alerts = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
+      a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0,
+    );
+    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, oldest, [...earliestOfHour.values()], alerts), committed: false };
+    const closing = closingSql(alerts, [...earliestOfHour.values()], oldest);
+    const tags = await copyIn(client, closing.sql, [copyRows(rows)]);
+    return {
+      outcome: { kind: 'stored', accepted: batch.rows.length, inserted: tagCount(tags[0]), alerts: closing.alerts >= 0 ? tagCount(tags[closing.alerts]) : 0 },
+      committed: true,
+    };
+  }
+
+  /**
+   * The batch again, in a transaction whose claim is already made, keeping the stored copy of every
+   * reading it repeats.
+   */
+  private async writeKeepingFirst(
+    client: PoolClient,
+    batch: StoredBatch,
+    rows: readonly ReadingRow[],
+    oldest: number,
+    hourStarts: number[],
+    alerts: readonly AlertEvent[],
+  ): Promise<StoreOutcome> {
     const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number }>({
-      name: keepFirst ? 'telemetry-ingest-batch-keep-first' : 'telemetry-ingest-batch',
-      text: keepFirst ? INGEST_KEEPING_FIRST : INGEST,
+      name: 'telemetry-ingest-batch-keep-first',
+      text: INGEST_KEEPING_FIRST,
       values: [
         batch.keyId,
-        batch.batchId ?? null,
+        null,
         batch.rows.length,
         rowsJson(rows),
         oldest,
-        [...earliestOfHour.values()],
+        hourStarts,
         alerts.map((a) => a.alertId),
         alerts.map(alertKeyOf),
         alerts.map((a) => JSON.stringify(a)),
       ],
     });
     const outcome = result.rows[0];
-    if (!outcome?.fresh) {
-      const state = await client.query<{ retained_from: Date | null }>('SELECT retained_from FROM rollup_state');
-      const horizon = state.rows[0]?.retained_from?.getTime() ?? -Infinity;
-      return { kind: 'too_old', indexes: batch.rows.flatMap((row, i) => (row.ts < horizon ? [i] : [])) };
-    }
-    if (!outcome.stored) {
-      const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
-      return { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length };
-    }
-    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome.inserted, alerts: outcome.alerts };
+    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome?.inserted ?? 0, alerts: outcome?.alerts ?? 0 };
   }
 }

@@ -176,6 +176,33 @@ t.test('text with a lone surrogate is stored as U+FFFD, like any text parameter,
   t.same(rows, [{ room_id: 'r\ufffd', payload: { sensorId: 'stat\ufffd-1' } }]);
 });
 
+t.test('tabs, newlines and backslashes in text, and sub-millisecond timestamps, are stored exactly', async (t) => {
+  const h = await startHarness(t);
+  const now = h.clock.now;
+  const roomId = 'r\t1\\N\n2\r\\';
+  const answer = await postSigned(h, {
+    readings: [temperatureReading('b\\1', roomId, now - 0.25, 20.125, { sensorId: 'stat\t\\x\n' }), temperatureReading('b\\1', roomId, now - 1.5, -0.5)],
+  });
+  t.equal(answer.status, 200);
+  const { rows } = await h.pool.query<{ building_id: string; room_id: string; us: string; value: number; payload: Record<string, unknown> }>(
+    "SELECT building_id, room_id, (extract(epoch FROM ts) * 1000000)::bigint::text AS us, value, payload FROM readings ORDER BY ts",
+  );
+  t.same(
+    rows.map((r) => [r.building_id, r.room_id, r.value, r.payload]),
+    [
+      ['b\\1', roomId, -0.5, {}],
+      ['b\\1', roomId, 20.125, { sensorId: 'stat\t\\x\n' }],
+    ],
+    'text round-trips through the COPY escaping',
+  );
+  const micros = (ms: number) => String(Math.round(ms * 1000));
+  t.same(
+    rows.map((r) => r.us),
+    [micros(now - 1.5), micros(now - 0.25)],
+    'the instant keeps its microseconds, as to_timestamp(ms / 1000.0) would',
+  );
+});
+
 t.test('GET /contracts serves the catalog from the shared declarations', async (t) => {
   const h = await startHarness(t);
   const answer = await call(`${h.url}/contracts`, 'GET');

@@ -20,7 +20,7 @@ import { Agent, request } from 'undici';
 import { validateReading } from '../../../shared/catalog/validate.js';
 import { sign } from '../../../shared/hmac.js';
 import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
-import { copyFrom, copyText } from './copy-in.js';
+import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
 import { cpuSeconds } from './cpu.js';
 
 const CLIENTS = 8;

@@ -1,0 +1,85 @@
+/**
+ * PostgreSQL `COPY … FROM STDIN` with the pg driver alone: a Submittable that sends one simple-query
+ * message, answers its CopyInResponse with CopyData chunks and CopyDone, and resolves with the command
+ * tag of every statement of the message once the server is ready again. The message may hold other
+ * statements after the COPY (PostgreSQL runs them once the copy is done; an error discards the rest of
+ * the message). This is the real COPY protocol, not multi-row INSERTs.
+ */
+import type pg from 'pg';
+
+interface CopyConnection {
+  query(text: string): void;
+  sendCopyFromChunk(chunk: Buffer): void;
+  endCopyFrom(): void;
+}
+
+class CopyIn {
+  readonly done: Promise<string[]>;
+  private resolve!: (tags: string[]) => void;
+  private reject!: (err: Error) => void;
+  private readonly tags: string[] = [];
+  private failed = false;
+
+  constructor(
+    private readonly text: string,
+    private readonly chunks: readonly Buffer[],
+  ) {
+    this.done = new Promise<string[]>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+
+  submit(connection: CopyConnection): void {
+    connection.query(this.text);
+  }
+
+  handleCopyInResponse(connection: CopyConnection): void {
+    for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
+    connection.endCopyFrom();
+  }
+
+  handleCommandComplete(msg: { text?: string }): void {
+    this.tags.push(msg.text ?? '');
+  }
+
+  handleReadyForQuery(): void {
+    if (!this.failed) this.resolve(this.tags);
+  }
+
+  handleError(err: Error): void {
+    this.failed = true;
+    this.reject(err);
+  }
+
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleEmptyQuery(): void {}
+  handlePortalSuspended(): void {}
+  handleCopyData(): void {}
+}
+
+/**
+ * Sends `text` (a COPY FROM STDIN, possibly followed by more statements) as one simple-query message
+ * and streams the text-format chunks as the copy data. Resolves with each statement's command tag
+ * (`COPY 500`, `INSERT 0 3`, `COMMIT`, …), in order.
+ */
+export function copyIn(client: pg.PoolClient | pg.Client, text: string, chunks: readonly Buffer[]): Promise<string[]> {
+  const copy = new CopyIn(text, chunks);
+  client.query(copy as unknown as pg.Submittable);
+  return copy.done;
+}
+
+/** Runs one COPY FROM STDIN with the given text-format chunks; resolves with the rows copied. */
+export async function copyFrom(client: pg.PoolClient | pg.Client, statement: string, chunks: readonly Buffer[]): Promise<number> {
+  const [tag] = await copyIn(client, statement, chunks);
+  return Number(/^COPY (\d+)/.exec(tag ?? '')?.[1] ?? 0);
+}
+
+const NEEDS_ESCAPE = /[\\\t\n\r]/;
+
+/** Escapes one value for COPY's text format. */
+export function copyText(value: string): string {
+  if (!NEEDS_ESCAPE.test(value)) return value;
+  return value.replace(/\\/g, '\\\\').replace(/\t/g, '\\t').replace(/\n/g, '\\n').replace(/\r/g, '\\r');
+}
