@@ -117,16 +117,33 @@ const RETRYABLE = new Set(['40P01', '40001']);
 const NO_PARTITION = '23514';
 const DUPLICATE_KEY = '23505';
 
-/** Text of an ISO instant with microseconds, as to_timestamp(ms / 1000.0) keeps them. */
-function isoInstant(ms: number): string {
-  if (Number.isInteger(ms)) return new Date(ms).toISOString();
-  let whole = Math.floor(ms);
-  let micros = Math.round((ms - whole) * 1000);
-  if (micros === 1000) {
-    whole += 1;
-    micros = 0;
-  }
-  return `${new Date(whole).toISOString().slice(0, -1)}${String(micros).padStart(3, '0')}Z`;
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
+/**
+ * Formats instants as ISO text with microseconds, as to_timestamp(ms / 1000.0) keeps them. The text
+ * of the hour is made once per hour met (a batch spans a few), the rest by arithmetic.
+ */
+function isoInstants(): (ms: number) => string {
+  let hour = Number.NaN;
+  let prefix = '';
+  return (ms) => {
+    const h = Math.floor(ms / HOUR_MS);
+    if (h !== hour) {
+      hour = h;
+      prefix = new Date(h * HOUR_MS).toISOString().slice(0, 14);
+    }
+    let whole = Math.floor(ms);
+    let micros = Math.round((ms - whole) * 1000);
+    if (micros === 1000) {
+      whole += 1;
+      micros = 0;
+    }
+    const within = whole - h * HOUR_MS;
+    // A carried microsecond may reach the next hour: that instant takes the slow path.
+    if (within >= HOUR_MS) return `${new Date(whole).toISOString().slice(0, -1)}${pad(micros, 3)}Z`;
+    const time = `${prefix}${pad(Math.floor(within / 60_000), 2)}:${pad(Math.floor(within / 1000) % 60, 2)}.${pad(within % 1000, 3)}`;
+    return micros === 0 ? `${time}Z` : `${time}${pad(micros, 3)}Z`;
+  };
 }
 
 /**
@@ -135,6 +152,7 @@ function isoInstant(ms: number): string {
  * text column.
  */
 function copyRows(rows: readonly ReadingRow[]): Buffer {
+  const isoInstant = isoInstants();
   const line = (r: ReadingRow, payload: string) =>
     `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(payload)}\n`;
   let text = '';

@@ -203,6 +203,30 @@ t.test('tabs, newlines and backslashes in text, and sub-millisecond timestamps, 
   );
 });
 
+t.test('instants across hour and minute boundaries keep their exact microsecond', async (t) => {
+  const h = await startHarness(t);
+  const hour = Math.floor(h.clock.now / 3_600_000) * 3_600_000;
+  const instants = [
+    hour,
+    hour - 1,
+    hour - 0.5,
+    hour - 0.0001, // rounds up into the next hour
+    hour - 3_600_000 + 59_999.25,
+    hour - 7_200_000 + 61_000,
+    hour - 86_400_000 + 123.75,
+    hour - 1000 + 0.125,
+  ];
+  const answer = await postSigned(h, { readings: instants.map((ts, i) => temperatureReading('b1', `r${i}`, ts, 20)) });
+  t.equal(answer.status, 200);
+  const { rows } = await h.pool.query<{ room_id: string; us: string }>("SELECT room_id, (extract(epoch FROM ts) * 1000000)::bigint::text AS us FROM readings");
+  const stored = new Map(rows.map((r) => [r.room_id, r.us]));
+  const micros = (ms: number) => String(BigInt(Math.floor(ms)) * 1000n + BigInt(Math.round((ms - Math.floor(ms)) * 1000)));
+  t.same(
+    instants.map((_, i) => stored.get(`r${i}`)),
+    instants.map(micros),
+  );
+});
+
 t.test('GET /contracts serves the catalog from the shared declarations', async (t) => {
   const h = await startHarness(t);
   const answer = await call(`${h.url}/contracts`, 'GET');
