@@ -1,11 +1,14 @@
 /**
  * Reads the agent's SSE answer: each `data:` line is JSON, `{"type":"token","text"}` zero or more
  * times, then `{"type":"final","citations":[…]}`; `{"type":"error","message"}` is a failure.
+ *
+ * This is the relay's hot path (one event per token, thousands a second across streams), so the event
+ * stream is parsed here by a small reader instead of a general-purpose parser: it splits lines,
+ * collects `data:` fields and hands each event's data to a callback, with no per-event object beyond
+ * the strings themselves.
  */
 import * as t from 'io-ts';
-import { createParser, type EventSourceParser } from 'eventsource-parser';
 import { decode } from '../../shared/kinds.js';
-import type { Readable } from 'node:stream';
 import { AgentReportedError, AgentStreamError, type AgentEvent, type FinalAnswer } from './agent.js';
 import type { Citation } from './conversation.js';
 
@@ -20,8 +23,8 @@ const TokenEvent = t.type({ type: t.literal('token'), text: t.string });
 const FinalEvent = t.intersection([t.type({ type: t.literal('final') }), t.partial({ citations: t.array(CitationCodec) })]);
 const ErrorEvent = t.intersection([t.type({ type: t.literal('error') }), t.partial({ message: t.string })]);
 
-/** A single agent event line can never be this large; a bigger one is a broken stream. */
-const MAX_EVENT_CHARS = 1024 * 1024;
+/** A single agent event can never be this large; a bigger one is a broken stream. */
+export const MAX_EVENT_CHARS = 1024 * 1024;
 
 /**
  * Turns one `data:` payload into an event. Returns undefined for an event type this service does not
@@ -62,6 +65,207 @@ export function agentEventOf(data: string): AgentEvent | undefined {
   return undefined;
 }
 
+const LF = 10;
+
+/**
+ * Splits an event stream (the WHATWG `text/event-stream` rules) into the data of its events: lines end
+ * at CRLF, LF or CR; `data` fields of one event are joined with LF; a blank line dispatches the event
+ * when it has data; comments and the other fields (`event`, `id`, `retry`) carry nothing the answer
+ * needs and are skipped. Throws {@link AgentStreamError} `malformed` when one event outgrows
+ * {@link MAX_EVENT_CHARS}.
+ */
+export class EventDataReader {
+  private readonly onData: (data: string) => void;
+  private readonly decoder = new TextDecoder();
+  /** The start of a line whose end has not arrived yet. */
+  private carry = '';
+  /** A chunk ended on CR: an LF opening the next one belongs to that line end. */
+  private afterCr = false;
+  private data: string | undefined;
+
+  constructor(onData: (data: string) => void) {
+    this.onData = onData;
+  }
+
+  /** Reads one chunk of the body. Events complete in it are handed over before it returns. */
+  feed(chunk: Uint8Array): void {
+    let start = 0;
+    if (this.afterCr && chunk.length > 0) {
+      this.afterCr = false;
+      if (chunk[0] === LF) start = 1;
+    }
+    const text = this.decoder.decode(start === 0 ? chunk : chunk.subarray(start), { stream: true });
+    this.feedText(text);
+  }
+
+  /** The body ended: a line still open is finished (an unterminated event is dropped, as the rules say). */
+  end(): void {
+    const rest = this.decoder.decode();
+    if (rest) this.feedText(rest);
+    if (this.carry) {
+      const line = this.carry;
+      this.carry = '';
+      this.line(line);
+    }
+    this.data = undefined;
+  }
+
+  private feedText(chunk: string): void {
+    const text = this.carry === '' ? chunk : this.carry + chunk;
+    let from = 0;
+    for (;;) {
+      const lf = text.indexOf('\n', from);
+      const cr = text.indexOf('\r', from);
+      let end: number;
+      let next: number;
+      if (cr === -1 || (lf !== -1 && lf < cr)) {
+        if (lf === -1) break;
+        end = lf;
+        next = lf + 1;
+      } else {
+        end = cr;
+        if (cr + 1 === text.length) {
+          // CRLF may be split across chunks: end the line here and skip an LF that opens the next.
+          this.afterCr = true;
+          next = cr + 1;
+        } else {
+          next = text.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
+        }
+      }
+      this.line(text.slice(from, end));
+      from = next;
+    }
+    this.carry = from === 0 ? text : text.slice(from);
+    if (this.carry.length + (this.data?.length ?? 0) > MAX_EVENT_CHARS) {
+      throw new AgentStreamError('malformed', 'agent sent an oversized event');
+    }
+  }
+
+  private line(line: string): void {
+    if (line === '') {
+      const data = this.data;
+      if (data === undefined) return;
+      this.data = undefined;
+      this.onData(data);
+      return;
+    }
+    // The common case first: `data: <value>`.
+    let value: string;
+    if (line.startsWith('data:')) {
+      value = line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
+    } else {
+      if (line.charCodeAt(0) === 58 /* : a comment */) return;
+      const colon = line.indexOf(':');
+      const field = colon === -1 ? line : line.slice(0, colon);
+      if (field !== 'data') return;
+      value = '';
+    }
+    this.data = this.data === undefined ? value : `${this.data}\n${value}`;
+    if (this.data.length > MAX_EVENT_CHARS) throw new AgentStreamError('malformed', 'agent sent an oversized event');
+  }
+}
+
+/**
+ * One answer being read: events go to the token callback as soon as they are parsed, and the outcome
+ * (the final event, the agent's error event, or a broken stream) settles {@link AnswerReader.done}.
+ * Chunks that arrive before a token callback is attached are kept and read when it is.
+ */
+export class AnswerReader {
+  /** Resolves with the final event; rejects with {@link AgentReportedError} or {@link AgentStreamError}, or what `onToken` threw. */
+  readonly done: Promise<FinalAnswer>;
+  private resolveDone!: (final: FinalAnswer) => void;
+  private rejectDone!: (err: unknown) => void;
+  private readonly events: EventDataReader;
+  private onToken: ((text: string) => void) | undefined;
+  private pending: Uint8Array[] | undefined = [];
+  private pendingEnd = false;
+  private settledAs: 'final' | 'failed' | undefined;
+
+  constructor() {
+    this.done = new Promise<FinalAnswer>((resolve, reject) => {
+      this.resolveDone = resolve;
+      this.rejectDone = reject;
+    });
+    // Nobody may be listening yet when the body fails early; the rejection is read through `done`.
+    this.done.catch(() => undefined);
+    this.events = new EventDataReader((data) => this.event(data));
+  }
+
+  /** Whether the outcome is decided: no further data matters. */
+  get settled(): boolean {
+    return this.settledAs !== undefined;
+  }
+
+  /** Whether the final event arrived. */
+  get final(): boolean {
+    return this.settledAs === 'final';
+  }
+
+  /** Starts handing tokens to `onToken`, first those already received. Call once. */
+  start(onToken: (text: string) => void): Promise<FinalAnswer> {
+    this.onToken = onToken;
+    const pending = this.pending;
+    this.pending = undefined;
+    if (pending) for (const chunk of pending) this.chunk(chunk);
+    if (this.pendingEnd) this.end();
+    return this.done;
+  }
+
+  /** A chunk of the body. */
+  chunk(chunk: Uint8Array): void {
+    if (this.settledAs !== undefined) return;
+    if (this.pending) {
+      this.pending.push(chunk);
+      return;
+    }
+    try {
+      this.events.feed(chunk);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** The body ended cleanly. Without a final event before it, the answer is incomplete. */
+  end(): void {
+    if (this.settledAs !== undefined) return;
+    if (this.pending) {
+      this.pendingEnd = true;
+      return;
+    }
+    try {
+      this.events.end();
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    this.fail(new AgentStreamError('incomplete', 'the agent ended the answer without its final event'));
+  }
+
+  /** The body broke. */
+  fail(err: unknown): void {
+    if (this.settledAs !== undefined) return;
+    this.settledAs = 'failed';
+    this.pending = undefined;
+    this.rejectDone(err);
+  }
+
+  private event(data: string): void {
+    if (this.settledAs !== undefined) return;
+    const event = agentEventOf(data);
+    if (event === undefined) return;
+    if (event.type === 'token') {
+      (this.onToken as (text: string) => void)(event.text);
+      return;
+    }
+    if (event.type === 'final') {
+      this.settledAs = 'final';
+      this.resolveDone(event.citations === undefined ? {} : { citations: event.citations });
+      return;
+    }
+    throw new AgentReportedError(event.message);
+  }
+}
+
 const codeOf = (err: unknown): string | undefined => {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
@@ -72,75 +276,4 @@ export function streamFailureOf(err: unknown): AgentStreamError {
   if (err instanceof AgentStreamError) return err;
   if (codeOf(err) === 'UND_ERR_BODY_TIMEOUT') return new AgentStreamError('timeout', 'agent stopped sending in the middle of the answer');
   return new AgentStreamError('interrupted', 'agent connection broke in the middle of the answer');
-}
-
-/**
- * Reads an SSE answer body to its final event, handing each token to `onToken` as soon as it is
- * parsed (no buffering, no per-token promise: this is the relay's hot path). Resolves with the final
- * event; rejects with {@link AgentReportedError} for the agent's error event, {@link AgentStreamError}
- * when the body breaks, stalls, is malformed or ends without a final event, or with whatever
- * `onToken` threw. The caller releases the body afterwards.
- */
-export function readAgentAnswer(body: Readable, onToken: (text: string) => void): Promise<FinalAnswer> {
-  return new Promise<FinalAnswer>((resolve, reject) => {
-    let settled = false;
-    const decoder = new TextDecoder();
-    const settle = (outcome: () => void) => {
-      if (settled) return;
-      settled = true;
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('error', onError);
-      outcome();
-    };
-    const parser: EventSourceParser = createParser({
-      maxBufferSize: MAX_EVENT_CHARS,
-      onEvent: (message) => {
-        if (settled) return;
-        let event: AgentEvent | undefined;
-        try {
-          event = agentEventOf(message.data);
-        } catch (err) {
-          settle(() => reject(err));
-          return;
-        }
-        if (event === undefined) return;
-        if (event.type === 'token') {
-          try {
-            onToken(event.text);
-          } catch (err) {
-            settle(() => reject(err));
-          }
-          return;
-        }
-        if (event.type === 'final') {
-          const final: FinalAnswer = event.citations === undefined ? {} : { citations: event.citations };
-          settle(() => resolve(final));
-          return;
-        }
-        const reported = new AgentReportedError(event.message);
-        settle(() => reject(reported));
-      },
-      onError: (error) => {
-        if (error.type === 'max-buffer-size-exceeded') settle(() => reject(new AgentStreamError('malformed', 'agent sent an oversized event')));
-      },
-    });
-    const feed = (text: string) => {
-      try {
-        parser.feed(text);
-      } catch {
-        settle(() => reject(new AgentStreamError('malformed', 'agent sent an unreadable stream')));
-      }
-    };
-    const onData = (chunk: Buffer | string) => feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true }));
-    const onEnd = () => {
-      feed(decoder.decode());
-      parser.reset({ consume: true });
-      settle(() => reject(new AgentStreamError('incomplete', 'the agent ended the answer without its final event')));
-    };
-    const onError = (err: unknown) => settle(() => reject(streamFailureOf(err)));
-    body.on('data', onData);
-    body.on('end', onEnd);
-    body.on('error', onError);
-  });
 }

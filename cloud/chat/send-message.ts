@@ -146,8 +146,8 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
           throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
         }
         text += token;
-        stream.send({ type: 'token', text: token });
-        metrics.tokensRelayed.inc();
+        stream.sendToken(token);
+        metrics.tokenRelayed();
         if (firstToken) {
           firstToken = false;
           metrics.timeToFirstToken.observe((performance.now() - send.startedAt) / 1000);

@@ -69,6 +69,14 @@ export class SseStream {
     this.write(`id: ${this.nextId++}\ndata: ${JSON.stringify(frame)}\n\n`);
   }
 
+  /**
+   * Writes a `token` frame: the same bytes as `send({type: 'token', text})`, built without an object
+   * per token (this runs for every token of every answer).
+   */
+  sendToken(text: string): void {
+    this.write(`id: ${this.nextId++}\ndata: {"type":"token","text":${JSON.stringify(text)}}\n\n`);
+  }
+
   /** Ends the stream. */
   end(): void {
     this.stopHeartbeat();
