@@ -17,6 +17,13 @@ import { MongoConversationStore } from './mongo-store.js';
 /** How long a stopping service waits for running answers before it aborts them. */
 const DRAIN_MS = 3_000;
 
+/**
+ * How long an idle browser or ingress connection stays open for its next request. Longer than the
+ * usual proxy idle timeouts (60 s), so a proxy never sends a request on a connection this service is
+ * closing, and a client sending again within a minute skips the TCP handshake.
+ */
+const KEEP_ALIVE_MS = 65_000;
+
 class ChatService {
   private readonly config: ChatConfig;
   private readonly logger;
@@ -46,7 +53,8 @@ class ChatService {
       logger: this.logger,
       historyMaxMessages: config.HISTORY_MAX_MESSAGES,
     });
-    this.server = createServer(this.chat.app);
+    this.server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, this.chat.app);
+    this.server.headersTimeout = KEEP_ALIVE_MS + 1_000;
   }
 
   async start(): Promise<void> {

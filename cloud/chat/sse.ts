@@ -43,7 +43,11 @@ export class SseStream {
     else res.on('close', gone);
   }
 
-  /** Sends the headers at once and starts the heartbeat. */
+  /**
+   * Sends the headers and starts the heartbeat. The headers leave at the end of the current tick
+   * together with any frame written before then (the agent's first token usually arrives with its
+   * headers), so the browser gets the opening and the first token in one packet.
+   */
   open(): void {
     const { res } = this;
     if (this.disconnected) return;
@@ -54,7 +58,12 @@ export class SseStream {
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
-    res.socket?.setNoDelay(true);
+    const socket = res.socket;
+    if (socket) {
+      socket.setNoDelay(true);
+      socket.cork();
+      process.nextTick(() => socket.uncork());
+    }
     res.flushHeaders();
     this.heartbeat = setInterval(() => this.write(': heartbeat\n\n'), this.heartbeatMs);
   }
