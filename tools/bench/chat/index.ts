@@ -15,7 +15,7 @@
  * Headline: ratio = max(added TTFT p50 / 5 ms, added TTFT p99 / 25 ms), the worse of the two targets;
  * at most 1 meets both.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -24,7 +24,8 @@ import { MongoClient } from 'mongodb';
 import { Agent } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
 import { listen } from '../../../shared/lifecycle.js';
-import { PacedAgent } from './paced-agent.js';
+import type { AgentReply, AgentRequest } from './agent-process.js';
+import type { AgentTimings } from './paced-agent.js';
 import { readStream, type StreamTimings } from './stream-client.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 200);
@@ -71,6 +72,38 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+interface AgentProcess {
+  url: string;
+  child: ChildProcess;
+}
+
+/** Starts the paced agent in its own process and waits until it listens. */
+async function startAgent(): Promise<AgentProcess> {
+  const child = fork(new URL('./agent-process.ts', import.meta.url).pathname, [String(TOKENS), String(TOKEN_INTERVAL_MS)], {
+    execArgv: ['--import', 'tsx'],
+    serialization: 'advanced',
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const reply = (await Promise.race([once(child, 'message'), once(child, 'exit').then(() => [undefined])])) as [AgentReply | undefined];
+  if (reply[0]?.type !== 'listening') throw new Error('the paced agent did not start');
+  return { url: reply[0].url, child };
+}
+
+/** The times the agent wrote each answer's tokens and final event, by question. */
+async function agentTimings(agent: AgentProcess): Promise<Map<string, AgentTimings>> {
+  agent.child.send({ type: 'timings' } satisfies AgentRequest);
+  const [reply] = (await once(agent.child, 'message')) as [AgentReply];
+  if (reply.type !== 'timings') throw new Error('the paced agent did not send its timings');
+  return new Map(reply.timings);
+}
+
+async function stopAgent(agent: AgentProcess): Promise<void> {
+  if (agent.child.exitCode !== null || agent.child.signalCode !== null) return;
+  const exited = once(agent.child, 'exit');
+  agent.child.send({ type: 'stop' } satisfies AgentRequest);
+  await exited;
+}
+
 async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', 'cloud/chat/main.ts'], {
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
@@ -112,8 +145,7 @@ async function main(): Promise<void> {
 
   const mongoUri = new URL(process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel');
   mongoUri.pathname = `/chat_bench_${Date.now().toString(36)}`;
-  const agent = new PacedAgent({ tokens: TOKENS, intervalMs: TOKEN_INTERVAL_MS });
-  await agent.start();
+  const agent = await startAgent();
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const chat = await startChat(port, { MONGO_URI: mongoUri.toString(), AGENT_URL: agent.url });
@@ -157,11 +189,12 @@ async function main(): Promise<void> {
       chatCpuSeconds += (await cpuSecondsOf(chat.pid)) - cpuBefore;
     }
 
+    const timings = await agentTimings(agent);
     const ttft = (runs: Phase[]) => runs.flatMap(({ results }) => results.map((r) => (r.tokenReceivedAt[0] ?? Number.NaN) - r.startedAt));
     const perToken = (runs: Phase[]) =>
       runs.flatMap(({ tag, results }) =>
         results.flatMap((r, i) => {
-          const sent = agent.timings.get(`${tag}-${i}`)?.tokenSentAt;
+          const sent = timings.get(`${tag}-${i}`)?.tokenSentAt;
           return sent ? r.tokenReceivedAt.slice(1).map((at, k) => at - (sent[k + 1] ?? Number.NaN)) : [];
         }),
       );
@@ -182,7 +215,7 @@ async function main(): Promise<void> {
     const addedP99 = percentile(chatTtft, 99) - percentile(directTtft, 99);
     const directToken = perToken(directRuns);
     const chatToken = perToken(chatRuns);
-    const storeAtDone = chatRuns.flatMap(({ tag, results }) => results.map((r, i) => r.endedAt - (agent.timings.get(`${tag}-${i}`)?.finalSentAt ?? Number.NaN)));
+    const storeAtDone = chatRuns.flatMap(({ tag, results }) => results.map((r, i) => r.endedAt - (timings.get(`${tag}-${i}`)?.finalSentAt ?? Number.NaN)));
     const sum = (runs: Phase[]) => runs.reduce((total, p) => total + p.seconds, 0);
 
     line('conversations', String(CONVERSATIONS));
@@ -218,7 +251,7 @@ async function main(): Promise<void> {
     await client.close();
     chat.kill('SIGTERM');
     if (chat.exitCode === null) await once(chat, 'exit');
-    await agent.stop();
+    await stopAgent(agent);
     const mongo = new MongoClient(mongoUri.toString(), { serverSelectionTimeoutMS: 5_000 });
     await mongo.db().dropDatabase().catch(() => undefined);
     await mongo.close();

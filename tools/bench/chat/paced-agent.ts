@@ -9,7 +9,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { listen } from '../../../shared/lifecycle.js';
 
-/** Milliseconds on a clock every thread of this process shares (wall clock, sub-microsecond). */
+/** Milliseconds on a clock every process of this machine shares (wall clock, sub-microsecond). */
 export const now = () => performance.timeOrigin + performance.now();
 
 export interface AgentTimings {
