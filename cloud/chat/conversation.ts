@@ -135,12 +135,12 @@ export function hasRoomForExchange(messageCount: number): boolean {
  * @example
  * historyOf(conversation.messages, 10);
  */
-export function historyOf(messages: readonly ChatMessage[], max: number): HistoryTurn[] {
+export function historyOf(messages: readonly HistoryTurn[], max: number): HistoryTurn[] {
   if (max <= 0) return [];
   return messages.slice(-max).map((m) => ({ role: m.role, content: m.content }));
 }
 
 /** Whether the title of a conversation should come from the question being sent now. */
-export function seedsTitle(conversation: Pick<Conversation, 'title' | 'messages'>): boolean {
-  return conversation.title === DEFAULT_TITLE && conversation.messages.length === 0;
+export function seedsTitle(conversation: { title: string; messageCount: number }): boolean {
+  return conversation.title === DEFAULT_TITLE && conversation.messageCount === 0;
 }

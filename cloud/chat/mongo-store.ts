@@ -12,10 +12,19 @@ import {
   MESSAGES_PER_EXCHANGE,
   type ChatMessage,
   type Citation,
+  historyOf,
   type Conversation,
   type ConversationSummary,
 } from './conversation.js';
-import { InvalidCursorError, type AppendOutcome, type ConversationStore, type Exchange, type ListPage, type ListQuery } from './store.js';
+import {
+  InvalidCursorError,
+  type AppendOutcome,
+  type ConversationStore,
+  type Exchange,
+  type ListPage,
+  type ListQuery,
+  type SendContext,
+} from './store.js';
 
 interface MessageDocument {
   id: string;
@@ -44,6 +53,17 @@ export interface MongoConversationStoreOptions {
 
 /** The index the list query runs on. */
 export const LIST_INDEX = { key: { user_id: 1, updated_at: -1 } as const, name: 'user_id_1_updated_at_-1' };
+
+/**
+ * What a send reads: the title, and of each message only its role and content (FerretDB 1.24 has no
+ * `$slice` projection, so the window of recent messages is cut here).
+ */
+const SEND_PROJECTION = { _id: 0, title: 1, 'messages.role': 1, 'messages.content': 1 } as const;
+
+interface SendDocument {
+  title: string;
+  messages?: Array<Pick<MessageDocument, 'role' | 'content'>>;
+}
 
 /** The last message a conversation may already hold for one more exchange to fit: index 98. */
 const LAST_FREE_INDEX = MAX_MESSAGES - MESSAGES_PER_EXCHANGE;
@@ -152,6 +172,15 @@ export class MongoConversationStore implements ConversationStore {
     if (!_id) return undefined;
     const doc = await this.conversations.findOne({ _id, user_id: userId });
     return doc ? conversationOf(doc) : undefined;
+  }
+
+  async sendContext(id: string, userId: string, recentMessages: number): Promise<SendContext | undefined> {
+    const _id = objectIdOf(id);
+    if (!_id) return undefined;
+    const doc = await this.conversations.findOne<SendDocument>({ _id, user_id: userId }, { projection: SEND_PROJECTION });
+    if (!doc) return undefined;
+    const messages = doc.messages ?? [];
+    return { title: doc.title, messageCount: messages.length, recent: historyOf(messages, recentMessages) };
   }
 
   async rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined> {

@@ -19,7 +19,6 @@ import {
   MAX_MESSAGES,
   characterCount,
   hasRoomForExchange,
-  historyOf,
   seedsTitle,
   titleFromQuestion,
   type ChatMessage,
@@ -48,6 +47,9 @@ export const CONVERSATION_NOT_FOUND = 'conversation not found';
 
 /** A message id: a fresh ObjectId as 24 hex characters. */
 const newMessageId = () => new ObjectId().toHexString();
+
+/** Tokens of an answer joined into one string at a time while it streams. */
+const TOKENS_PER_PIECE = 16;
 
 class StreamFailed extends Error {
   readonly reason: StreamFailureReason;
@@ -93,20 +95,20 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
       metrics.sendsRejected.inc({ reason: 'invalid' });
       throw err;
     }
-    const conversation = await store.get(conversationId, userId);
+    const conversation = await store.sendContext(conversationId, userId, deps.historyMaxMessages);
     if (!conversation) {
       metrics.sendsRejected.inc({ reason: 'not_found' });
       throw new HttpError(404, CONVERSATION_NOT_FOUND);
     }
-    if (!hasRoomForExchange(conversation.messages.length)) {
+    if (!hasRoomForExchange(conversation.messageCount)) {
       metrics.sendsRejected.inc({ reason: 'full' });
-      throw new HttpError(409, `conversation is full: it holds ${conversation.messages.length} of ${MAX_MESSAGES} messages and a send adds 2`);
+      throw new HttpError(409, `conversation is full: it holds ${conversation.messageCount} of ${MAX_MESSAGES} messages and a send adds 2`);
     }
     return {
       conversationId,
       userId,
       content,
-      history: historyOf(conversation.messages, deps.historyMaxMessages),
+      history: conversation.recent,
       seededTitle: seedsTitle(conversation) ? titleFromQuestion(content) : undefined,
       receivedAt,
       startedAt,
@@ -135,7 +137,10 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
   };
 
   const relay = async (send: Send, answer: AgentAnswer, stream: SseStream): Promise<void> => {
+    // The answer so far, in joined pieces of TOKENS_PER_PIECE tokens: a token string then lives for
+    // a fraction of a second instead of the whole answer, so it dies young instead of being promoted.
     let text = '';
+    const piece: string[] = [];
     let length = 0;
     let firstToken = true;
     let final: FinalAnswer;
@@ -145,7 +150,11 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
         if (length > MAX_MESSAGE_LENGTH) {
           throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
         }
-        text += token;
+        piece.push(token);
+        if (piece.length === TOKENS_PER_PIECE) {
+          text += piece.join('');
+          piece.length = 0;
+        }
         stream.sendToken(token);
         metrics.tokenRelayed();
         if (firstToken) {
@@ -161,7 +170,7 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     }
     answer.cancel();
     if (length === 0) throw new StreamFailed('answer_invalid', 'the agent returned an empty answer');
-    const saved = await storeExchange(send, text, final.citations);
+    const saved = await storeExchange(send, text + piece.join(''), final.citations);
     stream.send({ type: 'done', message: messageWire(saved) });
   };
 

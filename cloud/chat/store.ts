@@ -2,7 +2,7 @@
  * The conversation store port: what the chat service needs from its database, and nothing more.
  * Every call is scoped by the owner, so a document is only ever found by id together with its user.
  */
-import type { ChatMessage, Conversation, ConversationSummary } from './conversation.js';
+import type { ChatMessage, Conversation, ConversationSummary, HistoryTurn } from './conversation.js';
 
 /** One exchange to append: the question, the answer, and the title to seed if it is still the default. */
 export interface Exchange {
@@ -11,6 +11,14 @@ export interface Exchange {
   /** Set when this send should seed the title; applied only if the title is still the default. */
   seededTitle?: string;
   at: Date;
+}
+
+/** What a send reads before the agent is called, and nothing more. */
+export interface SendContext {
+  title: string;
+  messageCount: number;
+  /** The last messages (as many as asked for), oldest first, as `{role, content}`. */
+  recent: HistoryTurn[];
 }
 
 /**
@@ -36,6 +44,11 @@ export interface ConversationStore {
   /** The owner's conversations, newest first by updatedAt, without message bodies. */
   list(userId: string, query: ListQuery): Promise<ListPage>;
   get(id: string, userId: string): Promise<Conversation | undefined>;
+  /**
+   * The owner's conversation as a send needs it: its title, its message count and its last
+   * `recentMessages` messages; undefined when no conversation has that id for that owner.
+   */
+  sendContext(id: string, userId: string, recentMessages: number): Promise<SendContext | undefined>;
   rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined>;
   remove(id: string, userId: string): Promise<boolean>;
   /**

@@ -38,6 +38,28 @@ t.test('appendExchange: appended, full at the cap, missing for another owner or 
   t.equal(await store.appendExchange(conversation.id, 'ana', exchange(0)), 'missing');
 });
 
+t.test('sendContext: the title, the count and the last messages as role and content, for the owner only', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  const conversation = await store.create('ana', 'New chat', new Date());
+  t.same(await store.sendContext(conversation.id, 'ana', 10), { title: 'New chat', messageCount: 0, recent: [] }, 'an empty conversation');
+  for (let i = 0; i < 3; i++) await store.appendExchange(conversation.id, 'ana', exchange(i, i === 0 ? 'First' : undefined));
+  t.same(await store.sendContext(conversation.id, 'ana', 3), {
+    title: 'First',
+    messageCount: 6,
+    recent: [
+      { role: 'assistant', content: 'a1' },
+      { role: 'user', content: 'q2' },
+      { role: 'assistant', content: 'a2' },
+    ],
+  });
+  t.equal((await store.sendContext(conversation.id, 'ana', 100))?.recent.length, 6, 'a window larger than the conversation');
+  t.same((await store.sendContext(conversation.id, 'ana', 0))?.recent, [], 'no history asked for');
+  t.equal(await store.sendContext(conversation.id, 'ben', 10), undefined, 'another owner');
+  t.equal(await store.sendContext(new ObjectId().toHexString(), 'ana', 10), undefined, 'an unknown id');
+  t.equal(await store.sendContext('not-an-id', 'ana', 10), undefined, 'a malformed id');
+});
+
 t.test('appendExchange seeds the title only while it is the default and the conversation is empty', async (t) => {
   const { db } = await freshChatDatabase(t);
   const store = new MongoConversationStore(db);
