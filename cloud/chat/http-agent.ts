@@ -7,7 +7,8 @@
  * an answer that ended with its final event leaves its connection to the pool, so the next question
  * does not wait for a new TCP connection.
  */
-import { Agent, type Dispatcher } from 'undici';
+import type { Socket } from 'node:net';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { CLAIMS_HEADER } from '../../shared/claims.js';
 import { AnswerReader, streamFailureOf } from './agent-events.js';
 import { AgentUnavailableError, type AgentAnswer, type AgentPort, type AgentQuestion } from './agent.js';
@@ -30,6 +31,95 @@ export const DEFAULT_AGENT_TIMEOUTS = { connectTimeoutMs: 3_000, responseTimeout
  * (an agent that keeps the response open after its answer must not hold a pooled connection).
  */
 const END_AFTER_FINAL_MS = 2_000;
+
+/** How long a connection opened ahead of need waits to be taken before it is closed. */
+const SPARE_IDLE_MS = 1_000;
+
+/**
+ * Opens connections to the agent one ahead of need. undici asks for a new connection when every pooled
+ * one is busy, as in a burst of new conversations; this hands it the one opened at the previous such
+ * request, already connected, and opens the next in the background. A question arriving in a burst then
+ * does not wait for a TCP handshake on the service's busy event loop. A spare nobody takes within
+ * {@link SPARE_IDLE_MS} is closed, so a steady pool holds no extra connection.
+ */
+class AheadConnector {
+  private readonly base: buildConnector.connector;
+  private spare: { key: string; socket: Socket; timer: ReturnType<typeof setTimeout>; forget: () => void } | undefined;
+  private opening = false;
+  private stopped = false;
+
+  constructor(connectTimeoutMs: number) {
+    this.base = buildConnector({ timeout: connectTimeoutMs });
+  }
+
+  readonly connect = (options: buildConnector.Options, callback: buildConnector.Callback): void => {
+    const key = `${options.protocol}//${options.hostname}:${options.port}`;
+    const spare = this.take(key);
+    this.openSpare(options, key);
+    if (spare) callback(null, spare);
+    else this.base(options, callback);
+  };
+
+  /** Closes the spare connection and opens no more. */
+  stop(): void {
+    this.stopped = true;
+    this.drop()?.destroy();
+  }
+
+  private take(key: string): Socket | undefined {
+    if (this.spare?.key !== key) return undefined;
+    const socket = this.drop();
+    // Only a connection still open both ways and silent is as good as a new one.
+    if (!socket || socket.destroyed || socket.readyState !== 'open' || socket.readableEnded) {
+      socket?.destroy();
+      return undefined;
+    }
+    return socket;
+  }
+
+  private drop(): Socket | undefined {
+    const spare = this.spare;
+    if (!spare) return undefined;
+    this.spare = undefined;
+    clearTimeout(spare.timer);
+    spare.forget();
+    return spare.socket;
+  }
+
+  private openSpare(options: buildConnector.Options, key: string): void {
+    if (this.stopped || this.opening || this.spare) return;
+    this.opening = true;
+    this.base(options, (err, socket) => {
+      this.opening = false;
+      if (err || !socket) return;
+      if (this.stopped || this.spare) {
+        socket.destroy();
+        return;
+      }
+      const gone = () => {
+        if (this.spare?.socket === socket) this.drop();
+        socket.destroy();
+      };
+      // Read while idle, so the agent closing it (or sending anything unasked) is seen at once; an idle
+      // spare reset by the agent only loses the spare.
+      const ignore = () => undefined;
+      socket.on('data', gone);
+      socket.on('end', gone);
+      socket.on('close', gone);
+      socket.on('error', ignore);
+      const timer = setTimeout(() => this.drop()?.destroy(), SPARE_IDLE_MS);
+      timer.unref();
+      const forget = () => {
+        socket.off('data', gone);
+        socket.off('end', gone);
+        socket.off('close', gone);
+        socket.off('error', ignore);
+        socket.pause();
+      };
+      this.spare = { key, socket, timer, forget };
+    });
+  }
+}
 
 const codeOf = (err: unknown): string | undefined => {
   const code = (err as { code?: unknown } | null)?.code;
@@ -165,13 +255,15 @@ export class HttpAgent implements AgentPort {
   private readonly origin: string;
   private readonly path: string;
   private readonly dispatcher: Agent;
+  private readonly connector: AheadConnector;
 
   constructor(options: HttpAgentOptions) {
     const askUrl = new URL(`${options.baseUrl.replace(/\/+$/, '')}/ask`);
     this.origin = askUrl.origin;
     this.path = `${askUrl.pathname}${askUrl.search}`;
+    this.connector = new AheadConnector(options.connectTimeoutMs);
     this.dispatcher = new Agent({
-      connect: { timeout: options.connectTimeoutMs },
+      connect: this.connector.connect,
       headersTimeout: options.responseTimeoutMs,
       bodyTimeout: options.idleTimeoutMs,
     });
@@ -202,6 +294,7 @@ export class HttpAgent implements AgentPort {
 
   /** Closes every connection to the agent, aborting streams still open. */
   async stop(): Promise<void> {
+    this.connector.stop();
     await this.dispatcher.destroy();
   }
 }
