@@ -5,6 +5,7 @@
  * recorded in `unexpected`, which tests assert is empty.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { listen } from '../../../../shared/lifecycle.js';
 
 export interface AgentScript {
@@ -33,6 +34,8 @@ export interface AgentScript {
   holdHeaders?: boolean;
   /** Never send response headers (the connection stays open until the fake stops). */
   neverAnswer?: boolean;
+  /** After the final event, wait this long before ending the response. */
+  endAfterFinalMs?: number;
   /** Content type of the answer; text/event-stream unless set. */
   contentType?: string;
 }
@@ -50,11 +53,37 @@ export class FakeAgent {
   readonly calls: RecordedCall[] = [];
   readonly unexpected: string[] = [];
   private readonly scripts: AgentScript[] = [];
+  /** Connections the fake closed because they carried no request in time. */
+  idleClosed = 0;
   private readonly server: Server;
   private port = 0;
+  private readonly requestSockets = new Set<Socket>();
+  private idleCloseMs: number | undefined;
 
   constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+    this.server = createServer((req, res) => {
+      this.requestSockets.add(req.socket);
+      void this.handle(req, res);
+    });
+    this.server.on('connection', (socket: Socket) => {
+      if (this.idleCloseMs === undefined) return;
+      setTimeout(() => {
+        if (this.requestSockets.has(socket) || socket.destroyed) return;
+        this.idleClosed++;
+        socket.end();
+      }, this.idleCloseMs).unref();
+    });
+  }
+
+  /** How many connections carried at least one request. */
+  get connectionsUsed(): number {
+    return this.requestSockets.size;
+  }
+
+  /** From now on, closes a connection that sent no request within `ms` (an agent with a short idle timeout). */
+  closeIdleConnectionsAfter(ms: number): this {
+    this.idleCloseMs = ms;
+    return this;
   }
 
   get url(): string {
@@ -158,6 +187,7 @@ export class FakeAgent {
       send({ type: 'token', text: token });
     }
     if (!script.omitFinal) send(script.citations === undefined ? { type: 'final' } : { type: 'final', citations: script.citations });
+    if (script.endAfterFinalMs !== undefined) await pause(script.endAfterFinalMs);
     res.end();
   }
 }
