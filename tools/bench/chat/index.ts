@@ -27,6 +27,7 @@ import { listen } from '../../../shared/lifecycle.js';
 import type { AgentReply, AgentRequest } from './agent-process.js';
 import type { AgentTimings } from './paced-agent.js';
 import { readStream, type StreamTimings } from './stream-client.js';
+import { nearestRank, printLine } from '../report.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 200);
 const TOKENS = 300;
@@ -48,9 +49,7 @@ interface Phase {
 }
 
 function percentile(values: number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
+  return nearestRank([...values].sort((a, b) => a - b), p / 100);
 }
 
 /** The most streams open at one moment. */
@@ -63,7 +62,7 @@ function peakOf(results: StreamTimings[]): number {
 }
 
 const ms = (value: number) => value.toFixed(2);
-const line = (label: string, value: string, unit = '') => console.log(`${label}: ${value}${unit ? ` ${unit}` : ''}`);
+const line = printLine;
 
 async function freePort(): Promise<number> {
   const server = createServer();

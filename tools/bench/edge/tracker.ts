@@ -24,6 +24,7 @@ import { createDeviceHasher } from '../../../edge/src/zones/device-key.js';
 import { observe } from '../../../edge/src/zones/observe.js';
 import { applyPoll, emptyTrackerState, transitionWindow, zoneCounts } from '../../../edge/src/zones/tracker.js';
 import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
+import { nearestRank } from '../report.js';
 
 const DEVICES = 10_000;
 const APS = 100;
@@ -45,15 +46,9 @@ export interface TrackerFigures {
   polls: number;
 }
 
-/** Nearest-rank percentile. */
-function percentile(sorted: readonly number[], p: number): number {
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1));
-  return sorted[rank] as number;
-}
-
 function percentiles(values: readonly number[]): Percentiles {
   const sorted = [...values].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95) };
+  return { p50: nearestRank(sorted, 0.5), p95: nearestRank(sorted, 0.95) };
 }
 
 /** p50 and p95 ms per poll of the tracker's steps over 10k devices. */

@@ -34,6 +34,7 @@ import { WebPushSender } from '../../../cloud/notification/push.js';
 import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
 import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
 import { MongoNotificationStore } from '../../../cloud/notification/store.js';
+import { printLine } from '../report.js';
 
 const ALERTS = 50_000;
 const BUILDINGS = 100;
@@ -49,7 +50,7 @@ const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(',');
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
 const mongoUri = process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel';
 const run = randomBytes(4).toString('hex');
-const line = (label: string, value: string, unit = '') => console.log(`${label}: ${value}${unit ? ` ${unit}` : ''}`);
+const line = printLine;
 
 function deadline<T>(what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

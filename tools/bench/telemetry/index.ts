@@ -22,6 +22,7 @@ import { sign } from '../../../shared/hmac.js';
 import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
 import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
 import { cpuSeconds } from './cpu.js';
+import { nearestRank } from '../report.js';
 
 const CLIENTS = 8;
 const BATCH = 500;
@@ -66,10 +67,6 @@ function copyChunk(rows: readonly ReadingRow[]): Buffer {
     text += `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${new Date(r.ts).toISOString()}\t${r.value}\t${copyText(JSON.stringify(r.payload))}\n`;
   }
   return Buffer.from(text);
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? NaN;
 }
 
 async function startService(databaseUrl: string): Promise<{ child: ChildProcess; port: number }> {
@@ -201,8 +198,8 @@ async function main(): Promise<void> {
     console.log(`batch_size: ${BATCH} readings`);
     console.log(`readings_stored: ${stored} readings`);
     console.log(`ingest_throughput: ${ingestRate.toFixed(0)} readings/s`);
-    console.log(`batch_latency_p50: ${percentile(latencies, 0.5).toFixed(1)} ms`);
-    console.log(`batch_latency_p99: ${percentile(latencies, 0.99).toFixed(1)} ms`);
+    console.log(`batch_latency_p50: ${nearestRank(latencies, 0.5).toFixed(1)} ms`);
+    console.log(`batch_latency_p99: ${nearestRank(latencies, 0.99).toFixed(1)} ms`);
     console.log(`ingest_cpu_service: ${(cpuAfter.service - cpuBefore.service).toFixed(2)} s`);
     console.log(`ingest_cpu_postgres: ${(cpuAfter.postgres - cpuBefore.postgres).toFixed(2)} s`);
     console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
