@@ -49,8 +49,9 @@ function scripted(redis: Redis): ScriptedRedis {
 /** Arms a cooldown key once across every replica. */
 export interface Cooldown {
   /**
-   * Arms every key, in one round trip. Per key: true when this call armed it, false while it was
-   * already armed, or the error Redis answered for that key. Rejects when Redis cannot be reached.
+   * Arms every key, with one script call per thousand keys. Per key: true when this call armed it,
+   * false while it was already armed, or an error when Redis gave no answer for it. Rejects when Redis
+   * cannot be reached or refuses the call.
    */
   armAll(keys: readonly string[]): Promise<Array<boolean | Error>>;
   /** Disarms a key this process armed but could not deliver for, so a redelivery is not suppressed. */
@@ -63,8 +64,8 @@ export interface Cooldown {
 export interface Publisher {
   publish(notification: Notification): Promise<void>;
   /**
-   * Publishes several, in one round trip. Per notification: undefined when published, or the error
-   * Redis answered for it. Rejects when Redis cannot be reached.
+   * Publishes several, with one script call per thousand. Per notification: undefined when
+   * published. Rejects when Redis cannot be reached or refuses the call.
    */
   publishAll(notifications: readonly Notification[]): Promise<Array<Error | undefined>>;
 }

@@ -14,6 +14,7 @@ import type { ConversationLockOptions } from '../../../../cloud/chat/conversatio
 import { HttpAgent } from '../../../../cloud/chat/http-agent.js';
 import { createChatMetrics } from '../../../../cloud/chat/metrics.js';
 import { MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
+import type { MessageWire } from '../../../../cloud/chat/wire.js';
 import { closeServer, listen } from '../../../../shared/lifecycle.js';
 import { freshChatDatabase } from './mongo.js';
 import { FakeAgent } from './fake-agent.js';
@@ -121,13 +122,7 @@ export interface ConversationWire {
   messageCount?: number;
 }
 
-export interface MessageWire {
-  id: string;
-  role: string;
-  content: string;
-  citations?: unknown[];
-  createdAt: string;
-}
+export type { MessageWire };
 
 export async function createConversation(url: string, sub: string, title?: string): Promise<ConversationWire> {
   const res = await call(url, 'POST', '/conversations', sub, title === undefined ? {} : { title });
