@@ -31,8 +31,10 @@ export interface RetentionReport {
 
 /**
  * Aggregates one hour range. For count metrics, a min, max or avg strictly between 0 and the floor is
- * stored as NULL, and so is the sum whenever it or the avg is (sum / count would give the avg back);
- * `suppressed` says a value was withheld.
+ * stored as NULL. Whenever any value is withheld, the sum and the avg are withheld with it: with the
+ * count, either gives the other back, and with the max it gives a withheld min back (two readings,
+ * 1 and 10: min = sum − max). The min and max alone never give each other away. `suppressed` says a
+ * value was withheld.
  */
 function rollupSql(where: string): string {
   const s = (v: string) => `(counted AND ${v} > 0 AND ${v} < $2)`;
@@ -48,10 +50,10 @@ INSERT INTO readings_hourly AS h (building_id, room_id, metric, hour, count, min
 SELECT building_id, room_id, metric, hour, n,
        CASE WHEN ${s('mn')} THEN NULL ELSE mn END,
        CASE WHEN ${s('mx')} THEN NULL ELSE mx END,
-       CASE WHEN ${s('sm')} OR ${s('av')} THEN NULL ELSE sm END,
-       CASE WHEN ${s('av')} THEN NULL ELSE av END,
-       ${s('mn')} OR ${s('mx')} OR ${s('sm')} OR ${s('av')}
-FROM agg
+       CASE WHEN withheld THEN NULL ELSE sm END,
+       CASE WHEN withheld THEN NULL ELSE av END,
+       withheld
+FROM (SELECT agg.*, ${s('mn')} OR ${s('mx')} OR ${s('sm')} OR ${s('av')} AS withheld FROM agg) AS checked
 ON CONFLICT (building_id, room_id, metric, hour) DO UPDATE
 SET count = EXCLUDED.count, min = EXCLUDED.min, max = EXCLUDED.max, sum = EXCLUDED.sum, avg = EXCLUDED.avg, suppressed = EXCLUDED.suppressed`;
 }

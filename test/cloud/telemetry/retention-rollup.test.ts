@@ -136,6 +136,8 @@ t.test('the privacy floor: count buckets under the floor are kept as null with s
     peopleReading('b1', 'mixed', hour(3, 0), 0),
     peopleReading('b1', 'mixed', hour(3, 10), 0),
     peopleReading('b1', 'mixed', hour(3, 20), 10),
+    peopleReading('b1', 'pair', hour(8, 0), 1),
+    peopleReading('b1', 'pair', hour(8, 10), 10),
     peopleReading('b1', 'busy', hour(4, 0), 6),
     peopleReading('b1', 'busy', hour(4, 10), 8),
     peopleReading('b1', 'empty', hour(5, 0), 0),
@@ -149,6 +151,7 @@ t.test('the privacy floor: count buckets under the floor are kept as null with s
   t.match(byRoom.solo, { count: 1, min: null, max: null, sum: null, avg: null, suppressed: true }, 'single occupancy is not kept');
   t.match(byRoom.small, { count: 3, min: null, max: null, sum: null, avg: null, suppressed: true });
   t.match(byRoom.mixed, { count: 3, min: 0, max: 10, sum: null, avg: null, suppressed: true }, 'an average of 3.3 is withheld, and the sum with it');
+  t.match(byRoom.pair, { count: 2, min: null, max: 10, sum: null, avg: null, suppressed: true }, 'a withheld min cannot be worked back as sum − max');
   t.match(byRoom.busy, { count: 2, min: 6, max: 8, sum: 14, avg: 7, suppressed: false });
   t.match(byRoom.empty, { count: 1, min: 0, max: 0, sum: 0, avg: 0, suppressed: false }, 'a true 0 is kept');
   t.match(byRoom.hall, { metric: 'zoneTransition', max: null, suppressed: true }, 'every count metric obeys the floor');
