@@ -17,15 +17,18 @@ export interface ThresholdRow {
 export type BoundsResolver = (buildingId: string, roomId: string, metric: string) => Bounds;
 
 /**
- * Resolves bounds room over building, bound by bound: a room's value for a bound key wins; a bound the
- * room does not set falls back to the building's.
+ * Resolves bounds with the room-level row winning (seed 002, reading storage 4): a room that has a row
+ * of its own for the metric uses that row's bounds, whatever it holds; a room without one uses the
+ * building's row. The stores seed a new room row from the building's bounds, so a room patched for one
+ * bound keeps the building's others as they were at that moment.
  *
  * @example
  * const resolve = boundsResolver([
  *   { buildingId: 'b', roomId: null, metric: 'temperature', bounds: { maxTemperature: 26, maxHumidity: 70 } },
  *   { buildingId: 'b', roomId: 'lab', metric: 'temperature', bounds: { maxTemperature: 22 } },
  * ]);
- * resolve('b', 'lab', 'temperature'); // { maxTemperature: 22, maxHumidity: 70 }
+ * resolve('b', 'lab', 'temperature'); // { maxTemperature: 22 }
+ * resolve('b', 'hall', 'temperature'); // { maxTemperature: 26, maxHumidity: 70 }
  */
 export function boundsResolver(rows: readonly ThresholdRow[]): BoundsResolver {
   const empty: Bounds = Object.freeze({});
@@ -39,17 +42,10 @@ export function boundsResolver(rows: readonly ThresholdRow[]): BoundsResolver {
     if (!rooms) metrics.set(row.metric, (rooms = new Map()));
     rooms.set(row.roomId === null ? '' : `r:${row.roomId}`, row.bounds);
   }
-  const resolved = new Map<string, Bounds>();
   return (buildingId, roomId, metric) => {
     const rooms = table.get(buildingId)?.get(metric);
     if (!rooms) return empty;
-    const key = `r:${roomId}`;
-    let bounds = resolved.get(`${buildingId}\u0000${metric}\u0000${key}`);
-    if (!bounds) {
-      bounds = { ...(rooms.get('') ?? {}), ...(rooms.get(key) ?? {}) };
-      resolved.set(`${buildingId}\u0000${metric}\u0000${key}`, bounds);
-    }
-    return bounds;
+    return rooms.get(`r:${roomId}`) ?? rooms.get('') ?? empty;
   };
 }
 

@@ -57,11 +57,24 @@ export class PgBuildingStore implements BuildingStore {
       if (thresholds.length > 0) {
         // Every room at once (the building itself when no room is named): one statement for all of them.
         const scopes: Array<string | null> = rooms.length > 0 ? rooms : [null];
+        const metrics = thresholds.map((t) => t.metric);
+        if (rooms.length > 0) {
+          // A room row the registration creates starts from the building's row, as a patched one does
+          // (store/thresholds.ts); the registration's bounds then merge into every room's row.
+          await client.query(
+            `INSERT INTO thresholds (building_id, room_id, metric, bounds, updated_at)
+             SELECT $1, r, bl.metric, bl.bounds, now()
+             FROM unnest($2::text[]) AS rooms(r)
+             JOIN thresholds bl ON bl.building_id = $1 AND bl.room_id IS NULL AND bl.metric = ANY($3::text[])
+             ON CONFLICT (building_id, room_id, metric) DO NOTHING`,
+            [buildingId, rooms, metrics],
+          );
+        }
         await client.query(
           `INSERT INTO thresholds AS t (building_id, room_id, metric, bounds, updated_at)
            SELECT $1, r, m, b, now() FROM unnest($2::text[]) AS rooms(r) CROSS JOIN unnest($3::text[], $4::jsonb[]) AS ms(m, b)
            ON CONFLICT (building_id, room_id, metric) DO UPDATE SET bounds = t.bounds || EXCLUDED.bounds, updated_at = now()`,
-          [buildingId, scopes, thresholds.map((t) => t.metric), thresholds.map((t) => JSON.stringify(t.bounds))],
+          [buildingId, scopes, metrics, thresholds.map((t) => JSON.stringify(t.bounds))],
         );
       }
     });

@@ -1,6 +1,11 @@
 /**
  * PostgreSQL adapter for thresholds. Each edit is one transaction; each row (a room, or the building
  * for one metric) is one upsert that merges the bounds set and removes the bounds cleared.
+ *
+ * A room-level row wins over the building's in resolution, whatever it holds. So a room row is born
+ * with the building's bounds of that moment, and the patch applies over them: setting one bound for a
+ * room keeps the others it had from the building, and clearing one leaves the room without it even
+ * where the building sets it. Later building edits no longer reach a room with a row of its own.
  */
 import type { Pool } from 'pg';
 import type { BoundsPatch } from '../domain/thresholds.js';
@@ -13,11 +18,21 @@ export interface ThresholdStore {
   patchBuilding(buildingId: string, metrics: ReadonlyArray<{ metric: string; patch: BoundsPatch }>): Promise<Record<string, Record<string, number>>>;
 }
 
-const UPSERT = `
+const UPSERT_BUILDING = `
 INSERT INTO thresholds AS t (building_id, room_id, metric, bounds, updated_at)
-VALUES ($1, $2, $3, $4::jsonb, now())
+VALUES ($1, NULL, $2, $3::jsonb, now())
 ON CONFLICT (building_id, room_id, metric) DO UPDATE
-SET bounds = (t.bounds || EXCLUDED.bounds) - $5::text[], updated_at = now()
+SET bounds = (t.bounds || $3::jsonb) - $4::text[], updated_at = now()
+RETURNING bounds`;
+
+/** A new room row starts from the building's row for the metric (none: empty), then takes the patch. */
+const UPSERT_ROOM = `
+INSERT INTO thresholds AS t (building_id, room_id, metric, bounds, updated_at)
+VALUES ($1, $2, $3, (COALESCE(
+  (SELECT b.bounds FROM thresholds b WHERE b.building_id = $1 AND b.room_id IS NULL AND b.metric = $3), '{}'::jsonb
+) || $4::jsonb) - $5::text[], now())
+ON CONFLICT (building_id, room_id, metric) DO UPDATE
+SET bounds = (t.bounds || $4::jsonb) - $5::text[], updated_at = now()
 RETURNING bounds`;
 
 export class PgThresholdStore implements ThresholdStore {
@@ -27,7 +42,7 @@ export class PgThresholdStore implements ThresholdStore {
     return inTransaction(this.pool, async (client) => {
       const out: Record<string, Record<string, number>> = {};
       for (const { roomId, patch } of rooms) {
-        const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT, [buildingId, roomId, metric, JSON.stringify(patch.set), patch.clear]);
+        const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_ROOM, [buildingId, roomId, metric, JSON.stringify(patch.set), patch.clear]);
         out[roomId] = rows[0]?.bounds ?? {};
       }
       return out;
@@ -38,7 +53,7 @@ export class PgThresholdStore implements ThresholdStore {
     return inTransaction(this.pool, async (client) => {
       const out: Record<string, Record<string, number>> = {};
       for (const { metric, patch } of metrics) {
-        const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT, [buildingId, null, metric, JSON.stringify(patch.set), patch.clear]);
+        const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_BUILDING, [buildingId, metric, JSON.stringify(patch.set), patch.clear]);
         out[metric] = rows[0]?.bounds ?? {};
       }
       return out;

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { PgBuildingStore } from '../../../cloud/telemetry/store/buildings.js';
 import { callAs, countRows, postSigned, startHarness, temperatureReading, type Harness } from './support/harness.js';
 
 const manager = { sub: 'u-fm', accountName: 'fm@acme.test', memberships: [{ domainName: 'acme', role: 'facility_manager' }] };
@@ -140,4 +141,54 @@ t.test('breaches use room bounds over building bounds and land in the outbox wit
   h.clock.now += 1;
   t.equal((await postSigned(h, batch)).status, 200, 'the same readings again');
   t.equal(await countRows(h.pool, 'alert_outbox'), 3, 'the same breaches keep their ids and are queued once');
+});
+
+t.test('a room-level row wins: born with the building bounds of that moment, then on its own', async (t) => {
+  const h = await startHarness(t);
+  h.directory.set('b1', ['acme']);
+  await callAs(h, manager, 'PUT', '/thresholds/buildings/b1', { temperature: { maxTemperature: 26, maxHumidity: 60 } });
+  const lab = await callAs(h, manager, 'PATCH', '/thresholds/temperature/buildings/b1/rooms', { lab: { maxTemperature: 20 } });
+  t.same(lab.json, { buildingId: 'b1', metric: 'temperature', rooms: { lab: { maxTemperature: 20, maxHumidity: 60 } } }, 'the new row copies the building bounds, then takes the patch');
+  const office = await callAs(h, manager, 'PATCH', '/thresholds/temperature/buildings/b1/rooms', { office: { maxHumidity: null } });
+  t.same(office.json, { buildingId: 'b1', metric: 'temperature', rooms: { office: { maxTemperature: 26 } } }, 'clearing a bound the room only had from the building');
+  await callAs(h, manager, 'PUT', '/thresholds/buildings/b1', { temperature: { maxTemperature: 30 } });
+  t.same(await thresholdRows(h), [
+    { room_id: null, metric: 'temperature', bounds: { maxTemperature: 30, maxHumidity: 60 } },
+    { room_id: 'lab', metric: 'temperature', bounds: { maxTemperature: 20, maxHumidity: 60 } },
+    { room_id: 'office', metric: 'temperature', bounds: { maxTemperature: 26 } },
+  ]);
+
+  const now = h.clock.now;
+  const batch = {
+    readings: [
+      temperatureReading('b1', 'lab', now, 22, { humidity: 65 }),
+      temperatureReading('b1', 'office', now, 28, { humidity: 90 }),
+      temperatureReading('b1', 'hall', now, 28, { humidity: 65 }),
+    ],
+  };
+  t.equal((await postSigned(h, batch)).status, 200);
+  const { rows } = await h.pool.query('SELECT payload FROM alert_outbox ORDER BY seq');
+  t.same(
+    rows.map((r) => [r.payload.roomId, r.payload.bound, r.payload.threshold, r.payload.value]).sort(),
+    [
+      ['hall', 'maxHumidity', 60, 65],
+      ['lab', 'maxHumidity', 60, 65],
+      ['lab', 'maxTemperature', 20, 22],
+      ['office', 'maxTemperature', 26, 28],
+    ],
+    'lab and office keep their rows (the building is now 30 °C); office has no humidity bound; hall follows the building',
+  );
+});
+
+t.test('a registration creates room rows from the building row and merges its bounds into every room', async (t) => {
+  const h = await startHarness(t);
+  h.directory.set('b1', ['acme']);
+  await callAs(h, manager, 'PUT', '/thresholds/buildings/b1', { temperature: { maxTemperature: 26, maxHumidity: 60 } });
+  await callAs(h, manager, 'PATCH', '/thresholds/temperature/buildings/b1/rooms', { lab: { maxHumidity: 50 } });
+  await new PgBuildingStore(h.pool).applyRegistration({ buildingId: 'b1', rooms: ['lab', 'hall'], thresholds: [{ metric: 'temperature', bounds: { maxTemperature: 24 } }], sensors: [] });
+  t.same(await thresholdRows(h), [
+    { room_id: null, metric: 'temperature', bounds: { maxTemperature: 26, maxHumidity: 60 } },
+    { room_id: 'hall', metric: 'temperature', bounds: { maxTemperature: 24, maxHumidity: 60 } },
+    { room_id: 'lab', metric: 'temperature', bounds: { maxTemperature: 24, maxHumidity: 50 } },
+  ]);
 });
