@@ -1,10 +1,12 @@
 /**
  * POST /ingest and /telemetry/ingest: choose the key ring by X-Key-Id, verify X-Signature over the
  * exact bytes (at most 5 MiB) before parsing anything, then hand the parsed body to the ingest service.
+ * A body that is not JSON answers the ingest 400 shape of CONTRACTS.md, `errors` included.
  */
 import { Router, type Request, type RequestHandler } from 'express';
+import { HttpError } from '../../../shared/errors.js';
 import { KEY_ID_HEADER } from '../../../shared/hmac.js';
-import { signedBody } from '../../../shared/signed-body.js';
+import { signedBody, type SignedRequest } from '../../../shared/signed-body.js';
 import type { IngestService } from '../ingest.js';
 import type { TelemetryMetrics } from '../metrics.js';
 import type { ChosenKey, SigningKeys } from '../signing-keys.js';
@@ -29,10 +31,23 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
     const key = chosen.get(req);
     if (!key) throw new Error('ingest reached without a verified key');
     res.locals.counted = true;
-    res.json(await deps.ingest.ingest(key.keyId, req.body));
+    res.json(await deps.ingest.ingest(key.keyId, parsedBody(req as SignedRequest, deps.metrics)));
   };
 
   const router = Router();
-  router.post(INGEST_PATHS, chooseKey, ...signedBody({ keys: (req) => chosen.get(req)?.ring, limit: deps.limitBytes ?? INGEST_LIMIT_BYTES }), handle);
+  router.post(INGEST_PATHS, chooseKey, ...signedBody({ keys: (req) => chosen.get(req)?.ring, limit: deps.limitBytes ?? INGEST_LIMIT_BYTES, parseJson: false }), handle);
   return router;
+}
+
+/** The verified bytes as JSON; not JSON is a 400 naming the body, counted as an invalid batch. */
+function parsedBody(req: SignedRequest, metrics: TelemetryMetrics): unknown {
+  const raw = req.rawBody ?? Buffer.alloc(0);
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    metrics.batches.inc({ outcome: 'invalid' });
+    throw new HttpError(400, 'request body is not valid JSON', {
+      errors: [{ index: null, field: '(body)', message: raw.length === 0 ? 'empty body' : 'not valid JSON' }],
+    });
+  }
 }

@@ -38,6 +38,10 @@ t.test('a truncated body is 400 and stores nothing', async (t) => {
   const signedCut = await call(`${h.url}/ingest`, 'POST', cut, { 'content-type': 'application/json', 'x-signature': sign(cut, SHARED_SECRET) });
   t.equal(signedCut.status, 400, 'cut JSON, signed as sent: malformed');
   t.match(signedCut.json, { type: 'Validation Error', message: /not valid JSON/ });
+  t.same((signedCut.json as { errors: unknown }).errors, [{ index: null, field: '(body)', message: 'not valid JSON' }], 'the ingest 400 shape, errors included');
+  const empty = await call(`${h.url}/ingest`, 'POST', '', { 'content-type': 'application/json', 'x-signature': sign('', SHARED_SECRET) });
+  t.equal(empty.status, 400, 'an empty signed body is not a batch');
+  t.same((empty.json as { errors: unknown }).errors, [{ index: null, field: '(body)', message: 'empty body' }]);
 
   const signedWhole = await call(`${h.url}/ingest`, 'POST', cut, { 'content-type': 'application/json', 'x-signature': sign(full, SHARED_SECRET) });
   t.equal(signedWhole.status, 403, 'cut in transit, signed whole: the signature no longer matches');
