@@ -1,19 +1,20 @@
 /**
- * The alert event on the Kafka `alerts` topic, and what the breach path makes of it: its cooldown key
- * and the in-app notification it becomes.
+ * The alert event on the Kafka `alerts` topic, and what the breach path makes of it: its cooldown key,
+ * the key that marks its alertId seen, and the in-app notification it becomes.
  */
 import { createHash } from 'node:crypto';
 import { metricOf } from '../../shared/catalog/metrics.js';
 import { describeValue } from '../../shared/kinds.js';
 import type { Notification } from '../../shared/notification.js';
 
-/** A breach event: type (metric key), field, buildingId and roomId, plus what telemetry adds. */
+/** A breach event: its alertId, type (metric key), field, buildingId and roomId, plus what telemetry adds. */
 export interface AlertEvent {
+  /** Stable across the outbox relay's resends and Kafka redeliveries: the breach path de-duplicates on it. */
+  alertId: string;
   type: string;
   field: string;
   buildingId: string;
   roomId: string;
-  alertId?: string;
   value?: number | null;
   bound?: string | null;
   threshold?: number | null;
@@ -23,7 +24,7 @@ export type ParsedAlert = { ok: true; alert: AlertEvent } | { ok: false; reason:
 
 const MAX_RECORD_BYTES = 64 * 1024;
 
-const REQUIRED = ['type', 'field', 'buildingId', 'roomId'] as const;
+const REQUIRED = ['alertId', 'type', 'field', 'buildingId', 'roomId'] as const;
 const MAX_NAME_LENGTH = 256;
 
 function requiredName(record: Record<string, unknown>, key: string): string | undefined {
@@ -45,7 +46,7 @@ function optional<T>(record: Record<string, unknown>, key: string, kind: 'string
  * than with io-ts: this runs for every record of the topic.
  *
  * @example
- * parseAlertRecord(Buffer.from('{"type":"temperature","field":"temperature","buildingId":"b1","roomId":"r1"}'));
+ * parseAlertRecord(Buffer.from('{"alertId":"a1","type":"temperature","field":"temperature","buildingId":"b1","roomId":"r1"}'));
  */
 export function parseAlertRecord(value: Buffer | null): ParsedAlert {
   if (value === null || value.length === 0) return { ok: false, reason: 'empty record' };
@@ -58,23 +59,22 @@ export function parseAlertRecord(value: Buffer | null): ParsedAlert {
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json)) return { ok: false, reason: 'record is not a JSON object' };
   const record = json as Record<string, unknown>;
+  const alertId = requiredName(record, 'alertId');
   const type = requiredName(record, 'type');
   const field = requiredName(record, 'field');
   const buildingId = requiredName(record, 'buildingId');
   const roomId = requiredName(record, 'roomId');
-  if (type === undefined || field === undefined || buildingId === undefined || roomId === undefined) {
+  if (alertId === undefined || type === undefined || field === undefined || buildingId === undefined || roomId === undefined) {
     const bad = REQUIRED.filter((key) => requiredName(record, key) === undefined);
     return { ok: false, reason: bad.map((key) => `${key}: expected a non-empty string of at most ${MAX_NAME_LENGTH} characters, got ${describeValue(record[key])}`).join('; ') };
   }
-  const alert: AlertEvent = { type, field, buildingId, roomId };
-  const alertId = optional<string>(record, 'alertId', 'string');
+  const alert: AlertEvent = { alertId, type, field, buildingId, roomId };
   const reading = optional<number>(record, 'value', 'number');
   const bound = optional<string>(record, 'bound', 'string');
   const threshold = optional<number>(record, 'threshold', 'number');
-  if (alertId === false || reading === false || bound === false || threshold === false) {
-    return { ok: false, reason: 'alertId and bound must be strings, value and threshold numbers, when present' };
+  if (reading === false || bound === false || threshold === false) {
+    return { ok: false, reason: 'bound must be a string, value and threshold numbers, when present' };
   }
-  if (typeof alertId === 'string') alert.alertId = alertId;
   if (reading !== undefined) alert.value = reading;
   if (bound !== undefined) alert.bound = bound;
   if (threshold !== undefined) alert.threshold = threshold;
@@ -84,6 +84,11 @@ export function parseAlertRecord(value: Buffer | null): ParsedAlert {
 /** `alert:{type}:{field}:{buildingId}:{roomId}`: one delivery per key every 300 s, across replicas. */
 export function cooldownKey(alert: Pick<AlertEvent, 'type' | 'field' | 'buildingId' | 'roomId'>): string {
   return `alert:${alert.type}:${alert.field}:${alert.buildingId}:${alert.roomId}`;
+}
+
+/** `alert-seen:{alertId}`: set when an alert is first settled, so a resend or redelivery is a duplicate. */
+export function seenKey(alert: Pick<AlertEvent, 'alertId'>): string {
+  return `alert-seen:${alert.alertId}`;
 }
 
 /** A Web Push topic (at most 32 URL-safe characters) so a newer alert replaces an undelivered one. */
@@ -102,7 +107,7 @@ function formatNumber(value: number): string {
  * alertNotification(alert, { id: 'n1', createdAt: '2026-01-01T00:00:00.000Z', domainName: 'acme' });
  * // { kind: 'alert', severity: 'warning', title: 'Temperature alert', message: 'Maximum temperature exceeded …', … }
  */
-export function alertNotification(alert: AlertEvent, options: { id: string; createdAt: string; domainName?: string }): Notification {
+export function alertNotification(alert: Omit<AlertEvent, 'alertId'>, options: { id: string; createdAt: string; domainName?: string }): Notification {
   const metric = metricOf(alert.type);
   const bound = metric?.bounds.find((b) => b.key === alert.bound) ?? metric?.bounds.find((b) => b.field === alert.field);
   const unit = bound?.unit ?? metric?.unit;

@@ -3,9 +3,11 @@
  *
  * Records are settled a slice at a time. Parsing, the alertable check and repeats of a key this
  * process armed itself are settled synchronously; only the first record of each other key asks the
- * shared cooldown, and only a record that armed it is delivered. The answer says how many leading
- * records are settled: a record that could not be settled (the cooldown or the channel unreachable)
- * and everything after it are left for the consumer to read again, so nothing is committed unsettled.
+ * shared store, which marks its alertId seen and, when it was not seen before, arms its cooldown. A
+ * duplicate alertId or a key already armed is suppressed; only a record that armed its key has its
+ * building looked up and is delivered. The answer says how many leading records are settled: a record
+ * that could not be settled (the cooldown or the channel unreachable) and everything after it are left
+ * for the consumer to read again, so nothing is committed unsettled.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -14,11 +16,11 @@ import { DirectoryError, type BuildingDirectory } from '../../shared/directory.j
 import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
-import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, type AlertEvent } from './alert-event.js';
+import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, seenKey, type AlertEvent } from './alert-event.js';
 import { mapSettled } from './concurrency.js';
 import type { AlertFanOut, Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
-import type { Cooldown } from './redis.js';
+import type { AlertKeys, Arming, Cooldown } from './redis.js';
 
 const ALERTABLE = new Set(ALERTABLE_METRICS);
 
@@ -70,7 +72,7 @@ export interface Settlement {
 interface Pending {
   index: number;
   alert: AlertEvent;
-  key: string;
+  keys: AlertKeys;
   outcome?: AlertOutcome;
 }
 
@@ -123,7 +125,7 @@ export class BreachHandler {
         continue;
       }
       asking.add(key);
-      pending.push({ index, alert, key });
+      pending.push({ index, alert, keys: { cooldown: key, seen: seenKey(alert) } });
     }
 
     const failures = await this.armAndDeliver(pending, where);
@@ -148,35 +150,32 @@ export class BreachHandler {
   }
 
   /**
-   * Arms the cooldown of every pending record in one round trip while the distinct buildings are
-   * looked up, then delivers those that armed it: every in-app notification is published in one round
-   * trip, and the pushes go out in the background. Sets each record's outcome; answers the records
-   * that could not be settled, with why. A record whose publish failed has its cooldown disarmed.
+   * Arms the cooldown of every pending record in one round trip, then looks up the buildings of those
+   * that armed it and delivers them: every in-app notification is published in one round trip, and the
+   * pushes go out in the background. A record whose alertId was already seen, or whose key was already
+   * armed, is suppressed and never looked up. Sets each record's outcome; answers the records that could
+   * not be settled, with why. A record whose publish failed has its cooldown and seen mark released.
    */
   private async armAndDeliver(pending: readonly Pending[], where: (index: number) => Partial<RecordPosition>): Promise<Map<number, unknown>> {
     const { logger, cooldown, delivery } = this.deps;
     const failures = new Map<number, unknown>();
     if (pending.length === 0) return failures;
-    // The buildings are looked up while the keys arm: a lookup is needed for every record that arms,
-    // and one made for a record another replica had armed only warms the 15-minute cache.
-    const routes = this.routesOf(pending);
-    let armed: Array<boolean | Error>;
+    let armed: Array<Arming | Error>;
     try {
-      armed = await cooldown.armAll(pending.map((p) => p.key));
+      armed = await cooldown.armAll(pending.map((p) => p.keys));
     } catch (err) {
-      await routes;
       for (const { index } of pending) failures.set(index, err);
       return failures;
     }
     const won: Pending[] = [];
     pending.forEach((p, i) => {
       const result = armed[i];
-      if (result === true) won.push(p);
-      else if (result instanceof Error) failures.set(p.index, result);
-      else p.outcome = 'suppressed';
+      if (result === 'armed') won.push(p);
+      else if (result === 'cooling' || result === 'duplicate') p.outcome = 'suppressed';
+      else failures.set(p.index, result ?? new Error('no reply from redis'));
     });
-    const domainsByBuilding = await routes;
     if (won.length === 0) return failures;
+    const domainsByBuilding = await this.routesOf(won);
 
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
@@ -198,7 +197,7 @@ export class BreachHandler {
         notifications.push(notification);
         owners.push(w);
       }
-      events.push({ byDomain, metric: p.alert.type, topicSource: p.key });
+      events.push({ byDomain, metric: p.alert.type, topicSource: p.keys.cooldown });
     });
 
     let published: Array<Error | undefined>;
@@ -217,10 +216,11 @@ export class BreachHandler {
     won.forEach((p, w) => {
       const publishError = failedPublish.get(w);
       if (publishError !== undefined) {
-        // Not every notification reached the channel: disarm so the redelivery is not suppressed.
+        // Not every notification reached the channel: disarm so the redelivery is neither suppressed
+        // nor taken for a duplicate.
         failures.set(p.index, publishError);
         releases.push(
-          cooldown.release(p.key).catch((releaseErr: unknown) => {
+          cooldown.release(p.keys).catch((releaseErr: unknown) => {
             logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; the alert may be lost');
           }),
         );

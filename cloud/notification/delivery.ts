@@ -2,11 +2,12 @@
  * Delivery on both channels: one in-app notification per domain on the notifications channel, and a
  * Web Push to every device of the accounts opted in there. A device is pushed once per event even when
  * its account is opted in through several of the domains. Pushes share one bounded pool; one bad
- * endpoint never stops the others. A push service's 410, 403 or 404 deletes that subscription.
+ * endpoint never stops the others. A push service's 410 or 404 deletes that subscription; any other
+ * failure (a 403 too: usually a VAPID key mismatch) is logged and the subscription kept.
  *
  * On the breach path a record is settled once its in-app notification is published; its push fan-out
  * then runs in the background. Waiting would add no guarantee, since a failed push is never retried
- * and a redelivered record is suppressed by the cooldown. The background is bounded (a new fan-out
+ * and a redelivered record is a duplicate of its alertId. The background is bounded (a new fan-out
  * waits for room) and `drain()` waits for all of it at shutdown.
  */
 import type { Logger } from 'pino';

@@ -17,8 +17,10 @@ export interface VapidKeys {
 export type PushFailureReason = 'not_configured' | 'rejected' | 'unreachable' | 'timeout';
 
 /**
- * What one push attempt came to. `gone` means the push service answered 410 or 403 (the seed's rule) or
- * 404 (an unknown endpoint): the subscription will never work again.
+ * What one push attempt came to. `gone` means the push service answered 410 or 404: the subscription
+ * will never work again. A 403 is a failure, not `gone`: push services answer it when the VAPID key does
+ * not match the one the subscription was made with, so deleting would wipe every device after one key
+ * misconfiguration.
  */
 export type PushResult =
   | { kind: 'sent'; status: number }
@@ -133,7 +135,8 @@ export class WebPushSender implements PushSender {
       await response.body.dump();
       const status = response.statusCode;
       if (status >= 200 && status < 300) return { kind: 'sent', status };
-      if (status === 403 || status === 404 || status === 410) return { kind: 'gone', status };
+      if (status === 404 || status === 410) return { kind: 'gone', status };
+      if (status === 403) return { kind: 'failed', reason: 'rejected', status, detail: 'push service answered 403: check that VAPID_PUBLIC_KEY is the key the subscription was made with' };
       return { kind: 'failed', reason: 'rejected', status, detail: `push service answered ${status}` };
     } catch (err) {
       const name = (err as Error).name;

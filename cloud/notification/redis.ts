@@ -1,7 +1,8 @@
 /**
- * The Redis adapter: the shared alert cooldown (`SET key 1 NX EX 300`) and the in-app channel.
- * The client is owned by the caller. The breach path arms and publishes a whole slice of records at
- * once: one script call per thousand keys or messages, with one answer per key.
+ * The Redis adapter: the shared alert cooldown (`SET key 1 NX EX 300`), the alertIds already seen
+ * (`SET alert-seen:{alertId} 1 NX EX 86400`) and the in-app channel. The client is owned by the caller.
+ * The breach path arms and publishes a whole slice of records at once: one script call per thousand
+ * keys or messages, with one answer per alert or message.
  */
 import type { Redis } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
@@ -10,16 +11,24 @@ import type { Notification } from '../../shared/notification.js';
 export const NOTIFICATIONS_CHANNEL = 'notifications';
 /** Alert cooldown, seconds. */
 export const COOLDOWN_SECONDS = 300;
+/** How long an alertId is remembered as seen, seconds: longer than the outbox relay resends or a redelivery takes. */
+export const SEEN_SECONDS = 24 * 3600;
 
 /**
- * The slice's keys arm with one script call instead of one command each: `SET key 1 EX ttl NX` per
- * KEYS entry, answering 1 (armed by this call) or 0 (already armed) per key, in order. The client's
- * cost per command (encoding, a reply to parse, a promise) was most of the cost of arming a slice.
+ * The slice's alerts arm with one script call instead of commands each. KEYS holds two keys per alert,
+ * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime. Per
+ * alert, in order: 2 when its alertId was already seen (its cooldown key is not touched), else 1 when
+ * this call armed the cooldown or 0 when it was already armed. The client's cost per command (encoding,
+ * a reply to parse, a promise) was most of the cost of arming a slice.
  */
 const ARM_ALL = `
 local out = {}
-for i, key in ipairs(KEYS) do
-  out[i] = redis.call('SET', key, '1', 'EX', ARGV[1], 'NX') and 1 or 0
+for i = 1, #KEYS, 2 do
+  if not redis.call('SET', KEYS[i], '1', 'EX', ARGV[2], 'NX') then
+    out[#out + 1] = 2
+  else
+    out[#out + 1] = redis.call('SET', KEYS[i + 1], '1', 'EX', ARGV[1], 'NX') and 1 or 0
+  end
 end
 return out`;
 
@@ -32,6 +41,8 @@ return #ARGV - 1`;
 
 /** Keys (or messages) per script call, so one call never holds Redis for long. */
 const KEYS_PER_CALL = 1000;
+/** Each alert arms two keys. */
+const ALERTS_PER_CALL = KEYS_PER_CALL / 2;
 
 interface ScriptedRedis {
   notificationArmAll(numberOfKeys: number, ...args: string[]): Promise<number[]>;
@@ -46,16 +57,31 @@ function scripted(redis: Redis): ScriptedRedis {
   return client as Redis & ScriptedRedis;
 }
 
-/** Arms a cooldown key once across every replica. */
+/** The two keys of one alert: its cooldown key and the key that marks its alertId seen. */
+export interface AlertKeys {
+  cooldown: string;
+  seen: string;
+}
+
+/**
+ * What arming one alert came to: `armed` by this call, `cooling` (the cooldown was already armed), or
+ * `duplicate` (its alertId was already seen; the cooldown was not touched).
+ */
+export type Arming = 'armed' | 'cooling' | 'duplicate';
+
+/** Arms a cooldown key, and marks an alertId seen, once across every replica. */
 export interface Cooldown {
   /**
-   * Arms every key, with one script call per thousand keys. Per key: true when this call armed it,
-   * false while it was already armed, or an error when Redis gave no answer for it. Rejects when Redis
-   * cannot be reached or refuses the call.
+   * Per alert, in order: marks its alertId seen and, when it was not seen before, arms its cooldown.
+   * One script call per five hundred alerts. Answers an error for an alert Redis gave no answer for;
+   * rejects when Redis cannot be reached or refuses the call.
    */
-  armAll(keys: readonly string[]): Promise<Array<boolean | Error>>;
-  /** Disarms a key this process armed but could not deliver for, so a redelivery is not suppressed. */
-  release(key: string): Promise<void>;
+  armAll(alerts: readonly AlertKeys[]): Promise<Array<Arming | Error>>;
+  /**
+   * Disarms an alert this process armed but could not deliver: its cooldown and its seen mark, so a
+   * redelivery is neither suppressed nor taken for a duplicate.
+   */
+  release(alert: AlertKeys): Promise<void>;
   /** True while a key this process armed is certainly still armed: answered without a round trip. */
   armedHere(key: string, now?: number): boolean;
 }
@@ -76,20 +102,24 @@ export interface RedisAdapterOptions {
   /** Prepended to every cooldown key (tests isolate with it). Default none. */
   keyPrefix?: string;
   cooldownSeconds?: number;
+  /** How long an alertId is remembered as seen. Default 24 hours. */
+  seenSeconds?: number;
   /** Remember keys this process armed until they expire, so repeats skip the round trip. Default true. */
   rememberArmed?: boolean;
 }
 
 /**
- * The cooldown on Redis. A key this process armed is remembered until it expires: while it lives, a
- * repeat is suppressed without a round trip. That is exact, not a guess: the key was set by this
- * process with a known lifetime (counted from before the command was sent, so the memory never
- * outlives the key), and only the process that armed a key ever deletes it. Keys armed by another
- * replica are always asked of Redis.
+ * The cooldown, and the alertIds seen, on Redis. A cooldown key this process armed is remembered until
+ * it expires: while it lives, a repeat is suppressed without a round trip. That is exact, not a guess:
+ * the key was set by this process with a known lifetime (counted from before the command was sent, so
+ * the memory never outlives the key), and only the process that armed a key ever deletes it. Keys
+ * armed by another replica are always asked of Redis. Every delivered alert went through `armAll`, so
+ * its alertId is marked seen; an alert suppressed from memory is not, and need not be.
  */
 export class RedisCooldown implements Cooldown {
   private readonly prefix: string;
   private readonly seconds: number;
+  private readonly seenSeconds: number;
   private readonly remember: boolean;
   /** key → expiry (performance.now() ms); insertion order is arming order, so expired keys sit first. */
   private readonly armed = new Map<string, number>();
@@ -101,6 +131,7 @@ export class RedisCooldown implements Cooldown {
   ) {
     this.prefix = options.keyPrefix ?? '';
     this.seconds = options.cooldownSeconds ?? COOLDOWN_SECONDS;
+    this.seenSeconds = options.seenSeconds ?? SEEN_SECONDS;
     this.remember = options.rememberArmed ?? true;
   }
 
@@ -116,30 +147,32 @@ export class RedisCooldown implements Cooldown {
     return until !== undefined && until > now;
   }
 
-  async armAll(keys: readonly string[]): Promise<Array<boolean | Error>> {
-    if (keys.length === 0) return [];
+  async armAll(alerts: readonly AlertKeys[]): Promise<Array<Arming | Error>> {
+    if (alerts.length === 0) return [];
     const sentAt = performance.now();
     const replies: unknown[] = [];
-    for (let start = 0; start < keys.length; start += KEYS_PER_CALL) {
-      const chunk = keys.slice(start, start + KEYS_PER_CALL).map((key) => `${this.prefix}${key}`);
-      replies.push(...(await this.scripts.notificationArmAll(chunk.length, ...chunk, String(this.seconds))));
+    const lifetimes = [String(this.seconds), String(this.seenSeconds)];
+    for (let start = 0; start < alerts.length; start += ALERTS_PER_CALL) {
+      const keys = alerts.slice(start, start + ALERTS_PER_CALL).flatMap((a) => [`${this.prefix}${a.seen}`, `${this.prefix}${a.cooldown}`]);
+      replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes)));
     }
     const until = sentAt + this.seconds * 1000;
-    return keys.map((key, i) => {
+    return alerts.map(({ cooldown }, i) => {
       const reply = replies[i];
-      if (reply === undefined) return new Error('no reply from redis');
-      if (reply !== 1) return false;
+      if (reply === 2) return 'duplicate';
+      if (reply === 0) return 'cooling';
+      if (reply !== 1) return new Error('no reply from redis');
       if (this.remember) {
-        this.armed.delete(key);
-        this.armed.set(key, until);
+        this.armed.delete(cooldown);
+        this.armed.set(cooldown, until);
       }
-      return true;
+      return 'armed';
     });
   }
 
-  async release(key: string): Promise<void> {
-    this.armed.delete(key);
-    await this.redis.del(`${this.prefix}${key}`);
+  async release(alert: AlertKeys): Promise<void> {
+    this.armed.delete(alert.cooldown);
+    await this.redis.del(`${this.prefix}${alert.cooldown}`, `${this.prefix}${alert.seen}`);
   }
 
   /** Drops expired keys, at most once a second: a stale entry is harmless, its expiry is checked on read. */

@@ -1,18 +1,18 @@
 /**
- * The alert record as the breach path reads it: what counts as malformed, the cooldown key, the push
- * topic, and the notification text built from the metric catalog.
+ * The alert record as the breach path reads it: what counts as malformed (an alertId missing too), the
+ * cooldown and seen keys, the push topic, and the notification text built from the metric catalog.
  */
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
-import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf } from '../../../cloud/notification/alert-event.js';
+import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, seenKey } from '../../../cloud/notification/alert-event.js';
 
-const valid = { type: 'temperature', field: 'temperature', buildingId: 'b1', roomId: 'r1' };
+const valid = { alertId: 'a1', type: 'temperature', field: 'temperature', buildingId: 'b1', roomId: 'r1' };
 const bytes = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
 
-t.test('a record with the four names parses; telemetry’s extra fields ride along', async (t) => {
+t.test('a record with its alertId and the four names parses; telemetry’s extra fields ride along', async (t) => {
   t.same(parseAlertRecord(bytes(valid)), { ok: true, alert: valid });
-  const full = { ...valid, alertId: 'a1', value: 30.5, bound: 'maxTemperature', threshold: 28, timestamp: 1_700_000_000_000, extra: 'ignored' };
-  t.same(parseAlertRecord(bytes(full)), { ok: true, alert: { ...valid, alertId: 'a1', value: 30.5, bound: 'maxTemperature', threshold: 28 } });
+  const full = { ...valid, value: 30.5, bound: 'maxTemperature', threshold: 28, timestamp: 1_700_000_000_000, extra: 'ignored' };
+  t.same(parseAlertRecord(bytes(full)), { ok: true, alert: { ...valid, value: 30.5, bound: 'maxTemperature', threshold: 28 } });
   t.same(parseAlertRecord(bytes({ ...valid, value: null, threshold: null })), { ok: true, alert: { ...valid, value: null, threshold: null } });
 });
 
@@ -23,6 +23,9 @@ t.test('anything else is malformed, with a reason', async (t) => {
     ['not JSON', bytes('{"type":'), /not JSON/],
     ['a JSON array', bytes([valid]), /not a JSON object/],
     ['JSON null', bytes('null'), /not a JSON object/],
+    ['alertId missing', bytes({ ...valid, alertId: undefined }), /^alertId: expected a non-empty string/],
+    ['alertId empty', bytes({ ...valid, alertId: '' }), /^alertId: expected a non-empty string/],
+    ['alertId a number', bytes({ ...valid, alertId: 42 }), /^alertId: expected a non-empty string/],
     ['roomId missing', bytes({ ...valid, roomId: undefined }), /roomId: expected a non-empty string/],
     ['buildingId blank', bytes({ ...valid, buildingId: '  ' }), /buildingId: expected a non-empty string/],
     ['type a number', bytes({ ...valid, type: 7 }), /type: expected a non-empty string/],
@@ -36,8 +39,9 @@ t.test('anything else is malformed, with a reason', async (t) => {
   }
 });
 
-t.test('the cooldown key and the push topic', async (t) => {
+t.test('the cooldown key, the seen key and the push topic', async (t) => {
   t.equal(cooldownKey({ type: 'airQuality', field: 'co2', buildingId: 'b 1', roomId: 'r:2' }), 'alert:airQuality:co2:b 1:r:2');
+  t.equal(seenKey({ alertId: '3f2a' }), 'alert-seen:3f2a');
   const topic = pushTopicOf('alert:airQuality:co2:b1:r2');
   t.equal(topic.length, 32);
   t.match(topic, /^[A-Za-z0-9_-]+$/, 'URL-safe base64, as RFC 8030 asks');

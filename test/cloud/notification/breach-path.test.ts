@@ -2,9 +2,12 @@
  * The breach path on real Kafka, Redis and FerretDB: the same alert 20 times across two service
  * instances in one consumer group is delivered once; every outcome is counted and settled (committed);
  * an unroutable or timed-out lookup publishes one unscoped notification with no push and still arms
- * the cooldown; a record that could not be settled is read again; the lag gauge follows the group.
+ * the cooldown, and neither an empty nor a failed answer is cached; lookups carry the system identity;
+ * a suppressed record is never looked up; an alertId is delivered once, even after its cooldown
+ * expired; a record that could not be settled is read again; the lag gauge follows the group.
  */
 import t from 'tap';
+import { decodeClaims } from '../../../shared/claims.js';
 import { parseNotification, type Notification } from '../../../shared/notification.js';
 import { ALERT_OUTCOMES } from '../../../cloud/notification/metrics.js';
 import type { Cooldown } from '../../../cloud/notification/redis.js';
@@ -47,6 +50,13 @@ async function consumed(...instances: Harness[]): Promise<Record<string, number>
   }
   return totals;
 }
+
+/** The claims of every directory call for a building, decoded. */
+function lookupClaims(buildingId: string): unknown[] {
+  return directory.calls.filter((c) => c.buildingId === buildingId).map((c) => decodeClaims(c.claims));
+}
+
+const SYSTEM_IDENTITY = { ok: true, claims: { sub: 'system:notification-service', memberships: [] } };
 
 const sum = (totals: Record<string, number>) => Object.values(totals).reduce((a, b) => a + b, 0);
 
@@ -99,6 +109,7 @@ t.test('the same alert 20 times across two instances of one consumer group: deli
   t.equal(channel.raw.length, 1, 'one notification for one domain');
   const ttl = await redis.ttl(`${first.keyPrefix}alert:temperature:temperature:${building}:r1`);
   t.ok(ttl > 0 && ttl <= 300, `cooldown key armed for at most 300 s (ttl ${ttl})`);
+  t.same(lookupClaims(building), [SYSTEM_IDENTITY], 'looked up once, with the system identity and no memberships');
 });
 
 t.test('every outcome is counted and settled; failed lookups publish unscoped with no push; the consumer never crashes', async (t) => {
@@ -154,10 +165,75 @@ t.test('every outcome is counted and settled; failed lookups publish unscoped wi
   }
   t.equal(await counterValue(h.metrics, 'notification_directory_failures_total', { code: 'timeout' }), 1, 'the lookup that never answered timed out');
 
+  t.equal(await counterValue(h.metrics, 'notification_directory_failures_total', { code: 'bad_status' }), 1, 'the lookup answered 500');
+  t.equal(directory.callsFor(routed), 1, 'the routed building was looked up once, then cached');
+  t.equal(directory.callsFor(empty), 1, 'the repeat alert of the empty building was suppressed before any lookup');
+  for (const building of [routed, empty, hanging, failing]) t.same(lookupClaims(building), [SYSTEM_IDENTITY], `${building} looked up with the system identity`);
+
+  // The empty and the failed building now answer domains: a new alert of each (another room, so another
+  // cooldown key) is looked up again and delivered, so neither earlier answer was cached.
+  directory.set(empty, [acme]).set(failing, [acme]);
+  await produce(t, topic, [{ partition: 0, value: alert(empty, 'r2') }, { partition: 1, value: alert(failing, 'r2') }]);
+  await waitFor('the two new records settled', async () => sum(await consumed(h)) === values.length + 2, 30_000);
+  t.same(await consumed(h), { delivered: 4, suppressed: 1, unroutable: 3, unsupported_metric: 2, malformed: 5 }, 'both delivered, not unroutable');
+  t.equal(directory.callsFor(empty), 2, 'the empty answer was not cached');
+  t.equal(directory.callsFor(failing), 2, 'the failed answer was not cached');
+  await waitFor('their notifications', () => channel.raw.length >= 9);
+  t.same(
+    notifications(channel.raw)
+      .filter((n) => n.roomId === 'r2' && n.metric === 'temperature')
+      .map((n) => [n.buildingId, n.domainName])
+      .sort(),
+    [[empty, acme], [failing, acme]].sort(),
+    'each scoped to the domain the directory now answers',
+  );
+
   await waitFor('offsets committed for every settled record', async () => (await consumer.refreshLag()) === 0, 15_000);
   t.equal(await counterValue(h.metrics, 'notification_kafka_consumer_lag_total', { topic }), 0);
-  t.equal(directory.callsFor(routed), 1, 'the routed building was looked up once, then cached');
-  t.equal(directory.callsFor(empty), 1, 'the empty answer was not cached, but its second alert was suppressed before any lookup');
+});
+
+t.test('a suppressed record is never looked up: a failing directory is neither called nor counted', async (t) => {
+  const h = await startHarness(t, { directory });
+  const building = uniqueName('b-down');
+  directory.set(building, { status: 500 });
+  // Another replica armed r1's cooldown; r2's alertId was already seen.
+  await redis.set(`${h.keyPrefix}alert:temperature:temperature:${building}:r1`, '1', 'EX', 300);
+  const seen = uniqueName('alert');
+  await redis.set(`${h.keyPrefix}alert-seen:${seen}`, '1', 'EX', 300);
+  t.equal(await h.breach.handle(Buffer.from(alert(building, 'r1'))), 'suppressed', 'the cooldown was armed');
+  t.equal(await h.breach.handle(Buffer.from(alert(building, 'r2', { alertId: seen }))), 'suppressed', 'the alertId was seen');
+  t.equal(directory.callsFor(building), 0, 'no directory call');
+  const failures = await h.metrics.registry.getSingleMetric('notification_directory_failures_total')?.get();
+  t.same(failures?.values.filter((v) => v.value > 0), [], 'no directory failure counted');
+  t.equal(await redis.exists(`${h.keyPrefix}alert:temperature:temperature:${building}:r2`), 0, 'the duplicate did not arm its cooldown');
+});
+
+t.test('an alertId is delivered once across replicas, even after its cooldown expired', async (t) => {
+  const first = await startHarness(t, { directory });
+  const second = await startHarness(t, { directory, vapid: first.vapid, shared: { db: first.db, channel: first.channel, keyPrefix: first.keyPrefix } });
+  const channel = await channelRecorder(t, first.channel);
+  const building = uniqueName('b');
+  directory.set(building, [uniqueName('acme')]);
+  const cooldownKey = `${first.keyPrefix}alert:temperature:temperature:${building}:r1`;
+  const alertId = uniqueName('alert');
+  const resent = Buffer.from(alert(building, 'r1', { alertId }));
+
+  t.equal(await first.breach.handle(resent), 'delivered');
+  const seenTtl = await redis.ttl(`${first.keyPrefix}alert-seen:${alertId}`);
+  t.ok(seenTtl > 24 * 3600 - 60 && seenTtl <= 24 * 3600, `the alertId is remembered for 24 h (ttl ${seenTtl})`);
+  t.equal(await second.breach.handle(resent), 'suppressed', 'a resend on the other replica, within the cooldown');
+
+  await redis.del(cooldownKey);
+  t.equal(await second.breach.handle(resent), 'suppressed', 'a resend after the cooldown expired is still a duplicate');
+  t.equal(await redis.exists(cooldownKey), 0, 'and it did not arm the cooldown');
+  t.equal(await second.breach.handle(Buffer.from(alert(building, 'r1'))), 'delivered', 'while a new alertId for the same key is delivered: the key was free');
+  t.equal(await first.breach.handle(Buffer.from(alert(building, 'r1'))), 'suppressed', 'and another new alertId within its cooldown is suppressed');
+  t.equal(await redis.exists(cooldownKey), 1);
+
+  const both = async (name: string, labels: Record<string, string>) => (await counterValue(first.metrics, name, labels)) + (await counterValue(second.metrics, name, labels));
+  t.equal(await both('notification_inapp_published_total', { kind: 'alert' }), 2, 'two notifications published: one per delivered alertId');
+  await waitFor('both on the channel', () => channel.raw.length === 2);
+  t.same(await consumed(first, second), { delivered: 2, suppressed: 3, unroutable: 0, unsupported_metric: 0, malformed: 0 }, 'duplicates are counted as suppressed');
 });
 
 t.test('a record that could not be settled is not committed and is read again', async (t) => {

@@ -1,14 +1,15 @@
 /**
  * The composition root as a process: `vapid-keys` prints a usable pair, bad configuration is reported
  * all at once with exit 2, the service starts on the local stack (database from the MONGO_URI path)
- * and consumes its alerts topic end to end, it keeps serving HTTP while Kafka is unreachable, and it
- * stops on SIGTERM with exit 0.
+ * and consumes its alerts topic end to end (looking buildings up with the system identity), it keeps
+ * serving HTTP while Kafka is unreachable, and it stops on SIGTERM with exit 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import t from 'tap';
 import webpush from 'web-push';
+import { decodeClaims } from '../../../shared/claims.js';
 import { parseNotification } from '../../../shared/notification.js';
 import { vapidProblems } from '../../../cloud/notification/push.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
@@ -119,7 +120,7 @@ t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM
   await waitFor('the consumer to run', () => service.logs.some((l) => l.msg === 'alert consumer running'), 30_000);
   const building = uniqueName('b');
   directory.set(building, [acme]);
-  const alert = JSON.stringify({ type: 'airQuality', field: 'co2', buildingId: building, roomId: 'r1', value: 1800, bound: 'maxCo2', threshold: 1200 });
+  const alert = JSON.stringify({ alertId: uniqueName('alert'), type: 'airQuality', field: 'co2', buildingId: building, roomId: 'r1', value: 1800, bound: 'maxCo2', threshold: 1200 });
   const p = await producer(t);
   await p.send({ topic, messages: [{ key: `${building}:r1`, value: alert }, { key: `${building}:r1`, value: alert }] });
   await waitFor('the in-app notification', () => channel.raw.length >= 1, 30_000);
@@ -132,6 +133,11 @@ t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM
   });
   t.match(metrics, /notification_alerts_consumed_total\{outcome="delivered",service="notification"\} 1/);
   t.equal(channel.raw.length, 1, 'the repeat was suppressed');
+  t.same(
+    directory.calls.filter((c) => c.buildingId === building).map((c) => decodeClaims(c.claims)),
+    [{ ok: true, claims: { sub: 'system:notification-service', memberships: [] } }],
+    'the breach path looked the building up once, with the system identity and no memberships',
+  );
 
   service.child.kill('SIGTERM');
   const [code] = await service.exited;

@@ -1,12 +1,14 @@
 /**
  * Web Push delivery against web-push-testing: an expired subscription (410) is deleted by endpoint, a
- * 404 too; other failures are logged and the subscription kept; one bad endpoint never stops the others;
+ * 404 too; other failures, a 403 among them (a VAPID key mismatch), are logged and the subscription
+ * kept; one bad endpoint never stops the others;
  * pushes run with bounded concurrency; without VAPID keys every push fails and is counted.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
 import { closeServer, listen } from '../../../shared/lifecycle.js';
+import { createLogger } from '../../../shared/logger.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { FakeDirectory } from './support/fake-directory.js';
 import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
@@ -40,8 +42,9 @@ async function statusEndpoint(status: number, holdMs = 0) {
   return { base: `http://127.0.0.1:${port}/push/`, stats };
 }
 
-t.test('410, 403 and 404 delete the subscription; other errors keep it; the good device still gets its message', async (t) => {
-  const h = await startHarness(t, { directory });
+t.test('410 and 404 delete the subscription; a 403 and other errors keep it; the good device still gets its message', async (t) => {
+  const logs: string[] = [];
+  const h = await startHarness(t, { directory, logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }) });
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
@@ -80,20 +83,29 @@ t.test('410, 403 and 404 delete the subscription; other errors keep it; the good
   if (parsed.ok) t.match(parsed.notification, { kind: 'manual', title: 'Check-in', message: 'Lobby closed', domainName: acme, buildingId: building });
 
   const left = await h.db.collection(COLLECTIONS.devices).find({ accountName: ana }).toArray();
-  t.same(left.map((d) => d.endpoint).sort(), [endpoints.good, endpoints.otherKey, endpoints.failing, endpoints.closed].sort(), 'the 410, 403 and 404 subscriptions are gone, the rest kept');
+  t.same(
+    left.map((d) => d.endpoint).sort(),
+    [endpoints.good, endpoints.otherKey, endpoints.forbidden, endpoints.failing, endpoints.closed].sort(),
+    'the 410 and 404 subscriptions are gone; the 403 one is kept with the rest',
+  );
   t.equal(await counterValue(h.metrics, 'notification_push_sent_total'), 1);
-  t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 3);
-  t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'rejected' }), 2, 'a VAPID key the push service refuses, and a 503');
+  t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 2);
+  t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'rejected' }), 3, 'a VAPID key the push service refuses, a 403 and a 503');
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'unreachable' }), 1);
   t.equal(missing.stats.calls, 1);
   t.equal(forbidden.stats.calls, 1);
   t.equal(failing.stats.calls, 1);
+  const refused = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.status === 403);
+  t.equal(refused.length, 1, 'the 403 is logged once');
+  t.match(refused[0], { level: 40, msg: 'push failed; subscription kept', reason: 'rejected', pushService: new URL(forbidden.base).origin, detail: /VAPID/ });
+  const line = JSON.stringify(refused[0]);
+  for (const secret of [endpoints.forbidden, keys.p256dh, keys.auth, h.vapid!.privateKey]) t.notOk(line.includes(secret), 'the log line holds no endpoint path, device key or VAPID key');
 
   const again = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
   t.same(again.body, { domains: [acme], inApp: 1, push: 1 });
   t.equal(missing.stats.calls, 1, 'a deleted subscription is not pushed again');
-  t.equal(forbidden.stats.calls, 1, 'nor one the push service refused with 403');
-  t.equal(failing.stats.calls, 2, 'a kept subscription is tried again');
+  t.equal(forbidden.stats.calls, 2, 'one the push service refused with 403 is kept and tried again');
+  t.equal(failing.stats.calls, 2, 'so is one that answered 503');
   t.equal((await push.messages(good.clientHash)).length, 2);
 });
 
