@@ -84,15 +84,14 @@ function firstCharacters(text: string, limit: number): string {
 }
 
 /**
- * Why a message content is refused, or undefined when it is acceptable: 1 to 8000 characters, and not
- * only whitespace.
+ * Why a message content is refused, or undefined when it is acceptable: 1 to 8000 characters, as the
+ * seed says; whitespace counts, so a single space is a message.
  */
 export function contentProblem(content: string): string | undefined {
   const length = characterCount(content);
   if (length < 1 || length > MAX_MESSAGE_LENGTH) {
     return `content: expected 1 to ${MAX_MESSAGE_LENGTH} characters, got ${length}`;
   }
-  if (content.trim() === '') return 'content: expected some text, got only whitespace';
   return undefined;
 }
 
@@ -108,13 +107,16 @@ export function titleProblem(title: string): string | undefined {
 /**
  * The title a first question gives a conversation: whitespace runs folded to one space, trimmed, and at
  * most 120 characters, cut at the last word boundary that fits. A single word longer than the limit is
- * cut at the limit.
+ * cut at the limit. A question of only whitespace gives no title (undefined): the conversation keeps
+ * the one it has.
  *
  * @example
  * titleFromQuestion('  Why is  room 4\nso warm?  '); // 'Why is room 4 so warm?'
+ * titleFromQuestion(' \n '); // undefined
  */
-export function titleFromQuestion(question: string, limit = MAX_TITLE_LENGTH): string {
+export function titleFromQuestion(question: string, limit = MAX_TITLE_LENGTH): string | undefined {
   const folded = question.replace(/\s+/gu, ' ').trim();
+  if (folded === '') return undefined;
   if (characterCount(folded) <= limit) return folded;
   const head = firstCharacters(folded, limit);
   const rest = folded.slice(head.length);

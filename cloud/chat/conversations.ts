@@ -11,10 +11,10 @@ import { CONVERSATION_NOT_FOUND } from './send-message.js';
 import { InvalidCursorError, type ConversationStore } from './store.js';
 import { conversationIdOf, conversationWire, createBodyOf, listQueryOf, renameBodyOf, summaryWire } from './wire.js';
 
-export const LIST_DEFAULT_LIMIT = 100;
+/** Largest page a client may ask for with `?limit=`; without it, the list is whole. */
 export const LIST_MAX_LIMIT = 500;
 
-/** Header carrying the cursor of the next list page, when there is one. */
+/** Header carrying the cursor of the next list page, when a page was asked for and more remain. */
 export const NEXT_CURSOR_HEADER = 'x-next-cursor';
 
 export function conversationsRouter(store: ConversationStore, now: () => Date): Router {
@@ -33,7 +33,7 @@ export function conversationsRouter(store: ConversationStore, now: () => Date): 
   });
 
   router.get('/', async (req, res) => {
-    const query = listQueryOf(req.query as Record<string, unknown>, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT);
+    const query = listQueryOf(req.query as Record<string, unknown>, LIST_MAX_LIMIT);
     try {
       const page = await store.list(callerOf(res).sub, query);
       if (page.next !== undefined) res.set(NEXT_CURSOR_HEADER, page.next);

@@ -155,11 +155,10 @@ export class MongoConversationStore implements ConversationStore {
       const cursor = decodeCursor(query.after);
       filter.$or = [{ updated_at: { $lt: cursor.updatedAt } }, { updated_at: cursor.updatedAt, _id: { $lt: cursor.id } }];
     }
-    const docs = await this.conversations
-      .find(filter, { projection: { messages: 0 } })
-      .sort({ updated_at: -1, _id: -1 })
-      .limit(query.limit + 1)
-      .toArray();
+    // One query on the list index, whole list or page alike; a page reads one more to know if more remain.
+    const found = this.conversations.find(filter, { projection: { messages: 0 } }).sort({ updated_at: -1, _id: -1 });
+    if (query.limit === undefined) return { conversations: (await found.toArray()).map(summaryOf) };
+    const docs = await found.limit(query.limit + 1).toArray();
     const page = docs.slice(0, query.limit);
     const result: ListPage = { conversations: page.map(summaryOf) };
     const last = page[page.length - 1];

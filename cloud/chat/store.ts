@@ -29,19 +29,23 @@ export type AppendOutcome = 'appended' | 'full' | 'missing';
 
 export interface ListPage {
   conversations: ConversationSummary[];
-  /** Opaque cursor of the next page, when there is one. */
+  /** Opaque cursor of the next page, when a limit was asked for and more remain. */
   next?: string;
 }
 
 export interface ListQuery {
-  limit: number;
+  /** Conversations per page; absent, the whole list (from `after` on, when given). */
+  limit?: number;
   /** A cursor from a previous page. */
   after?: string;
 }
 
 export interface ConversationStore {
   create(userId: string, title: string, at: Date): Promise<Conversation>;
-  /** The owner's conversations, newest first by updatedAt, without message bodies. */
+  /**
+   * The owner's conversations, newest first by updatedAt, without message bodies: all of them, or one
+   * page when `query.limit` is set.
+   */
   list(userId: string, query: ListQuery): Promise<ListPage>;
   get(id: string, userId: string): Promise<Conversation | undefined>;
   /**

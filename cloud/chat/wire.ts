@@ -5,6 +5,7 @@
 import { HttpError } from '../../shared/errors.js';
 import { describeValue } from '../../shared/kinds.js';
 import { contentProblem, titleProblem, type ChatMessage, type Conversation, type ConversationSummary } from './conversation.js';
+import type { ListQuery } from './store.js';
 
 /** An id is a 24-hex ObjectId string; anything else can match nothing. Lower-cased for lookups. */
 export function conversationIdOf(raw: unknown): string | undefined {
@@ -52,19 +53,23 @@ export function sendBodyOf(body: unknown): { content: string } {
   return { content: fields.content };
 }
 
-/** List query `?limit=&after=`. */
-export function listQueryOf(query: Record<string, unknown>, defaultLimit: number, maxLimit: number): { limit: number; after?: string } {
+/**
+ * List query `?limit=&after=`, both optional: without `limit` the whole list, with it one page of at
+ * most `limit` conversations.
+ */
+export function listQueryOf(query: Record<string, unknown>, maxLimit: number): ListQuery {
   const { limit: rawLimit, after } = query;
-  let limit = defaultLimit;
+  const list: ListQuery = {};
   if (rawLimit !== undefined) {
     if (typeof rawLimit !== 'string' || !/^\d{1,4}$/.test(rawLimit) || Number(rawLimit) < 1 || Number(rawLimit) > maxLimit) {
       throw new HttpError(400, `limit: expected an integer from 1 to ${maxLimit}, got ${describeValue(rawLimit)}`);
     }
-    limit = Number(rawLimit);
+    list.limit = Number(rawLimit);
   }
-  if (after === undefined) return { limit };
+  if (after === undefined) return list;
   if (typeof after !== 'string' || after === '') throw new HttpError(400, `after: expected a cursor, got ${describeValue(after)}`);
-  return { limit, after };
+  list.after = after;
+  return list;
 }
 
 export interface MessageWire {

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { refusingUrl } from './support/fake-agent.js';
+import { unacceptingUrl } from './support/unaccepting-listener.js';
 import { MongoClient } from 'mongodb';
 import { freshChatDatabase } from './support/mongo.js';
 import { answerOf, createConversation, getConversation, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
@@ -18,6 +19,21 @@ t.test('an agent that refuses connections: 502 JSON, before any stream bytes', a
   t.match(result.headers.get('content-type'), /^application\/json/);
   t.same(result.body, { type: 'Bad Gateway', message: 'agent is unreachable' });
   t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'unreachable' }), 1);
+  t.equal(await metricValue(chat.registry, 'chat_streams_started_total'), 0);
+  await nothingStored(t, chat, conversation.id);
+});
+
+t.test('an agent that accepts no connection in time: 502 JSON at the connect timeout, before any stream bytes', async (t) => {
+  const chat = await startChat(t, { agentUrl: await unacceptingUrl(t), connectTimeoutMs: 200, responseTimeoutMs: 10_000 });
+  const conversation = await createConversation(chat.url, 'ana');
+  const result = await send(chat.url, 'ana', conversation.id, 'anyone there?');
+  t.equal(result.status, 502);
+  t.match(result.headers.get('content-type'), /^application\/json/);
+  // The message is the connect timeout's own; the 10 s response timeout would say 'did not answer'.
+  t.same(result.body, { type: 'Bad Gateway', message: 'agent did not accept the connection in time' });
+  t.same(result.frames, [], 'no stream bytes');
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'timeout' }), 1);
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'unreachable' }), 0);
   t.equal(await metricValue(chat.registry, 'chat_streams_started_total'), 0);
   await nothingStored(t, chat, conversation.id);
 });

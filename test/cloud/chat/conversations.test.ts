@@ -1,5 +1,7 @@
 import t from 'tap';
+import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
+import { freshChatDatabase } from './support/mongo.js';
 import { call, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -93,6 +95,43 @@ t.test('list: newest first by updatedAt, no message bodies, a messageCount', asy
   t.ok(b.id);
 });
 
+t.test('list without limit: the whole list past 100, newest first, no cursor, in one query without message bodies', async (t) => {
+  const { uri } = await freshChatDatabase(t);
+  const client = new MongoClient(uri, { monitorCommands: true });
+  await client.connect();
+  t.teardown(() => client.close());
+  const chat = await startChat(t, { db: client.db() });
+  const start = Date.parse('2025-01-01T00:00:00.000Z');
+  const created: string[] = [];
+  for (let i = 0; i < 130; i++) created.push((await chat.store.create('ana', `C${i}`, new Date(start + i * 1000))).id);
+  await chat.store.create('ben', 'Not ana', new Date(start + 500_000));
+  await fillConversation(chat.db, created[0] ?? '', 2);
+
+  const commands: CommandStartedEvent[] = [];
+  const record = (event: CommandStartedEvent) => commands.push(event);
+  client.on('commandStarted', record);
+  const res = await call(chat.url, 'GET', '/conversations', 'ana');
+  client.off('commandStarted', record);
+  t.equal(res.status, 200);
+  const list = res.body as ConversationWire[];
+  t.equal(list.length, 130, 'every conversation, not the first 100');
+  t.same(list.map((c) => c.id), [...created].reverse(), 'newest first by updatedAt');
+  t.equal(list.at(-1)?.messageCount, 2);
+  t.notOk(list.some((c) => 'messages' in c), 'no message bodies');
+  t.equal(res.headers.get('x-next-cursor'), null, 'no cursor: nothing was cut');
+
+  const queries = commands.filter((c) => c.commandName !== 'getMore');
+  t.same(queries.map((c) => c.commandName), ['find'], "one query (its cursor's getMore aside)");
+  const find = queries[0]?.command ?? {};
+  t.match(find, { find: 'conversations', filter: { user_id: 'ana' }, projection: { messages: 0 } }, 'by owner, messages left out');
+  t.same([...(find.sort as Map<string, number>)], [['updated_at', -1], ['_id', -1]], 'in the order of the list index (user_id, updated_at)');
+  t.notOk('limit' in find, 'no limit');
+
+  const prefixed = await call(chat.url, 'GET', '/chat/conversations', 'ana');
+  t.equal((prefixed.body as ConversationWire[]).length, 130, 'the same under /chat');
+  t.equal(prefixed.headers.get('x-next-cursor'), null);
+});
+
 t.test('list pages with limit and the x-next-cursor header, without gaps or repeats', async (t) => {
   const chat = await startChat(t);
   const created: string[] = [];
@@ -108,6 +147,14 @@ t.test('list pages with limit and the x-next-cursor header, without gaps or repe
     path = `/conversations?limit=3&after=${encodeURIComponent(next)}`;
   }
   t.same(seen, [...created].reverse(), 'every conversation once, newest first');
+  const first = await call(chat.url, 'GET', '/conversations?limit=2', 'ana');
+  const cursor = first.headers.get('x-next-cursor') ?? '';
+  const rest = await call(chat.url, 'GET', `/conversations?after=${encodeURIComponent(cursor)}`, 'ana');
+  t.same((rest.body as ConversationWire[]).map((c) => c.id), [...created].reverse().slice(2), 'after without limit: all the rest');
+  t.equal(rest.headers.get('x-next-cursor'), null);
+  const exact = await call(chat.url, 'GET', '/conversations?limit=7', 'ana');
+  t.equal((exact.body as ConversationWire[]).length, 7);
+  t.equal(exact.headers.get('x-next-cursor'), null, 'no cursor when the page holds the rest');
   t.equal((await call(chat.url, 'GET', '/conversations?limit=0', 'ana')).status, 400);
   t.equal((await call(chat.url, 'GET', '/conversations?limit=501', 'ana')).status, 400);
   t.equal((await call(chat.url, 'GET', '/conversations?limit=abc', 'ana')).status, 400);

@@ -5,9 +5,17 @@ import { once } from 'node:events';
 import { ConfigError } from '../../../shared/env.js';
 import { listen } from '../../../shared/lifecycle.js';
 import { readChatConfig } from '../../../cloud/chat/config.js';
-import { FakeAgent } from './support/fake-agent.js';
-import { claimsOf } from './support/harness.js';
+import { startFakeAgent } from './support/fake-agent.js';
+import { claimsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
+
+const CITATIONS = [{ chunk_id: 'c-7', document_id: 'doc-2', source: 'manuals/boiler.pdf', section_path: ['Start-up'] }];
+
+/** The `done` frame ending a stream; fails the test with what came instead. */
+function doneOf(frame: Frame | undefined): Extract<Frame, { type: 'done' }> {
+  if (frame?.type !== 'done') throw new Error(`expected a done frame, got ${JSON.stringify(frame)}`);
+  return frame;
+}
 
 t.test('config: defaults, and every problem reported at once', async (t) => {
   const config = readChatConfig({ MONGO_URI: 'mongodb://127.0.0.1:57017/chat' });
@@ -35,9 +43,8 @@ async function freePort(): Promise<number> {
 }
 
 t.test('npm run chat: serves with its env, answers a send end to end, stops cleanly on SIGTERM', async (t) => {
+  const agent = await startFakeAgent(t);
   const { uri } = await freshChatDatabase(t);
-  const agent = await new FakeAgent().start();
-  t.teardown(() => agent.stop());
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
     env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, HISTORY_MAX_MESSAGES: '4', LOG_LEVEL: 'warn' },
@@ -59,13 +66,23 @@ t.test('npm run chat: serves with its env, answers a send end to end, stops clea
 
   const created = await fetch(`${base}/chat/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
   const { id } = (await created.json()) as { id: string };
-  agent.expect({ tokens: ['hello'] });
-  const sent = await fetch(`${base}/chat/conversations/${id}/messages`, {
-    method: 'POST',
-    headers: { 'x-gateway-claims': claimsOf('ana'), 'content-type': 'application/json' },
-    body: JSON.stringify({ content: 'hi' }),
-  });
-  t.match(await sent.text(), /"type":"done"/);
+  agent.expect({ tokens: ['Hel', 'lo'], citations: CITATIONS });
+  const sent = await send(base, 'ana', id, 'hi', '/chat');
+  t.equal(sent.status, 200);
+  t.match(sent.headers.get('content-type'), /^text\/event-stream/);
+  t.same(sent.frames.map((f) => f.id), ['1', '2', '3'], 'increasing ids');
+  t.same(
+    sent.frames.slice(0, 2).map((f) => f.frame),
+    [
+      { type: 'token', text: 'Hel' },
+      { type: 'token', text: 'lo' },
+    ],
+  );
+  const done = doneOf(terminalOf(sent));
+  t.match(done.message, { id: /^[0-9a-f]{24}$/, role: 'assistant', content: 'Hello' });
+  t.same(done.message.citations, CITATIONS, 'citations as the agent gave them');
+  t.equal(new Date(done.message.createdAt).toISOString(), done.message.createdAt);
+  t.same((await getConversation(base, 'ana', id)).messages?.[1], done.message, 'done carries the stored message');
 
   child.kill('SIGTERM');
   const [code] = (await once(child, 'exit')) as [number | null];
@@ -73,9 +90,8 @@ t.test('npm run chat: serves with its env, answers a send end to end, stops clea
 });
 
 t.test('SIGTERM while an answer streams: the answer finishes, is stored, then the process exits 0', async (t) => {
+  const agent = await startFakeAgent(t);
   const { uri, db } = await freshChatDatabase(t);
-  const agent = await new FakeAgent().start();
-  t.teardown(() => agent.stop());
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
     env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, LOG_LEVEL: 'warn' },
@@ -94,13 +110,10 @@ t.test('SIGTERM while an answer streams: the answer finishes, is stored, then th
   const { id } = (await created.json()) as { id: string };
   let release!: () => void;
   agent.expect({ tokens: ['before ', 'after'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
-  const sent = await fetch(`${base}/conversations/${id}/messages`, {
-    method: 'POST',
-    headers: { 'x-gateway-claims': claimsOf('ana'), 'content-type': 'application/json' },
-    body: JSON.stringify({ content: 'finish me' }),
-  });
-  const body = sent.text();
-  for (let i = 0; i < 300 && agent.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const stream = await openSend(base, 'ana', id, { content: 'finish me' });
+  if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status} ${JSON.stringify(stream.body)}`);
+  await stream.until(() => stream.frames.length === 1);
+  t.same(stream.frames[0], { id: '1', frame: { type: 'token', text: 'before ' } }, 'the answer is streaming');
   child.kill('SIGTERM');
   const exited = once(child, 'exit') as Promise<[number | null]>;
   // Shutdown has begun once new connections are refused; only then does the agent finish.
@@ -111,11 +124,19 @@ t.test('SIGTERM while an answer streams: the answer finishes, is stored, then th
   }
   t.ok(refusing, 'the server stopped taking new requests');
   release();
-  t.match(await body, /"type":"done"/, 'the browser still got its answer');
+  await stream.ended;
+  t.same(stream.frames[1], { id: '2', frame: { type: 'token', text: 'after' } }, 'the rest of the answer after SIGTERM');
+  t.equal(stream.frames.length, 3);
+  const done = doneOf(terminalOf(stream));
+  t.equal(stream.frames[2]?.id, '3');
+  t.match(done.message, { id: /^[0-9a-f]{24}$/, role: 'assistant', content: 'before after' }, 'the browser still got its answer');
+  t.notOk('citations' in done.message, 'no citations when the agent gave none');
   const [code] = await exited;
   t.equal(code, 0);
   const stored = await db.collection('conversations').findOne({});
-  t.same((stored?.messages as Array<{ content: string }>).map((m) => m.content), ['finish me', 'before after']);
+  const messages = stored?.messages as Array<{ id: string; content: string }>;
+  t.same(messages.map((m) => m.content), ['finish me', 'before after']);
+  t.equal(messages[1]?.id, done.message.id, 'done carries the stored message');
 });
 
 t.test('npm run chat with a bad environment exits 2 naming every problem', async (t) => {

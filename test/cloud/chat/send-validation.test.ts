@@ -33,6 +33,41 @@ t.test('characters are counted as a reader counts them: 8000 emoji fit, 8001 do 
   t.equal(terminalOf(fits)?.type, 'done');
 });
 
+t.test('whitespace is content: a single space and a whitespace-only question are asked, streamed and stored', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['Ask ', 'away.'], citations: [] }, { tokens: ['Still here.'] });
+  const blank = await send(chat.url, 'ana', conversation.id, ' \n\t ');
+  t.equal(blank.status, 200);
+  t.same(
+    blank.frames.slice(0, 2).map((f) => f.frame),
+    [
+      { type: 'token', text: 'Ask ' },
+      { type: 'token', text: 'away.' },
+    ],
+  );
+  const done = terminalOf(blank);
+  t.match(done, { type: 'done', message: { role: 'assistant', content: 'Ask away.', citations: [] } });
+  const space = await send(chat.url, 'ana', conversation.id, ' ');
+  t.equal(terminalOf(space)?.type, 'done', 'a single space is 1 character');
+  t.same(
+    chat.agent.calls.map((c) => (c.body as { question: string }).question),
+    [' \n\t ', ' '],
+    'the agent got the questions exactly as typed',
+  );
+
+  const stored = await getConversation(chat.url, 'ana', conversation.id);
+  t.same(stored.messages?.map((m) => [m.role, m.content]), [
+    ['user', ' \n\t '],
+    ['assistant', 'Ask away.'],
+    ['user', ' '],
+    ['assistant', 'Still here.'],
+  ]);
+  t.equal(done?.type === 'done' && done.message.id, stored.messages?.[1]?.id, 'done carries the stored answer');
+  t.equal(stored.title, 'New chat', 'a blank first question leaves the default title, not an empty one');
+  t.equal(await metricValue(chat.registry, 'chat_sends_rejected_total', { reason: 'invalid' }), 0);
+});
+
 t.test('other bad bodies are 400 with a message naming the problem, and nothing is stored', async (t) => {
   const chat = await startChat(t);
   const conversation = await createConversation(chat.url, 'ana');
@@ -40,7 +75,6 @@ t.test('other bad bodies are 400 with a message naming the problem, and nothing 
     [{}, /content: expected a string, got nothing/],
     [{ content: 12 }, /content: expected a string, got 12/],
     [{ content: ['hi'] }, /content: expected a string, got an array/],
-    [{ content: ' \n\t ' }, /content: expected some text, got only whitespace/],
     [{ content: 'hi', role: 'assistant' }, /role: unknown field/],
     [[{ content: 'hi' }], /body: expected a JSON object, got an array/],
     ['"just a string"', /request body is not valid JSON/],
@@ -53,7 +87,7 @@ t.test('other bad bodies are 400 with a message naming the problem, and nothing 
   }
   t.equal((await getConversation(chat.url, 'ana', conversation.id)).messages?.length, 0);
   t.equal(chat.agent.calls.length, 0);
-  t.equal(await metricValue(chat.registry, 'chat_sends_rejected_total', { reason: 'invalid' }), 6, 'malformed JSON never reaches the handler');
+  t.equal(await metricValue(chat.registry, 'chat_sends_rejected_total', { reason: 'invalid' }), 5, 'malformed JSON never reaches the handler');
 });
 
 t.test('a body over 1 MiB is 413', async (t) => {

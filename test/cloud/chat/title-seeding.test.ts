@@ -7,7 +7,7 @@ t.test('titleFromQuestion: folded, trimmed, at most 120 characters, cut on a wor
   t.equal(titleFromQuestion('short'), 'short');
 
   const words = 'Which air handling unit serves the third floor east wing and why does it keep tripping every Monday morning after the weekend setback ends';
-  const title = titleFromQuestion(words);
+  const title = titleFromQuestion(words) ?? '';
   t.ok(characterCount(title) <= MAX_TITLE_LENGTH, `${characterCount(title)} characters`);
   t.ok(words.startsWith(title), 'a prefix of the question');
   t.equal(words[title.length], ' ', 'cut where a word ends');
@@ -18,6 +18,8 @@ t.test('titleFromQuestion: folded, trimmed, at most 120 characters, cut on a wor
   t.equal(titleFromQuestion('x'.repeat(300)), 'x'.repeat(120), 'one endless word is cut at 120');
   t.equal(titleFromQuestion(`${'🌡️'.repeat(10)} ${'é'.repeat(200)}`), '🌡️'.repeat(10), 'never splits a character');
   t.equal(titleFromQuestion(`${'word '.repeat(23)}abcdefghij`), 'word '.repeat(23).trim(), 'no trailing space');
+  t.equal(titleFromQuestion(' \n\t  '), undefined, 'only whitespace gives no title, not an empty one');
+  t.equal(titleFromQuestion(''), undefined);
 });
 
 t.test('the first question seeds a default title, trimmed and cut to fit', async (t) => {

@@ -101,6 +101,12 @@ export class FakeAgent {
     return this.scripts.length;
   }
 
+  /** Throws when the fake got a call nobody scripted, or a script was never asked for. */
+  verify(): void {
+    if (this.unexpected.length > 0) throw new Error(`the fake agent got unexpected calls: ${this.unexpected.join(' | ')}`);
+    if (this.pending > 0) throw new Error(`${this.pending} scripted agent answers were never asked for`);
+  }
+
   async start(): Promise<this> {
     this.port = await listen(this.server, 0, '127.0.0.1');
     return this;
@@ -192,9 +198,15 @@ export class FakeAgent {
   }
 }
 
-/** A started fake agent, stopped at teardown. */
+/**
+ * A started fake agent, stopped at teardown and then verified (see {@link FakeAgent.verify}). Start it
+ * before anything else the test cleans up: tap runs teardowns last-registered first, so a failed
+ * verification then skips no other cleanup.
+ */
 export async function startFakeAgent(t: { teardown(fn: () => unknown): void }): Promise<FakeAgent> {
-  const agent = await new FakeAgent().start();
+  const agent = new FakeAgent();
+  t.teardown(() => agent.verify());
+  await agent.start();
   t.teardown(() => agent.stop());
   return agent;
 }

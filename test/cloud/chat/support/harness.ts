@@ -34,6 +34,7 @@ export interface StartOptions {
   historyMaxMessages?: number;
   heartbeatMs?: number;
   agentUrl?: string;
+  connectTimeoutMs?: number;
   idleTimeoutMs?: number;
   responseTimeoutMs?: number;
   lock?: Partial<ConversationLockOptions>;
@@ -50,10 +51,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   // Registered first, so it runs last (tap runs teardowns last-registered first): a failure here must
   // not skip the cleanups. A fake that fails loudly: a call nobody scripted, or a script nobody called.
   const agent = new FakeAgent();
-  t.teardown(() => {
-    if (agent.unexpected.length > 0) throw new Error(`the fake agent got unexpected calls: ${agent.unexpected.join(' | ')}`);
-    if (agent.pending > 0) throw new Error(`${agent.pending} scripted agent answers were never asked for`);
-  });
+  t.teardown(() => agent.verify());
   const db = options.db ?? (await freshChatDatabase(t)).db;
   // One teardown, run in reverse order of start and before the database's own (tap runs teardowns
   // last-registered first): running answers drain before anything they use closes.
@@ -68,7 +66,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   cleanups.push(() => store.stop());
   const httpAgent = new HttpAgent({
     baseUrl: options.agentUrl ?? agent.url,
-    connectTimeoutMs: 1_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 1_000,
     responseTimeoutMs: options.responseTimeoutMs ?? 5_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 10_000,
   });
