@@ -71,7 +71,7 @@ t.test('switches each metric on where temperature is on, never overwriting a sto
   });
 });
 
-t.test('two replicas starting at once: one migrates, the other skips, no entry is lost or doubled', async (t) => {
+t.test('two replicas starting at once: one migrates, the other waits for it, no entry is lost or doubled', async (t) => {
   const { db, uri } = await freshMongo(t);
   const accounts = Array.from({ length: 30 }, () => uniqueName('acct'));
   for (const account of accounts) await legacy(db, account, 'acme', [on('temperature')]);
@@ -81,7 +81,7 @@ t.test('two replicas starting at once: one migrates, the other skips, no entry i
   t.equal(ran.length, 1, `one replica ran the migration (${JSON.stringify([first, second])})`);
   t.same(ran[0]?.metrics, { peopleCount: 30, airQuality: 30 });
   const other = ran[0] === first ? second : first;
-  for (const metric of ['peopleCount', 'airQuality']) t.ok(['held', 'done'].includes(String(other.metrics[metric])), `the other replica skipped ${metric}`);
+  t.same(other.metrics, { peopleCount: 'done', airQuality: 'done' }, 'the other replica waited for the first to finish');
   for (const account of accounts) {
     const prefs = (await preferencesOf(db, account)) as Array<{ notificationType: string }>;
     if (prefs.length !== 3) t.fail(`${account}: ${JSON.stringify(prefs)}`);
@@ -97,7 +97,7 @@ t.test('a lock left by a replica that stopped mid-way is taken over after its le
   const markers = db.collection<{ _id: string; state: string; owner?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
   await markers.insertOne({ _id: markerId('peopleCount'), state: 'done' });
   await markers.insertOne({ _id: MIGRATION_LOCK_ID, state: 'running', owner: 'gone', claimedAt: new Date(Date.now() - 60_000) });
-  const held = await migrateAlertableMetrics(store, logger, { leaseMs: 10 * 60_000 });
+  const held = await migrateAlertableMetrics(store, logger, { leaseMs: 10 * 60_000, waitMs: 0 });
   t.equal(held.metrics.airQuality, 'held', 'within the lease the other replica is trusted to finish');
   t.same(await preferencesOf(db, 'a'), [on('temperature'), on('peopleCount')]);
   const taken = await migrateAlertableMetrics(store, logger, { leaseMs: 30_000 });
@@ -106,4 +106,27 @@ t.test('a lock left by a replica that stopped mid-way is taken over after its le
   t.equal(taken.metrics.peopleCount, 'done', 'a finished metric is not run again');
   t.equal((await markers.findOne({ _id: markerId('airQuality') }))?.state, 'done');
   t.equal(await markers.countDocuments({ _id: MIGRATION_LOCK_ID }), 0, 'the lock is released');
+});
+
+t.test('a replica finding the lock held serves only once the holder has finished', async (t) => {
+  const { db } = await freshMongo(t);
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  await store.start();
+  await legacy(db, 'a', 'acme', [on('temperature')]);
+  const markers = db.collection<{ _id: string; state: string; owner?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
+  await markers.insertOne({ _id: MIGRATION_LOCK_ID, state: 'running', owner: 'other-replica', claimedAt: new Date() });
+  let holderFinished = false;
+  const waiting = migrateAlertableMetrics(store, logger, { pollMs: 20 }).then((report) => ({ report, holderFinished }));
+  // The holder takes its time, then records both markers and releases the lock.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  holderFinished = true;
+  await markers.insertMany([
+    { _id: markerId('peopleCount'), state: 'done' },
+    { _id: markerId('airQuality'), state: 'done' },
+  ]);
+  await markers.deleteOne({ _id: MIGRATION_LOCK_ID });
+  const { report, holderFinished: finishedFirst } = await waiting;
+  t.ok(finishedFirst, 'the waiting replica went on only after the holder finished');
+  t.same(report.metrics, { peopleCount: 'done', airQuality: 'done' });
+  t.same(await preferencesOf(db, 'a'), [on('temperature')], 'and it ran nothing itself: the holder owned the update');
 });
