@@ -105,6 +105,9 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
       const decision = await decideSubscription(directory, identity, buildingId);
       if (!socket.connected) return;
       if (!decision.subscribed) {
+        // A refusal leaves the socket outside the room, even one it joined earlier: the building may have
+        // changed tenant since, and the ack must not say "not subscribed" while readings still arrive.
+        await socket.leave(buildingRoom(buildingId));
         refuse(ack, buildingId, decision.reason, decision.detail);
         return;
       }

@@ -1,10 +1,11 @@
 import t from 'tap';
 import { startFakeDirectory } from '../../support/fake-directory.js';
-import { claimsOf, connectClient, metric, notification, publisher, scrapeMetrics, startRelay, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
+import { capturedLogger, claimsOf, connectClient, metric, notification, publisher, scrapeMetrics, startRelay, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
 
 t.test('notifications: scoped to the domain room, or broadcast without domainName; anything else is skipped and counted', async (t) => {
   const directory = await startFakeDirectory(t);
-  const relay = await startRelay(t, { directory });
+  const { logger, lines } = capturedLogger();
+  const relay = await startRelay(t, { directory, logger });
   const redis = publisher(t);
   const acme = uniqueName('acme');
   const globex = uniqueName('globex');
@@ -43,6 +44,13 @@ t.test('notifications: scoped to the domain room, or broadcast without domainNam
   t.equal(series.get('notifications_relayed_total{scope="domain"}'), 1);
   t.equal(series.get('notifications_relayed_total{scope="broadcast"}'), 2);
   t.equal(series.get('relay_messages_skipped_total{channel="notifications"}'), payloads.length - 2);
+  const skipped = lines.filter((l) => l.msg === 'broker message skipped');
+  t.equal(skipped.length, payloads.length - 2, 'each skipped message is logged');
+  t.ok(
+    skipped.every((l) => l.level === 40 && l.channel === relay.channels.notifications && typeof l.reason === 'string' && l.reason !== ''),
+    'as a warning naming the channel and why',
+  );
+  t.match(skipped[0], { reason: 'domain: not a field of the notification schema' }, 'a renamed domain field is named as the reason');
   t.equal(series.get('relay_messages_skipped_total{channel="telemetry"}'), 0);
   const bytes = [...payloads, JSON.stringify(fence)].reduce((sum, p) => sum + Buffer.byteLength(p), 0);
   t.equal(series.get('relay_payload_bytes_total{channel="notifications"}'), bytes, 'every payload byte counted before fan-out');
@@ -52,7 +60,8 @@ t.test('notifications: scoped to the domain room, or broadcast without domainNam
 
 t.test('telemetry goes to building:{tail of the channel} only; non-JSON and non-object payloads are skipped', async (t) => {
   const directory = await startFakeDirectory(t);
-  const relay = await startRelay(t, { directory });
+  const { logger, lines } = capturedLogger();
+  const relay = await startRelay(t, { directory, logger });
   const redis = publisher(t);
   const acme = uniqueName('acme');
   const b1 = uniqueName('b1');
@@ -87,6 +96,11 @@ t.test('telemetry goes to building:{tail of the channel} only; non-JSON and non-
   const series = await scrapeMetrics(relay.url);
   t.equal(series.get('telemetry_relayed_total'), 2);
   t.equal(series.get('relay_messages_skipped_total{channel="telemetry"}'), 4);
+  t.same(
+    lines.filter((l) => l.msg === 'broker message skipped').map((l) => l.reason),
+    ['payload is not valid JSON', 'payload is not a JSON object', 'payload is not a JSON object', 'channel does not end in a valid building id'],
+    'each skipped reading is logged with why',
+  );
   const bytes = published.reduce((sum, [, p]) => sum + Buffer.byteLength(p), 0);
   t.equal(series.get('relay_payload_bytes_total{channel="telemetry"}'), bytes);
   t.equal(await metric(relay.url, 'notifications_relayed_total{scope="domain"}'), 1);

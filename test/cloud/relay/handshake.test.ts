@@ -2,6 +2,7 @@ import t from 'tap';
 import { request } from 'undici';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import {
+  capturedLogger,
   claimsOf,
   connectClient,
   FRONTEND_ORIGIN,
@@ -11,6 +12,7 @@ import {
   rejectionOf,
   scrapeMetrics,
   startRelay,
+  subscribe,
   uniqueName,
   waitFor,
 } from './support/relay-harness.js';
@@ -63,6 +65,31 @@ t.test('a missing or malformed claims header is refused with unauthorized and co
     t.equal(await metric(url, 'socket_connections_rejected_total'), expected, `${label} is counted`);
   }
   t.equal(await metric(url, 'socket_connected_clients'), 0, 'no rejected socket is counted as connected');
+});
+
+t.test('no claims header reaches a log line, accepted or refused', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { logger, lines } = capturedLogger('debug');
+  const { url } = await startRelay(t, { directory, logger, maxLifetimeMs: 500 });
+  const accepted = claimsOf({ sub: uniqueName('ana'), accountName: 'ana@acme.test', domains: [uniqueName('acme')] });
+  const refused = Buffer.from(JSON.stringify({ accountName: 'eve@acme.test', memberships: [] })).toString('base64');
+  t.equal(await rejectionOf(t, url, refused), 'unauthorized');
+  const ana = await connectClient(t, url, accepted);
+  const forbidden = uniqueName('b-forbidden');
+  const failing = uniqueName('b-500');
+  directory.set(forbidden, [uniqueName('globex')]);
+  directory.set(failing, { status: 500 });
+  t.match(await subscribe(ana, forbidden), { reason: 'forbidden' });
+  t.match(await subscribe(ana, failing), { reason: 'lookup_failed' });
+  await new Promise<void>((resolve) => ana.socket.once('disconnect', () => resolve()));
+  await waitFor(() => lines.some((l) => l.msg === 'socket reached its maximum lifetime'), 'the expiry log line');
+
+  t.match(lines.find((l) => l.msg === 'handshake rejected'), { reason: 'sub missing or not a string' }, 'a refusal logs why');
+  t.equal(lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith('subscription refused')).length, 2, 'both refusals are logged');
+  const text = JSON.stringify(lines);
+  t.notOk(text.includes(accepted), 'the accepted header is not logged');
+  t.notOk(text.includes(refused), 'the refused header is not logged');
+  t.same(directory.unexpected, []);
 });
 
 t.test('an accepted socket joins one room per membership, and the gauge follows connects and disconnects', async (t) => {

@@ -1,10 +1,9 @@
 import t from 'tap';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { createLogger } from '../../../shared/logger.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import { ownRedis, type OwnRedis } from './support/own-redis.js';
-import { claimsOf, connectClient, notification, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
+import { capturedLogger, claimsOf, connectClient, notification, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
 
 /** A publisher that reconnects by itself, for a broker that comes and goes. */
 function resilientPublisher(t: Teardown, redis: OwnRedis): Redis {
@@ -67,20 +66,20 @@ t.test('the subscriber survives a Redis crash mid-stream: /health stays 200, and
 t.test('a Redis that is down at start is retried until it comes up', async (t) => {
   const redis = await ownRedis(t);
   const directory = await startFakeDirectory(t);
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger('relay', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+  const { logger, lines } = capturedLogger();
   const relay = await startRelay(t, { directory, redisUrl: redis.url, waitForBroker: false, logger });
   t.equal(await healthStatus(relay.url), 200, '/health answers while the broker was never reached');
   const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));
-  // Let a few attempts fail before the server exists.
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  // Let two attempts fail before the server exists: the loop keeps retrying, not just once.
+  const retried = () => lines.filter((l) => l.msg === 'broker subscription lost; retrying');
+  await waitFor(() => retried().length >= 2, 'two failed attempts');
   await redis.start();
   await relay.broker.subscribed();
   const publisher = resilientPublisher(t, redis);
   await deliveredAgain(ana, publisher, relay.channels.notifications, 'first');
   t.pass('delivered once Redis came up');
-  const retries = lines.filter((l) => l.msg === 'broker subscription lost; retrying');
-  t.ok(retries.length >= 1, 'each failed attempt is logged');
+  const retries = retried();
+  t.ok(retries.length >= 2, 'each failed attempt is logged');
   t.ok(retries.every((l) => l.retryInMs === 1000 && typeof l.error === 'string'), 'with the 1 s wait and a safe error description');
   t.same(
     retries.map((l) => l.attempt),
@@ -114,8 +113,7 @@ t.test('a broker that stops answering without closing is detected by the heartbe
   const redis = await ownRedis(t);
   await redis.start();
   const directory = await startFakeDirectory(t);
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger('relay', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+  const { logger, lines } = capturedLogger();
   const relay = await startRelay(t, { directory, redisUrl: redis.url, logger, heartbeatMs: 200, setupTimeoutMs: 500 });
   const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));
   const publisher = resilientPublisher(t, redis);

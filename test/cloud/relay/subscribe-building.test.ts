@@ -189,3 +189,29 @@ t.test('the building domains are cached for 60 s per building (injectable clock)
   t.equal(directory.callsFor(b), 2);
   t.equal(directory.calls.filter((c) => c.buildingId === b)[1]?.claims, header);
 });
+
+t.test('a refused subscribe_building leaves the building room: the ack says "not in the room" and no reading follows', async (t) => {
+  const { directory, relay, acme, ana, readingsAfter } = await setup(t);
+  const moved = uniqueName('b-moved');
+  const flaky = uniqueName('b-flaky');
+  const fence = uniqueName('b-fence');
+  directory.set(moved, [acme]);
+  directory.set(flaky, [acme]);
+  directory.set(fence, [acme]);
+  t.same(await subscribe(ana, moved), { subscribed: true, buildingId: moved });
+  t.same(await subscribe(ana, flaky), { subscribed: true, buildingId: flaky });
+  t.same(await subscribe(ana, fence), { subscribed: true, buildingId: fence });
+  t.same(await readingsAfter(ana, [moved, flaky], fence), [moved, flaky, fence]);
+
+  // The building changed tenant; once the cached answer expires, asking again must not keep the old room.
+  relay.advance(60_000);
+  directory.set(moved, [uniqueName('new-owner')]);
+  directory.set(flaky, { status: 500 });
+  t.same(await subscribe(ana, moved), { subscribed: false, buildingId: moved, reason: 'forbidden' });
+  t.same(await subscribe(ana, flaky), { subscribed: false, buildingId: flaky, reason: 'lookup_failed' });
+  t.same(await readingsAfter(ana, [moved, flaky], fence), [fence], 'no reading of a building whose subscription was refused');
+  t.equal((await relay.relay.io.in(`building:${moved}`).fetchSockets()).length, 0);
+  t.equal(await metric(relay.url, FORBIDDEN), 1);
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 1);
+  t.ok(ana.socket.connected, 'a refusal never drops the socket');
+});

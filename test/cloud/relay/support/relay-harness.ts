@@ -9,7 +9,7 @@ import { io as connect, type Socket as ClientSocket } from 'socket.io-client';
 import { request } from 'undici';
 import { encodeClaims, type MembershipClaim } from '../../../../shared/claims.js';
 import { createBuildingDirectory } from '../../../../shared/directory.js';
-import { silentLogger, type Logger } from '../../../../shared/logger.js';
+import { createLogger, silentLogger, type Logger } from '../../../../shared/logger.js';
 import { createRegistry } from '../../../../shared/prom.js';
 import type { Clock } from '../../../../shared/ttl-cache.js';
 import { createRelay, type Relay } from '../../../../cloud/relay/app.js';
@@ -84,6 +84,13 @@ export async function startRelay(t: Teardown, options: RelayHarnessOptions): Pro
       now += ms;
     },
   };
+}
+
+/** A real (redacting) relay logger whose JSON lines are kept, so tests can read what reached the log. */
+export function capturedLogger(level = 'info'): { logger: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger('relay', { level, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+  return { logger, lines };
 }
 
 /** A publisher on Redis, quit at teardown. */
