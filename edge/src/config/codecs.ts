@@ -64,6 +64,34 @@ export function closed<R extends t.Props, O extends t.Props>(name: string, requi
   );
 }
 
+/**
+ * A map whose keys must pass `key`. io-ts's own `t.record` drops a key its domain refuses without a word,
+ * so a zone id like `lobby/east` would vanish from the config; here it is an error with its path.
+ */
+export function mapOf<V>(name: string, key: t.Type<string, string, unknown>, value: t.Type<V, V, unknown>) {
+  return new t.Type<Record<string, V>, Record<string, V>, unknown>(
+    name,
+    (u): u is Record<string, V> => isRecord(u) && Object.entries(u).every(([k, v]) => key.is(k) && value.is(v)),
+    (input, context) => {
+      if (!isRecord(input)) return t.failure(input, context);
+      const errors: t.ValidationError[] = [];
+      const out: Record<string, V> = {};
+      for (const [k, v] of Object.entries(input)) {
+        if (!key.is(k)) {
+          const at = pathOf(context);
+          errors.push({ value: undefined, context, message: `${at === '(root)' ? '' : `${at}.`}${k === '' ? '""' : k}: not accepted as a key; expected ${key.name}` });
+          continue;
+        }
+        const result = value.validate(v, t.appendContext(context, k, value, v));
+        if (result._tag === 'Left') errors.push(...result.left);
+        else out[k] = result.right;
+      }
+      return errors.length > 0 ? t.failures(errors) : t.success(out);
+    },
+    t.identity,
+  );
+}
+
 /** `codec`, where an empty YAML value (null) stands for `{}`. */
 export function emptyAllowed<A>(codec: t.Type<A, A, unknown>) {
   return new t.Type<A, A, unknown>(codec.name, codec.is, (u, c) => codec.validate(u === null ? {} : u, c), t.identity);
@@ -84,7 +112,25 @@ export const PositiveInt = kind('a positive integer', t.number, (n) => Number.is
 export const NonNegativeNumber = kind('a number of dB, 0 or more', t.number, (n) => Number.isFinite(n) && n >= 0);
 export const PositiveFactor = kind('a positive number (devices per person, e.g. 1.5)', t.number, (n) => Number.isFinite(n) && n > 0);
 export const Port = kind('a port number (1-65535)', t.number, (n) => Number.isInteger(n) && n >= 1 && n <= 65535);
+export const NonEmptyText = kind('a non-empty string', t.string, (s) => s.trim().length > 0);
 export const FilePath = kind('a file path', t.string, (s) => s.trim().length > 0 && !s.includes('\0'));
+
+/**
+ * The path of a file holding a secret. A value with a line break is a secret pasted in place of its path
+ * (a PEM key, usually): it is refused without being echoed, since error lines reach the journal.
+ */
+export const SecretFilePath = new t.Type<string, string, unknown>(
+  'a file path',
+  (u): u is string => FilePath.is(u) && !/[\r\n]/.test(u),
+  (u, c) => {
+    if (FilePath.is(u) && !/[\r\n]/.test(u)) return t.success(u);
+    if (typeof u === 'string' && /[\r\n]/.test(u)) {
+      return t.failure(u, c, `${pathOf(c)}: expected a path to the file holding the secret, got a multi-line value (the secret itself?); it is not shown. Put it in a file (mode 600) and give that file's path`);
+    }
+    return FilePath.validate(u, c);
+  },
+  t.identity,
+);
 
 const HOST_LABEL = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 /** A DNS name or an IPv4/IPv6 address. */

@@ -322,6 +322,8 @@ function checkAccessPoint(
       if (typeof snmp.user !== 'string' || snmp.user === '') errors.push(`${at}.snmp.user: required for SNMP v3`);
       if (snmp.authKeyFile === undefined) errors.push(`${at}.snmp.authKeyFile: required for SNMP v3 (authNoPriv or authPriv)`);
       if (snmp.communityFile !== undefined) errors.push(`${at}.snmp.communityFile: not used with SNMP v3; remove it`);
+      // without the key the session would quietly run authNoPriv, not the privacy the file asks for
+      if (snmp.privProtocol !== undefined && snmp.privKeyFile === undefined) errors.push(`${at}.snmp.privKeyFile: required when privProtocol is set (authPriv); or remove privProtocol`);
     }
     if (version === '2c') {
       for (const key of ['user', 'authKeyFile', 'privKeyFile', 'authProtocol', 'privProtocol']) {
@@ -337,7 +339,8 @@ function checkAccessPoint(
 
 /** A secret file must be a readable, non-empty regular file; one others can read is a warning. */
 function checkSecretFile(value: unknown, at: string, baseDir: string, errors: string[], warnings: string[]): void {
-  if (typeof value !== 'string' || value.trim() === '') return;
+  // an empty or multi-line value is reported by the codec, without echoing it
+  if (typeof value !== 'string' || value.trim() === '' || /[\r\n]/.test(value)) return;
   const path = resolve(baseDir, value);
   try {
     const stat = statSync(path);

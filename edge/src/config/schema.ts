@@ -13,11 +13,14 @@ import {
   HttpUrl,
   ListenAddress,
   LogLevel,
+  mapOf,
+  NonEmptyText,
   NonNegativeNumber,
   Port,
   PositiveFactor,
   PositiveInt,
   PositiveSeconds,
+  SecretFilePath,
   SnmpVersion,
 } from './codecs.js';
 
@@ -28,12 +31,12 @@ const Snmp = closed(
   { version: SnmpVersion },
   {
     port: Port,
-    communityFile: FilePath,
+    communityFile: SecretFilePath,
     user: t.string,
     authProtocol: t.keyof({ sha: null, md5: null }, 'one of sha, md5'),
-    authKeyFile: FilePath,
+    authKeyFile: SecretFilePath,
     privProtocol: t.keyof({ aes: null, des: null }, 'one of aes, des'),
-    privKeyFile: FilePath,
+    privKeyFile: SecretFilePath,
   },
   {
     community: inline('communityFile'),
@@ -46,7 +49,7 @@ const Snmp = closed(
 
 const Ssh = closed(
   'the ssh settings (an object)',
-  { username: t.string, privateKeyFile: FilePath },
+  { username: NonEmptyText, privateKeyFile: SecretFilePath },
   { port: Port, hostKeySha256: HostKeySha256, interface: t.string },
   { password: 'password login is not supported; use key authentication with privateKeyFile', privateKey: inline('privateKeyFile') },
 );
@@ -81,7 +84,7 @@ const Tracker = closed(
 
 const Ingest = closed(
   'the ingest settings (an object)',
-  { url: HttpUrl, secretFile: FilePath },
+  { url: HttpUrl, secretFile: SecretFilePath },
   { keyId: ExportedName, timeoutS: PositiveSeconds },
   { secret: inline('secretFile'), signingSecret: inline('secretFile') },
 );
@@ -100,7 +103,7 @@ export const EdgeConfigFile = closed(
     buildingId: ExportedName,
     pollIntervalS: PositiveSeconds,
     requestTimeoutS: PositiveSeconds,
-    zones: t.record(ExportedName, Zone, 'a map from zone id to its settings'),
+    zones: mapOf('a map from zone id to its settings', ExportedName, Zone),
     accessPoints: t.array(AccessPointConfig, 'a list of access points'),
   },
   {

@@ -25,7 +25,11 @@ export class DeviceKeyError extends Error {
  * const key = loadOrCreateDeviceKey('/var/lib/lintel-edge/device.key');
  */
 export function loadOrCreateDeviceKey(path: string, onWarning: (message: string) => void = () => {}): Buffer {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new DeviceKeyError(`cannot create the directory of the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
   let created = false;
   try {
     const fd = openSync(path, 'wx', 0o600);

@@ -6,6 +6,7 @@ import t from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
+import { doctor } from '../../../edge/src/commands/doctor.js';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { freePort, runCli, writeBuildingConfig } from './building-config.js';
@@ -64,6 +65,24 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     t.match(stdout, new RegExp(`FAIL ap        ${ssh.name} .*: reachable ✓ {2}authenticated ✗`));
     t.match(stdout, /FAIL ingest .*: reachable ✓ {2}signature refused ✗ \(check ingest.secretFile and ingest.keyId\)/);
     t.match(stdout, /result: 3 problems/);
+  });
+
+  t.test('a gateway clock off from the ingest, or not set at all: exit 1, the clock named', async (t) => {
+    const sub = join(dir, 'clock');
+    mkdirSync(sub, { recursive: true });
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3 });
+    const run = async (clock: () => number) => {
+      const out: string[] = [];
+      const code = await doctor({ config, clock }, { out: (s) => void out.push(s), err: (s) => void out.push(s) });
+      return { code, stdout: out.join('') };
+    };
+    const ahead = await run(() => Date.now() + 2 * 3_600_000);
+    t.equal(ahead.code, 1);
+    t.match(ahead.stdout, /^FAIL clock {5}\d{4}-.*, ingest clock differs by (7199|720\d) s \(more than 60 s: check NTP\)$/m);
+    t.match(ahead.stdout, /result: 1 problem\n$/, 'the clock is the only problem');
+    const unset = await run(() => Date.UTC(1970, 0, 1, 0, 5));
+    t.equal(unset.code, 1);
+    t.match(unset.stdout, /^FAIL clock {5}the gateway's clock says 1970-01-01T00:05:00\.000Z; set the time \(NTP\) before counting$/m);
   });
 
   t.test('an unreachable ingest and an invalid config', async (t) => {

@@ -46,8 +46,8 @@ t.test('run polls every AP, posts signed batches, serves metrics and stops on SI
   t.same(await health.body.json(), { status: 'ok' });
 
   child.process.kill('SIGTERM');
-  const code = await Promise.race([child.exited, new Promise<string>((r) => setTimeout(() => r('timeout'), 15_000))]);
-  t.equal(code, 0, 'exits 0 on SIGTERM');
+  // a stop that hangs is ended by the collector's own deadline with exit 1, so 0 means it stopped cleanly
+  t.equal(await child.exited, 0, 'exits 0 on SIGTERM');
 
   const logs = child.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   t.ok(logs.some((l) => l.msg === 'collector started'));

@@ -265,3 +265,52 @@ t.test('a missing config file is one clear error', async (t) => {
   t.notOk(result.ok);
   if (!result.ok) t.same(result.errors, ['/nonexistent/lintel.yaml: cannot read the config file (ENOENT)']);
 });
+
+t.test('a zone id that cannot be sent as a roomId is an error, not silently dropped', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const text = minimal().replace('zones:\n  lobby:\n', 'zones:\n  lobby:\n  "3c:22:fb:01:02:03":\n  "east/wing": { devicesPerPerson: 2 }\n');
+  const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok, 'the config is refused');
+  if (result.ok) return;
+  t.match(result.errors, [/^zones\.3c:22:fb:01:02:03: not accepted as a key; expected a name .* does not look like a MAC, UUID or hash$/, /^zones\.east\/wing: not accepted as a key/]);
+  t.equal(result.errors.length, 2);
+});
+
+t.test('a secret pasted where its file path belongs is refused without being echoed', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const pem = '-----BEGIN OPENSSH PRIVATE KEY-----\n  b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n  -----END OPENSSH PRIVATE KEY-----';
+  const text = `${minimal()}
+  - name: owrt
+    zone: lobby
+    dialect: openwrt-iw
+    transport: ssh
+    host: 10.0.0.6
+    ssh:
+      username: root
+      privateKeyFile: |
+        ${pem.replaceAll('\n  ', '\n        ')}
+ingest: { url: "http://127.0.0.1:9/ingest", secretFile: "hunter2\\nsigning" }
+`;
+  const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  t.ok(result.errors.includes("accessPoints[1].ssh.privateKeyFile: expected a path to the file holding the secret, got a multi-line value (the secret itself?); it is not shown. Put it in a file (mode 600) and give that file's path"));
+  t.ok(result.errors.some((e) => /^ingest\.secretFile: expected a path to the file holding the secret, got a multi-line value/.test(e)));
+  const all = result.errors.join('\n');
+  t.notOk(all.includes('b3BlbnNzaC1rZXkt'), 'the key is not echoed');
+  t.notOk(all.includes('hunter2'), 'the signing secret is not echoed');
+});
+
+t.test('SNMPv3 privProtocol without privKeyFile, and an empty SSH username, are refused at start', async (t) => {
+  const dir = secrets(t, { community: 'public', auth: 'auth-pass', key: 'k' });
+  const text = minimal()
+    .replace('snmp: { version: 2c, communityFile: community }', 'snmp: { version: 3, user: lintel, authKeyFile: auth, privProtocol: aes }')
+    .concat('  - { name: owrt, zone: lobby, dialect: openwrt-iw, transport: ssh, host: 10.0.0.6, ssh: { username: "", privateKeyFile: key } }\n');
+  const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  t.same(result.errors.sort(), [
+    'accessPoints[0].snmp.privKeyFile: required when privProtocol is set (authPriv); or remove privProtocol',
+    'accessPoints[1].ssh.username: expected a non-empty string, got ""',
+  ]);
+});

@@ -158,6 +158,32 @@ t.test('an unreachable ingest is logged and dropped; the ledger still has the ba
   t.ok(lines.some((l) => l.includes('ingest unreachable; batch dropped')));
 });
 
+t.test('a rejected batch is logged and dropped, never raised; the next tick posts its own batch, not a retry', async (t) => {
+  const ingest = await startVerifyingIngest(t, { default: 'k' });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
+  t.teardown(() => poster.close());
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
+  const { daemon, ledger, lines } = setup(t, poller, { poster });
+  ingest.behave('fail-500');
+  const rejected = await daemon.tick();
+  t.equal(rejected.batch.delivery, 'rejected');
+  t.equal(rejected.batch.reason, '500 internal error');
+  const warn = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'ingest rejected the batch; dropped, the next tick supersedes it');
+  t.match(warn, { level: 40, status: 500, reason: 'internal error', ledgerSeq: rejected.batch.seq });
+
+  ingest.behave('verify');
+  const next = await daemon.tick();
+  t.equal(next.batch.delivery, 'accepted');
+  t.equal(ingest.received.length, 2, 'one post per tick: the dropped batch is not sent again');
+  const posted = ingest.received.map((r) => (JSON.parse(r.raw.toString()) as { batchId: string }).batchId);
+  t.same(posted, [rejected.batch.batchId, next.batch.batchId]);
+  t.same(
+    [...ledger.entries()].map((e) => e.delivery),
+    ['rejected', 'accepted'],
+    'the ledger records both, with how each went',
+  );
+});
+
 t.test('a batch that cannot be recorded in the ledger is not sent', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'k' });
   const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
@@ -198,8 +224,8 @@ t.test('start() ticks on the interval until stop()', async (t) => {
   const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
   const { daemon, reports } = setup(t, poller);
   await daemon.start();
-  const deadline = Date.now() + 5000;
-  while (reports.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  // no wall-clock deadline: the test's own timeout bounds the wait
+  while (reports.length < 3) await new Promise((r) => setTimeout(r, 20));
   await daemon.stop();
   const after = poller.calls;
   t.ok(after >= 3, `ticked ${after} times`);

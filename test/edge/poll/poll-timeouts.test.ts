@@ -6,7 +6,7 @@ import t from 'tap';
 import { createSocket } from 'node:dgram';
 import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { checkAccessPoint, createPoller } from '../../../edge/src/poll/poller.js';
-import type { SnmpSession } from '../../../edge/src/poll/snmp/session.js';
+import { openNetSnmpSession, type SnmpSession } from '../../../edge/src/poll/snmp/session.js';
 import type { AccessPoint, SnmpTarget } from '../../../edge/src/poll/types.js';
 import { recording, startSnmpd, type RunningSnmpd } from '../../support/peers/snmpd.js';
 
@@ -45,6 +45,36 @@ t.test('an address that never answers times out alone; the others answer in the 
   );
   t.match(results[0], { reason: 'timeout', error: /^no complete answer within 600 ms/ });
   t.ok(datagrams >= 1, 'the silent AP was asked');
+});
+
+t.test('every AP of a tick is polled at once: all sessions open before any walk ends', async (t) => {
+  // the real net-snmp sessions to the real snmpd, with each open and each finished walk noted in order
+  const events: string[] = [];
+  const poller = createPoller({
+    dialects,
+    openSnmp: (target, options) => {
+      const session = openNetSnmpSession(target, options);
+      events.push('open');
+      return {
+        walk: async (oid, maxRepetitions) => {
+          try {
+            return await session.walk(oid, maxRepetitions);
+          } finally {
+            events.push('walked');
+          }
+        },
+        close: () => session.close(),
+      };
+    },
+  });
+  t.teardown(() => poller.close());
+  const aps: AccessPoint[] = ['ap-1', 'ap-2', 'ap-3'].map((name) => ({ name, zone: 'a', dialect: 'mikrotik', target: snmp(snmpd.port) }));
+  const results = await poller.pollAll(aps, 3000);
+  t.same(results.map((r) => r.ok), [true, true, true]);
+  const opens = events.flatMap((e, i) => (e.startsWith('open') ? [i] : []));
+  const firstWalked = events.findIndex((e) => e.startsWith('walked'));
+  t.equal(opens.length, 3, 'one session per AP');
+  t.ok(firstWalked > Math.max(...opens), `no AP waits for another: ${events.join(', ')}`);
 });
 
 t.test('a session still walking at the deadline is closed', async (t) => {

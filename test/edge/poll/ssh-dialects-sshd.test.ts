@@ -149,9 +149,7 @@ t.test('an address that accepts TCP but never speaks SSH: timeout, and the socke
   const [result] = await poller.pollAll([ap('mute', 'unifi', { port })], 400);
   t.match(result, { ap: 'mute', ok: false, reason: 'timeout' });
   t.equal(sockets.length, 1, 'the poller connected once');
-  await Promise.race([
-    Promise.all(closed),
-    new Promise((_, reject) => setTimeout(() => reject(new Error('socket still open 2 s after the timeout')), 2000)),
-  ]);
-  t.pass('the poller closed its socket');
+  // the poller's side is destroyed when the poll settles; the test's own timeout bounds a socket left open
+  await Promise.all(closed);
+  t.equal(sockets.filter((socket) => !socket.destroyed).length, 0, 'the poller closed its socket');
 });
