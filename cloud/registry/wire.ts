@@ -5,7 +5,7 @@
  */
 import * as t from 'io-ts';
 import { HttpError } from '../../shared/errors.js';
-import { decode, NonEmptyString } from '../../shared/kinds.js';
+import { decode } from '../../shared/kinds.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
 
@@ -21,21 +21,25 @@ function oneOf<const V extends readonly string[]>(values: V): t.Type<V[number], 
 
 const MAX_TEXT = 256;
 const MAX_DETAIL = 4096;
-const Text = new t.Type<string, string, unknown>(
-  `a string of at most ${MAX_TEXT} characters`,
-  (u): u is string => typeof u === 'string' && u.length <= MAX_TEXT,
-  (u, c) => (typeof u === 'string' && u.length <= MAX_TEXT ? t.success(u) : t.failure(u, c)),
-  t.identity,
-);
+
+/** A string codec; every stored string refuses NUL, which a PostgreSQL text column cannot hold. */
+function storedString(description: string, accept: (s: string) => boolean): t.Type<string, string, unknown> {
+  const is = (u: unknown): u is string => typeof u === 'string' && !u.includes('\u0000') && accept(u);
+  return new t.Type<string, string, unknown>(`${description}, without NUL (\\u0000)`, is, (u, c) => (is(u) ? t.success(u) : t.failure(u, c)), t.identity);
+}
+
+const Name = storedString(`a non-empty string of at most ${MAX_TEXT} characters`, (s) => s.trim().length > 0 && s.length <= MAX_TEXT);
+const Text = storedString(`a string of at most ${MAX_TEXT} characters`, (s) => s.length <= MAX_TEXT);
+const DetailText = storedString(`a string of at most ${MAX_DETAIL} characters`, (s) => s.length <= MAX_DETAIL);
 const Detail = new t.Type<string | null, string | null, unknown>(
-  `a string of at most ${MAX_DETAIL} characters, or null`,
-  (u): u is string | null => u === null || (typeof u === 'string' && u.length <= MAX_DETAIL),
-  (u, c) => (u === null || (typeof u === 'string' && u.length <= MAX_DETAIL) ? t.success(u) : t.failure(u, c)),
+  `${DetailText.name}; or null`,
+  (u): u is string | null => u === null || DetailText.is(u),
+  (u, c) => (u === null || DetailText.is(u) ? t.success(u) : t.failure(u, c)),
   t.identity,
 );
 
 export const SignupBody = t.intersection([
-  t.type({ Name: NonEmptyString, Tier: oneOf(TIERS) }),
+  t.type({ Name, Tier: oneOf(TIERS) }),
   t.partial({ DisplayName: Text, IdentityMode: oneOf(IDENTITY_MODES), Issuer: Text }),
 ]);
 const SIGNUP_KEYS = ['Name', 'DisplayName', 'Tier', 'IdentityMode', 'Issuer'] as const;

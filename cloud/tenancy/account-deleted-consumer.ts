@@ -185,11 +185,14 @@ export class AccountDeletedConsumer {
       } catch (err) {
         if (this.stopping) return;
         if (/NOGROUP/.test((err as Error).message ?? '')) {
-          // The stream or group was deleted (or Redis restarted empty): create it again.
+          // The stream or group was deleted (or Redis restarted empty): create it again. Redis answered,
+          // so this is no outage; marking one would also silence the warning of the next real outage.
           this.groupReady = false;
           this.ownPendingDrained = false;
+          this.logger.info('account-deleted consumer: consumer group missing; creating it again');
+        } else {
+          this.noteRedisDown(err as Error);
         }
-        this.noteRedisDown(err as Error);
         await this.pause(this.options.retryDelayMs);
       }
     }

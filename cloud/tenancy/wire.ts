@@ -3,7 +3,7 @@
  * reported with its path) and the camelCase JSON it answers with (CONTRACTS.md, Tenancy).
  */
 import * as t from 'io-ts';
-import { decode, NonEmptyString } from '../../shared/kinds.js';
+import { decode } from '../../shared/kinds.js';
 import { HttpError } from '../../shared/errors.js';
 import { isKnownRole, ROLE_WEIGHTS } from '../../shared/roles.js';
 import type { Domain, InviteCode, ListedDomain, Membership } from './model.js';
@@ -35,6 +35,14 @@ export function isDomainName(value: string): boolean {
   return DOMAIN_NAME.test(value);
 }
 
+/**
+ * Free text that is stored: non-blank, at most 256 characters, and without NUL, which a PostgreSQL
+ * text column cannot hold (it would otherwise surface as a 500 instead of naming the field).
+ */
+export const Text = describedString(
+  'a non-empty string of at most 256 characters, without NUL (\\u0000)',
+  (s) => s.trim().length > 0 && s.length <= 256 && !s.includes('\u0000'),
+);
 export const DomainName = describedString('a domain name: 1 to 63 of [a-z0-9-], not starting with "-"', isDomainName);
 export const AccountId = describedString('an account id (uuid)', isUuid);
 export const Role = describedString(`a role (${Object.keys(ROLE_WEIGHTS).join(', ')})`, isKnownRole);
@@ -49,17 +57,17 @@ export const LifetimeHours = new t.Type<number, number, unknown>(
 );
 
 export const CreateDomainBody = t.intersection([
-  t.type({ name: DomainName, displayName: NonEmptyString }),
+  t.type({ name: DomainName, displayName: Text }),
   t.partial({ joinPolicy: JoinPolicy, isPublic: t.boolean }),
 ]);
 export const InviteBody = t.type({ accountId: AccountId, role: Role });
 export const InviteCodeBody = t.intersection([t.type({ role: Role }), t.partial({ expiresInHours: LifetimeHours })]);
 export const ProvisionBody = t.intersection([
   t.type({ accountId: AccountId, domainName: DomainName, role: Role }),
-  t.partial({ externalId: NonEmptyString, joinedVia: JoinedVia }),
+  t.partial({ externalId: Text, joinedVia: JoinedVia }),
 ]);
 export const InternalDomainBody = t.intersection([
-  t.type({ name: DomainName, displayName: NonEmptyString }),
+  t.type({ name: DomainName, displayName: Text }),
   t.partial({ parentName: DomainName, joinPolicy: JoinPolicy, isPublic: t.boolean, adminAccountId: AccountId }),
 ]);
 

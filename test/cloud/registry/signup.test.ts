@@ -48,6 +48,10 @@ t.test('an invalid tier, a missing Name, unknown fields and bad issuers are 400 
     [{ Name: 'a', Tier: 'pooled', Issuer: 'not a url' }, /Issuer: expected an http\(s\) URL/],
     [{ Name: 'a', Tier: 'pooled', Status: 'ready' }, /Status: not a field of this request/],
     [{ Name: 'a', Tier: 'pooled', DisplayName: 42 }, /DisplayName: expected a string/],
+    // PostgreSQL text cannot hold NUL: each stored field refuses it by name instead of failing as a 500.
+    [{ Name: 'a\u0000b', Tier: 'pooled' }, /^Name: expected a non-empty string of at most 256 characters, without NUL/],
+    [{ Name: 'a', Tier: 'pooled', DisplayName: 'Acme\u0000' }, /^DisplayName: expected a string of at most 256 characters, without NUL/],
+    [{ Name: 'a', Tier: 'pooled', Issuer: 'https://idp.test/\u0000' }, /^Issuer: expected a string of at most 256 characters, without NUL/],
     [[], /request body: expected a JSON object/],
     ['"acme"', /not valid JSON/],
     ['{"Name": "a", ', /not valid JSON/],
@@ -57,6 +61,9 @@ t.test('an invalid tier, a missing Name, unknown fields and bad issuers are 400 
     t.equal(r.status, 400, JSON.stringify(body));
     t.match(r.json, { type: 'Validation Error', message }, JSON.stringify(body));
   }
+  const tooBig = await app.signup(JSON.stringify({ Name: 'big', Tier: 'pooled', DisplayName: 'x'.repeat(1_100_000) }));
+  t.equal(tooBig.status, 413, 'a body over 1 MiB');
+  t.match(tooBig.json, { type: 'Payload Too Large' });
   t.equal(await app.rowCount(), 0, 'nothing written');
 });
 

@@ -6,7 +6,7 @@ import { createLogger, silentLogger } from '../../../shared/logger.js';
 import { AccountDeletedConsumer, type AccountDeletedConsumerOptions } from '../../../cloud/tenancy/account-deleted-consumer.js';
 import { PgTenancyStore } from '../../../cloud/tenancy/pg-store.js';
 import { createDomain, migratedPool, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
-import { eventually, stackRedisUrl } from './support/redis.js';
+import { eventually, stackRedisUrl, startPrivateRedis } from './support/redis.js';
 import { uniqueName } from '../../support/stack.js';
 
 const STALLING_CONSUMER = fileURLToPath(new URL('./fixtures/stalling-consumer.ts', import.meta.url));
@@ -188,11 +188,67 @@ for (const [title, restartAs, idleMs] of [
   });
 }
 
-t.test('stop ends a blocked read promptly and leaves nothing running', async (t) => {
-  const fixture = streamFixture(t);
-  const consumer = new AccountDeletedConsumer({ redisUrl: stackRedisUrl(), stream: fixture.stream, group: fixture.group, removeAccount: async () => undefined, logger: silentLogger() });
+/** The connections a private redis-server holds: `flags` and `cmd` of each, from CLIENT LIST. */
+async function clientsOf(redis: Redis): Promise<{ flags: string; cmd: string }[]> {
+  const list = (await redis.client('LIST')) as string;
+  return list
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const fields = Object.fromEntries(line.split(' ').map((pair) => pair.split('=', 2) as [string, string]));
+      return { flags: fields.flags ?? '', cmd: fields.cmd ?? '' };
+    });
+}
+
+t.test('by default: account.deleted, group tenancy, 32 per read blocking 5 s, XAUTOCLAIM after 60 s, dead letters to account.deleted.dead', async (t) => {
+  const redis = await startPrivateRedis(t);
+  const observer = new Redis(redis.url);
+  const monitor = await observer.monitor();
+  t.teardown(() => {
+    monitor.disconnect();
+    observer.disconnect();
+  });
+  const commands: string[][] = [];
+  monitor.on('monitor', (_time: string, args: unknown[]) => commands.push(args.map((arg, i) => (i === 0 ? String(arg).toLowerCase() : String(arg)))));
+
+  // An entry this consumer already read 5 times before a restart: its own pending list is drained at
+  // start, that read is the 6th delivery, so it goes straight to the dead letters.
+  const setup = new Redis(redis.url);
+  t.teardown(() => setup.disconnect());
+  await setup.xgroup('CREATE', 'account.deleted', 'tenancy', '0', 'MKSTREAM');
+  const poisonId = (await setup.xadd('account.deleted', '*', 'accountId', newAccount())) as string;
+  await setup.xreadgroup('GROUP', 'tenancy', 'c1', 'COUNT', 1, 'STREAMS', 'account.deleted', '>');
+  for (let i = 0; i < 4; i++) await setup.xreadgroup('GROUP', 'tenancy', 'c1', 'COUNT', 1, 'STREAMS', 'account.deleted', '0');
+
+  const attempts: string[] = [];
+  const consumer = consumerFor(t, { redisUrl: redis.url, consumer: 'c1', removeAccount: async (id) => void attempts.push(id), logger: silentLogger() });
   await consumer.start();
-  await eventually(async () => (await fixture.redis.exists(fixture.stream)) === 1, 'group created');
+  const isBlockingRead = (args: string[]) => args[0] === 'xreadgroup' && args.includes('BLOCK');
+  await eventually(() => commands.some(isBlockingRead), 'a blocking read');
+  t.same(commands.find(isBlockingRead), ['xreadgroup', 'GROUP', 'tenancy', 'c1', 'COUNT', '32', 'BLOCK', '5000', 'STREAMS', 'account.deleted', '>']);
+  t.same(await setup.xlen('account.deleted.dead'), 1, 'the sixth delivery was dead-lettered');
+  const [[, fields] = ['', []]] = (await setup.xrange('account.deleted.dead', '-', '+')) as [string, string[]][];
+  t.match(Object.fromEntries(fields.flatMap((v, i, all) => (i % 2 === 0 ? [[v, all[i + 1]]] : []))), { sourceStream: 'account.deleted', sourceId: poisonId, deliveries: '6' });
+  t.same(attempts, [], 'without a sixth attempt');
+
+  await consumer.reclaim();
+  const isReclaim = (args: string[]) => args[0] === 'xautoclaim';
+  await eventually(() => commands.some(isReclaim), 'a reclaim');
+  t.same(commands.find(isReclaim), ['xautoclaim', 'account.deleted', 'tenancy', 'c1', '60000', '0-0', 'COUNT', '32']);
+});
+
+t.test('stop ends a blocked read and closes every connection; a stopped consumer takes nothing more', async (t) => {
+  const redis = await startPrivateRedis(t);
+  const observer = new Redis(redis.url);
+  t.teardown(() => observer.disconnect());
+  const taken: string[] = [];
+  const consumer = new AccountDeletedConsumer({ redisUrl: redis.url, removeAccount: async (id) => void taken.push(id), logger: silentLogger() });
+  await consumer.start();
+  await eventually(async () => (await clientsOf(observer)).some((c) => c.cmd === 'xreadgroup' && c.flags.includes('b')), 'the consumer blocked in XREADGROUP');
   await consumer.stop();
-  t.pass('stopped while blocked in XREADGROUP BLOCK 5000');
+  // Only the observer's own connection is left once the server has seen the others close.
+  await eventually(async () => (await clientsOf(observer)).length === 1, 'every consumer connection closed');
+  await observer.xadd('account.deleted', '*', 'accountId', newAccount());
+  t.same(await observer.xpending('account.deleted', 'tenancy'), [0, null, null, null], 'the entry published after stop was read by nobody');
+  t.same(taken, []);
 });

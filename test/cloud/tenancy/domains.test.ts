@@ -51,6 +51,11 @@ t.test('bad bodies are 400 naming every problem', async (t) => {
   t.match(notObject.json, { message: 'request body: expected a JSON object' });
   const tooBig = await app.call('POST', '/domains', { as: { sub: ana }, body: JSON.stringify({ name: 'big', displayName: 'x'.repeat(1_100_000) }) });
   t.equal(tooBig.status, 413);
+  // PostgreSQL text cannot hold NUL: it must be refused by name, not reach the database as a 500.
+  const nul = await app.call('POST', '/domains', { as: { sub: ana }, body: { name: 'nul', displayName: 'Acme\u0000Corp' } });
+  t.equal(nul.status, 400, 'a NUL character in displayName');
+  t.match(nul.json, { type: 'Validation Error', message: /^displayName: expected a non-empty string of at most 256 characters, without NUL/ });
+  t.equal(await app.store.findDomain('nul'), undefined, 'nothing stored');
 });
 
 t.test('end-user routes answer 401 without valid claims, and a system subject cannot create domains', async (t) => {
@@ -194,4 +199,15 @@ t.test('subdomains: direct children only; creating one needs CanManageDomain on 
   t.equal((await app.call('GET', '/domains/ghost/subdomains', { as: { sub: ana } })).status, 404);
   t.equal((await app.call('GET', '/domains/NOT_A_NAME/subdomains', { as: { sub: ana } })).status, 404);
   t.same((await app.call('GET', '/domains/west/subdomains', { as: { sub: ana } })).json, [], 'a leaf has no children');
+
+  const firstPage = await app.call('GET', '/domains/root/subdomains?limit=1', { as: { sub: ana } });
+  t.same((firstPage.json as { name: string }[]).map((d) => d.name), ['east']);
+  t.equal(firstPage.headers.link, '</domains/root/subdomains?after=east&limit=1>; rel="next"', 'children page by keyset too');
+  const nextPage = await app.call('GET', '/domains/root/subdomains?after=east&limit=1', { as: { sub: ana } });
+  t.same((nextPage.json as { name: string }[]).map((d) => d.name), ['north']);
+  for (const query of ['limit=0', 'after=BAD']) {
+    const bad = await app.call('GET', `/domains/root/subdomains?${query}`, { as: { sub: ana } });
+    t.equal(bad.status, 400, `subdomains ?${query}`);
+    t.match(bad.json, { type: 'Validation Error' });
+  }
 });

@@ -167,6 +167,7 @@ t.test('POST /internal/provision is idempotent: retries answer the same and stor
     JSON.stringify({ accountId: newAccount(), domainName: 'acme', role: 'root' }),
     JSON.stringify({ accountId: newAccount(), domainName: 'acme', role: 'member', joinedVia: 'magic' }),
     JSON.stringify({ accountId: newAccount(), domainName: 'acme', role: 'member', extra: 1 }),
+    JSON.stringify({ accountId: newAccount(), domainName: 'acme', role: 'member', externalId: 'idp\u000042' }),
   ]) {
     const r = await app.signed('POST', '/internal/provision', bad);
     t.equal(r.status, 400, `body ${JSON.stringify(bad)}`);
@@ -202,7 +203,13 @@ t.test('POST /internal/domains is idempotent; a different domain under the same 
   t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'orphan', displayName: 'O', parentName: 'ghost' }))).status, 404);
   const orphan = await app.pool.query("SELECT count(*)::int AS n FROM domains WHERE name = 'orphan'");
   t.equal(orphan.rows[0].n, 0);
-  for (const bad of [{ name: 'Bad Name', displayName: 'x' }, { displayName: 'x' }, { name: 'ok', displayName: 'x', adminAccountId: 'bob' }, { name: 'ok', displayName: 'x', parentName: '-x' }]) {
+  for (const bad of [
+    { name: 'Bad Name', displayName: 'x' },
+    { displayName: 'x' },
+    { name: 'ok', displayName: 'x', adminAccountId: 'bob' },
+    { name: 'ok', displayName: 'x', parentName: '-x' },
+    { name: 'ok', displayName: 'nul\u0000' },
+  ]) {
     t.equal((await app.signed('POST', '/internal/domains', JSON.stringify(bad))).status, 400, JSON.stringify(bad));
   }
 });

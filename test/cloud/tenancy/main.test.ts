@@ -86,3 +86,30 @@ t.test('starts with Redis unreachable, migrates, serves, accepts the previous ke
   t.match(run.stdout(), /"msg":"account-deleted consumer started"/);
   t.notMatch(run.stdout() + run.stderr(), /new-secret|old-secret/, 'secrets never logged');
 });
+
+t.test('without REDIS_URL the account-deleted consumer never starts, and every route is served', async (t) => {
+  const port = await freePort();
+  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'only-secret', ADDR: `127.0.0.1:${port}` });
+  const base = `http://127.0.0.1:${port}`;
+  await eventually(async () => {
+    try {
+      return (await request(`${base}/health`)).statusCode === 200;
+    } catch {
+      return false;
+    }
+  }, 'tenancy listening', 30_000);
+  const owner = '5d0c0000-0000-4000-8000-0000000000bb';
+  const created = await request(`${base}/domains`, {
+    method: 'POST',
+    headers: { 'x-gateway-claims': encodeClaims({ sub: owner }), 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'acme', displayName: 'Acme' }),
+  });
+  t.equal(created.statusCode, 201);
+  await created.body.dump();
+  const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'only-secret') } });
+  t.match(await login.body.json(), [{ domainName: 'acme', role: 'business_admin' }]);
+  run.signal('SIGTERM');
+  t.equal(await run.code, 0, 'clean exit on SIGTERM');
+  t.match(run.stdout(), /"msg":"REDIS_URL not set; account-deleted consumer not started"/);
+  t.notMatch(run.stdout(), /"msg":"account-deleted consumer started"/);
+});

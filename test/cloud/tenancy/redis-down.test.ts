@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import t, { type Test } from 'tap';
-import { silentLogger } from '../../../shared/logger.js';
+import { createLogger, silentLogger } from '../../../shared/logger.js';
 import { AccountDeletedConsumer } from '../../../cloud/tenancy/account-deleted-consumer.js';
 import { createDomain, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
 import { eventually, freePort, startPrivateRedis } from './support/redis.js';
@@ -40,7 +40,9 @@ t.test('when Redis dies the routes keep working, and the consumer resumes when i
   const app = await startTenancy(t);
   const owner = newAccount();
   await createDomain(app, owner, { name: 'acme' });
-  const consumer = new AccountDeletedConsumer({ redisUrl: redis.url, removeAccount: (id) => app.store.removeAccount(id), logger: silentLogger(), retryDelayMs: 50 });
+  const lines: { msg?: string }[] = [];
+  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  const consumer = new AccountDeletedConsumer({ redisUrl: redis.url, removeAccount: (id) => app.store.removeAccount(id), logger, retryDelayMs: 50 });
   t.teardown(() => consumer.stop());
   await consumer.start();
   const publisher = new Redis(redis.url, { maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(50 * n, 500) });
@@ -70,4 +72,11 @@ t.test('when Redis dies the routes keep working, and the consumer resumes when i
   }, 'publish after restart');
   await eventually(async () => (await members(second)) === 0, 'consumer resumed after redis came back');
   await routesWork(t, app, 'redis back');
+
+  // The group the restarted server lacked is not an outage: it must not silence the next real one.
+  const beforeSecondOutage = lines.length;
+  await redis.kill();
+  const outageLogged = () => lines.slice(beforeSecondOutage).some((line) => line.msg === 'account-deleted consumer: redis unavailable; retrying');
+  await eventually(outageLogged, 'the second outage logged');
+  t.ok(outageLogged(), 'a second outage is logged too');
 });

@@ -71,12 +71,21 @@ async function answer(response: Awaited<ReturnType<typeof request>>): Promise<An
   return { status: response.statusCode, headers: response.headers, text, json };
 }
 
-export async function startTenancy(t: Teardown, options: { keys?: string[]; logger?: Logger; pool?: pg.Pool; databaseUrl?: string } = {}): Promise<TenancyUnderTest> {
+export interface StartTenancyOptions {
+  keys?: string[];
+  logger?: Logger;
+  pool?: pg.Pool;
+  databaseUrl?: string;
+  /** The app's clock (invite code expiry); the real one when absent. */
+  clock?: () => Date;
+}
+
+export async function startTenancy(t: Teardown, options: StartTenancyOptions = {}): Promise<TenancyUnderTest> {
   const { pool, databaseUrl } = options.pool && options.databaseUrl ? { pool: options.pool, databaseUrl: options.databaseUrl } : await migratedPool(t);
   const keys = options.keys ?? [`secret-${randomUUID()}`];
   const secret = keys[0] ?? '';
   const store = new PgTenancyStore(pool);
-  const app = createTenancyApp({ store, keys, logger: options.logger ?? silentLogger() });
+  const app = createTenancyApp({ store, keys, logger: options.logger ?? silentLogger(), clock: options.clock });
   const { url } = await serve(t, app);
 
   const call = async (method: string, path: string, opts: CallOptions = {}): Promise<Answer> => {
