@@ -5,13 +5,15 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
 
-/** A string with at least one non-blank character, at most 256 characters long. */
+/** A string with at least one non-blank character, at most 256 characters long, and no NUL. */
 export interface NonEmptyStringBrand {
   readonly NonEmptyString: unique symbol;
 }
 export const NonEmptyString = t.brand(
   t.string,
-  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= 256,
+  // NUL is refused: PostgreSQL text and jsonb (FerretDB included) cannot hold it, so a string that
+  // passed here would fail only when stored.
+  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= 256 && !s.includes('\u0000'),
   'NonEmptyString',
 );
 export type NonEmptyString = t.TypeOf<typeof NonEmptyString>;
@@ -40,7 +42,7 @@ export type KindName = keyof typeof kinds;
 
 /** What the reporter says a kind expects, in words a reader acts on. */
 const expectations: Record<string, string> = {
-  NonEmptyString: 'a non-empty string of at most 256 characters',
+  NonEmptyString: 'a non-empty string of at most 256 characters, without NUL (\\u0000)',
   Finite: 'a finite number',
   NonNegativeInt: 'a non-negative integer',
   string: 'a string',
@@ -89,7 +91,7 @@ function renderPath(context: t.Context, root: string): string {
  *
  * @example
  * formatErrors(codec.decode({ accessPoints: [{ host: '' }] }).left)
- * // ['accessPoints[0].host: expected a non-empty string of at most 256 characters, got ""']
+ * // ['accessPoints[0].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000), got ""']
  */
 export function formatErrors(errors: t.Errors, root = ''): string[] {
   const lines = new Set<string>();

@@ -83,17 +83,22 @@ function firstCharacters(text: string, limit: number): string {
   return Array.from(text).slice(0, limit).join('');
 }
 
+/** NUL cannot be stored (the store's PostgreSQL jsonb refuses it), so it is refused before anything runs. */
+const NUL_PROBLEM = (field: string) => `${field}: NUL (\\u0000) cannot be stored`;
+
 /**
  * Why a message content is refused, or undefined when it is acceptable: 1 to 8000 characters, as the
- * seed says; whitespace counts, so a single space is a message.
+ * seed says; whitespace counts, so a single space is a message. NUL is refused: it cannot be stored.
  */
 export function contentProblem(content: string): string | undefined {
   const length = characterCount(content);
   if (length < 1 || length > MAX_MESSAGE_LENGTH) {
     return `content: expected 1 to ${MAX_MESSAGE_LENGTH} characters, got ${length}`;
   }
+  if (content.includes('\u0000')) return NUL_PROBLEM('content');
   return undefined;
 }
+
 
 /** Why a title is refused, or undefined: 1 to 120 characters once trimmed. */
 export function titleProblem(title: string): string | undefined {
@@ -101,6 +106,7 @@ export function titleProblem(title: string): string | undefined {
   if (length < 1 || length > MAX_TITLE_LENGTH) {
     return `title: expected 1 to ${MAX_TITLE_LENGTH} characters, got ${length}`;
   }
+  if (title.includes('\u0000')) return NUL_PROBLEM('title');
   return undefined;
 }
 

@@ -150,6 +150,7 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
         if (length > MAX_MESSAGE_LENGTH) {
           throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
         }
+        if (token.includes('\u0000')) throw new StreamFailed('answer_invalid', 'the answer holds a NUL character (\\u0000) and cannot be stored');
         piece.push(token);
         if (piece.length === TOKENS_PER_PIECE) {
           text += piece.join('');

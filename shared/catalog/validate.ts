@@ -13,7 +13,7 @@ export interface FieldError {
 }
 
 const kindWords: Record<string, string> = {
-  NonEmptyString: 'a non-empty string of at most 256 characters',
+  NonEmptyString: 'a non-empty string of at most 256 characters, without NUL (\\u0000)',
   Finite: 'a finite number',
   NonNegativeInt: 'a non-negative integer',
 };

@@ -63,7 +63,7 @@ export function parseRoomsPatch(metric: MetricDeclaration, body: unknown): Parse
   }
   const errors: ThresholdError[] = [];
   const rooms = Object.entries(body).map(([roomId, bounds]) => {
-    if (!NonEmptyString.is(roomId)) errors.push({ scope: roomId, field: '(room)', message: 'a room id is a non-empty string of at most 256 characters' });
+    if (!NonEmptyString.is(roomId)) errors.push({ scope: roomId, field: '(room)', message: 'a room id is a non-empty string of at most 256 characters, without NUL (\\u0000)' });
     return { roomId, patch: parseBoundsPatch(metric, roomId, bounds, errors) };
   });
   if (errors.length > 0) return { ok: false, message: `${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`, errors };

@@ -145,6 +145,16 @@ t.test('an answer that cannot be stored: empty, or over 8000 characters', async 
   await nothingStored(t, chat, conversation.id);
 });
 
+t.test('an answer holding NUL, which the store cannot hold: answer_invalid at that token, nothing stored', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['fine ', 'bro\u0000ken', ' never sent'] });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(answerOf(result), 'fine ', 'relayed up to the bad token');
+  t.same(terminalOf(result), { type: 'error', error: 'answer_invalid', message: 'the answer holds a NUL character (\\u0000) and cannot be stored' });
+  await nothingStored(t, chat, conversation.id);
+});
+
 t.test('a store failure at the end: an error frame, and the conversation is as it was', async (t) => {
   const shared = await freshChatDatabase(t);
   const writer = new MongoClient(shared.uri, { serverSelectionTimeoutMS: 5_000 });

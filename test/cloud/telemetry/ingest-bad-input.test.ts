@@ -90,6 +90,17 @@ t.test('NaN, Infinity, a negative count and a missing field are each a 400 namin
   t.equal(unregistered.status, 400, 'an unregistered type');
   t.match(unregistered.json, { errors: [{ index: 0, field: 'type', message: /unregistered metric "radiation"/ }] });
 
+  // PostgreSQL text and jsonb cannot hold NUL: refused as bad input, not failed in the store.
+  const nul = await postSigned(h, { readings: [good, temperatureReading('b1', 'r\u00001', now + 2, 21, { sensorId: 's\u0000' })] });
+  t.equal(nul.status, 400, 'NUL in a string field');
+  t.same((nul.json as { errors: Array<{ index: number; field: string }> }).errors.map((e) => [e.index, e.field]), [
+    [1, 'roomId'],
+    [1, 'sensorId'],
+  ]);
+  t.match(nul.json, { errors: [{ message: /without NUL \(\\u0000\)/ }] });
+  const nulBatchId = await postSigned(h, { batchId: 'b\u0000x', readings: [good] });
+  t.match(nulBatchId, { status: 400, json: { errors: [{ index: null, field: 'batchId', message: /without NUL/ }] } });
+
   const smuggled = await postSigned(h, { readings: [{ ...good, mac: 'aa:bb:cc:dd:ee:ff' }] });
   t.equal(smuggled.status, 400, 'an undeclared field (say, a device identifier) is refused');
 
