@@ -30,6 +30,7 @@ export interface Claims {
 export type ClaimsRejection =
   | 'missing'
   | 'not base64'
+  | 'not UTF-8'
   | 'not JSON'
   | 'not a JSON object'
   | 'sub missing or not a string'
@@ -40,6 +41,7 @@ export type ClaimsResult = { ok: true; claims: Claims } | { ok: false; reason: C
 
 const BASE64 = /^[A-Za-z0-9+/\-_]*={0,2}$/;
 const MAX_HEADER_BYTES = 16 * 1024;
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
 
 /**
  * Decodes an `x-gateway-claims` header value. Never throws: a rejected header gives a reason.
@@ -59,7 +61,13 @@ export function decodeClaims(
   if (text.length > MAX_HEADER_BYTES || !BASE64.test(text) || text.replace(/=+$/, '').length % 4 === 1) {
     return { ok: false, reason: 'not base64' };
   }
-  const json = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('utf8');
+  let json: string;
+  try {
+    json = UTF8.decode(Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64'));
+  } catch {
+    // A lenient decode would turn different invalid bytes into the same U+FFFD, so two subjects could meet.
+    return { ok: false, reason: 'not UTF-8' };
+  }
   let parsed: unknown;
   try {
     parsed = JSON.parse(json);

@@ -48,6 +48,15 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
   const cache = options.cacheTtlMs > 0 ? new TtlCache<string[]>(options.cacheTtlMs, options.clock ?? systemClock) : undefined;
   const base = options.baseUrl.replace(/\/+$/, '');
 
+  /** The timeout covers the whole exchange, so the same failure can come before or during the body. */
+  function transportFailure(err: unknown): DirectoryError {
+    const name = (err as Error).name;
+    if (name === 'TimeoutError' || name === 'AbortError') {
+      return new DirectoryError('timeout', `building directory did not answer within ${timeoutMs} ms`);
+    }
+    return new DirectoryError('unreachable', `building directory unreachable (${(err as { code?: string }).code ?? name})`);
+  }
+
   async function lookup(buildingId: string, claimsHeader: string): Promise<string[]> {
     const url = `${base}/domain/${encodeURIComponent(buildingId)}`;
     let response: Dispatcher.ResponseData;
@@ -59,17 +68,13 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
       });
     } catch (err) {
-      const name = (err as Error).name;
-      if (name === 'TimeoutError' || name === 'AbortError') {
-        throw new DirectoryError('timeout', `building directory did not answer within ${timeoutMs} ms`);
-      }
-      throw new DirectoryError('unreachable', `building directory unreachable (${(err as { code?: string }).code ?? name})`);
+      throw transportFailure(err);
     }
     let text: string;
     try {
       text = await response.body.text();
-    } catch {
-      throw new DirectoryError('timeout', `building directory did not answer within ${timeoutMs} ms`);
+    } catch (err) {
+      throw transportFailure(err);
     }
     if (response.statusCode < 200 || response.statusCode >= 300) {
       throw new DirectoryError('bad_status', `building directory answered ${response.statusCode}`, response.statusCode);

@@ -84,7 +84,8 @@ interface BodyParserError {
 
 /**
  * The last middleware of every app. HttpError answers with its own status; body-parser's malformed
- * JSON is 400 and an oversize body 413; anything else is a 500 whose message says nothing of the cause.
+ * JSON is 400 and an oversize body 413; a route parameter that is not valid percent-encoding is 400;
+ * anything else is a 500 whose message says nothing of the cause.
  * The cause is logged without stack, SQL or secrets (the logger redacts).
  */
 export function errorHandler(logger?: Logger): ErrorRequestHandler {
@@ -112,6 +113,11 @@ export function errorHandler(logger?: Logger): ErrorRequestHandler {
     }
     if (parserError?.type === 'request.aborted') {
       sendError(res, 400, 'request body was truncated');
+      return;
+    }
+    // Express's router marks a route parameter it cannot percent-decode with status 400: bad input.
+    if (err instanceof URIError && parserError.status === 400) {
+      sendError(res, 400, 'the URL path is not valid percent-encoding');
       return;
     }
     logger?.error({ method: req.method, path: req.path, error: describeError(err) }, 'unhandled error');

@@ -5,10 +5,35 @@ import pino, { type Logger, type LoggerOptions, type DestinationStream } from 'p
 
 export type { Logger };
 
-/** Paths pino blanks out wherever they appear in a log object. */
-export const REDACTED_PATHS = [
+/**
+ * Keys whose values are secrets wherever they appear, at the top of a log object or one level down
+ * (`{ config: { INTERNAL_SIGNING_SECRET } }`). The env names cover a service that logs its config;
+ * the URLs among them may carry a password.
+ */
+const SECRET_KEYS = [
   'claims',
   'claimsHeader',
+  'password',
+  'secret',
+  'privateKey',
+  'signingSecret',
+  'apiKey',
+  'token',
+  'authorization',
+  'cookie',
+  'vapidPrivateKey',
+  'mac',
+  'macs',
+  'INTERNAL_SIGNING_SECRET',
+  'INGEST_SIGNING_SECRET',
+  'VAPID_PRIVATE_KEY',
+  'DATABASE_URL',
+  'REDIS_URL',
+  'MONGO_URI',
+];
+
+/** Paths pino blanks out wherever they appear in a log object. */
+export const REDACTED_PATHS = [
   'headers["x-gateway-claims"]',
   'headers["x-signature"]',
   'headers.authorization',
@@ -17,20 +42,8 @@ export const REDACTED_PATHS = [
   'req.headers["x-signature"]',
   'req.headers.authorization',
   'req.headers.cookie',
-  '*.password',
-  '*.secret',
-  '*.privateKey',
-  '*.signingSecret',
-  '*.apiKey',
-  '*.token',
-  'password',
-  'secret',
-  'privateKey',
-  'signingSecret',
-  'token',
-  'vapidPrivateKey',
-  'mac',
-  'macs',
+  ...SECRET_KEYS,
+  ...SECRET_KEYS.map((key) => `*.${key}`),
 ];
 
 /**

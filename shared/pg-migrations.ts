@@ -6,7 +6,8 @@
  * - A session advisory lock keyed by the service name serialises concurrent starts: the second replica
  *   waits, then finds everything applied.
  * - Each file runs in its own transaction together with its bookkeeping row.
- * - A file changed after it was applied is refused, naming the file, rather than silently diverging.
+ * - A file changed after it was applied is refused, naming the file, rather than silently diverging;
+ *   a file that fails is rolled back and reported with its name and the database's error code.
  *
  * Every PostgreSQL-backed service (tenancy, registry, telemetry) uses this one runner.
  */
@@ -14,10 +15,16 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
+import { describeError, type SafeMessageError } from './describe-error.js';
 
-export class MigrationError extends Error {
-  constructor(message: string) {
-    super(message);
+/**
+ * A migration that cannot run. Its message names the service and file, so it is logged in full (see
+ * {@link describeError}).
+ */
+export class MigrationError extends Error implements SafeMessageError {
+  readonly messageIsSafe = true;
+  constructor(message: string, options?: { cause: unknown }) {
+    super(message, options);
     this.name = 'MigrationError';
   }
 }
@@ -84,7 +91,7 @@ export async function runMigrations(pool: Pool, service: string, directory: stri
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK');
-          throw err;
+          throw new MigrationError(`${service} migration ${script.version}.sql failed (${describeError(err)}); none of it was applied`, { cause: err });
         }
         applied.push(script.version);
       }

@@ -22,8 +22,25 @@ export interface SignedBodyOptions {
 }
 
 /**
+ * A route that parsed its body before {@link signedBody} saw it. A wiring mistake, not bad input: the
+ * error handler answers 500 and logs this error's name.
+ */
+export class SignedBodyOrderError extends Error {
+  constructor() {
+    super('signedBody must come before any other body parser on the route');
+    this.name = 'SignedBodyOrderError';
+  }
+}
+
+/** True when the request announces a body (as body-parser decides), whether or not it was read yet. */
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
+}
+
+/**
  * Express middleware: reads the raw body (any content type), verifies `X-Signature` over those exact
- * bytes, answers 403 text/plain `invalid signature` on a mismatch, and only then parses JSON.
+ * bytes, answers 403 text/plain `invalid signature` on a mismatch, and only then parses JSON. Mount it
+ * before any other body parser: a body already read elsewhere is refused with {@link SignedBodyOrderError}.
  *
  * @example
  * router.post('/internal/domains', ...signedBody({ keys: [secret] }), handler);
@@ -31,6 +48,11 @@ export interface SignedBodyOptions {
 export function signedBody(options: SignedBodyOptions): RequestHandler[] {
   const raw = express.raw({ type: () => true, limit: options.limit ?? '1mb' });
   const check: RequestHandler = (req, res, next) => {
+    if (!Buffer.isBuffer(req.body) && hasBody(req)) {
+      // Another parser read the body first: verifying empty bytes would accept a GET's signature.
+      next(new SignedBodyOrderError());
+      return;
+    }
     const body: Buffer = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     (req as SignedRequest).rawBody = body;
     const keys = typeof options.keys === 'function' ? options.keys(req) : options.keys;

@@ -19,6 +19,15 @@ function usage(problem: string): never {
   process.exit(2);
 }
 
+/** Reads a file named by an option, or stops with the reason (never the file's content). */
+function readOrExplain(file: string, option: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (err) {
+    usage(`${option} ${file}: cannot read it (${(err as { code?: string }).code ?? 'error'})`);
+  }
+}
+
 function main(argv: string[]): void {
   let values;
   try {
@@ -35,15 +44,20 @@ function main(argv: string[]): void {
   } catch (err) {
     usage((err as Error).message);
   }
+  if (values['secret-file'] && values['secret-env']) usage('give the secret once: --secret-file or --secret-env, not both');
+  if (values.body !== undefined && values['body-file']) usage('give the body once: --body or --body-file, not both');
   let secret: string | undefined;
-  if (values['secret-file']) secret = readFileSync(values['secret-file'], 'utf8').replace(/\r?\n$/, '');
-  else if (values['secret-env']) secret = process.env[values['secret-env']];
-  else usage('give the secret with --secret-file or --secret-env');
-  if (!secret) usage('the secret is empty');
+  if (values['secret-file']) {
+    secret = readOrExplain(values['secret-file'], '--secret-file').toString('utf8').replace(/\r?\n$/, '');
+    if (!secret) usage(`the secret file ${values['secret-file']} is empty`);
+  } else if (values['secret-env']) {
+    secret = process.env[values['secret-env']];
+    if (!secret) usage(`the environment variable ${values['secret-env']} is not set or empty`);
+  } else usage('give the secret with --secret-file or --secret-env');
 
   let body: Buffer;
   if (values.body !== undefined) body = Buffer.from(values.body, 'utf8');
-  else if (values['body-file']) body = readFileSync(values['body-file']);
+  else if (values['body-file']) body = readOrExplain(values['body-file'], '--body-file');
   else body = process.stdin.isTTY ? Buffer.alloc(0) : readFileSync(0);
 
   process.stdout.write(`${sign(body, secret)}\n`);

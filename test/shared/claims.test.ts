@@ -30,6 +30,8 @@ t.test('rejections carry a reason and never throw', async (t) => {
   t.same(decodeClaims('%%%not base64%%%'), { ok: false, reason: 'not base64' });
   t.same(decodeClaims('a'), { ok: false, reason: 'not base64' });
   t.same(decodeClaims(Buffer.from('{not json').toString('base64')), { ok: false, reason: 'not JSON' });
+  const badUtf8 = Buffer.concat([Buffer.from('{"sub":"u'), Buffer.from([0xff]), Buffer.from('"}')]);
+  t.same(decodeClaims(badUtf8.toString('base64')), { ok: false, reason: 'not UTF-8' }, 'invalid bytes are not read as U+FFFD');
   t.same(decodeClaims(Buffer.from('[1,2]').toString('base64')), { ok: false, reason: 'not a JSON object' });
   t.same(decodeClaims(Buffer.from('"str"').toString('base64')), { ok: false, reason: 'not a JSON object' });
   t.same(decodeClaims(Buffer.from(JSON.stringify({ sub: 42 })).toString('base64')), { ok: false, reason: 'sub missing or not a string' });

@@ -65,6 +65,11 @@ t.test('typed errors: timeout, unreachable, bad body', async (t) => {
     '/domain/html': (_req, res) => { res.writeHead(200).end('<html>'); },
     '/domain/obj': json({ nope: true }),
     '/domain/mixed': json(['a', 3]),
+    '/domain/cut': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '64' }).write('["ac');
+      setImmediate(() => res.socket?.destroy());
+    },
+    '/domain/stall': (_req, res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': '64' }).write('["ac'); },
   });
   const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 0, timeoutMs: 200 });
   const timeout = await dir.domainsOf('slow', claims).catch((e: unknown) => e);
@@ -74,9 +79,18 @@ t.test('typed errors: timeout, unreachable, bad body', async (t) => {
   await t.rejects(dir.domainsOf('html', claims), { code: 'bad_body' });
   await t.rejects(dir.domainsOf('obj', claims), { code: 'bad_body' });
   await t.rejects(dir.domainsOf('mixed', claims), { code: 'bad_body' });
+  const cut = await dir.domainsOf('cut', claims).catch((e: unknown) => e);
+  t.match(cut, { name: 'DirectoryError', code: 'unreachable' }, 'a connection cut mid-body is not called a timeout');
+  await t.rejects(dir.domainsOf('stall', claims), { code: 'timeout' }, 'the timeout also covers a body that stops coming');
   const closed = createServer();
   const port = await listen(closed, 0, '127.0.0.1');
   await closeServer(closed);
   const gone = createBuildingDirectory({ baseUrl: `http://127.0.0.1:${port}`, cacheTtlMs: 0 });
   await t.rejects(gone.domainsOf('b1', claims), { code: 'unreachable' });
+});
+
+t.test('the timeout defaults to 2 s', async (t) => {
+  const fake = await fakeDirectory(t, { '/domain/slow': () => { /* never answers */ } });
+  const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 0 });
+  await t.rejects(dir.domainsOf('slow', claims), { name: 'DirectoryError', code: 'timeout', message: 'building directory did not answer within 2000 ms' });
 });

@@ -20,6 +20,7 @@ t.test('the handler maps malformed JSON to 400, oversize to 413, and hides inter
   app.use(jsonBody());
   app.post('/echo', (req, res) => { res.json(req.body); });
   app.get('/conflict', () => { throw new HttpError(409, 'domain name already taken'); });
+  app.get('/buildings/:id', (req, res) => { res.json({ id: req.params.id }); });
   app.get('/boom', () => {
     const err = Object.assign(new Error('duplicate key value violates unique constraint "x" SELECT * FROM secrets WHERE password = \'hunter2\''), { code: '23505' });
     throw err;
@@ -51,6 +52,13 @@ t.test('the handler maps malformed JSON to 400, oversize to 413, and hides inter
   const logged = lines.join('');
   t.match(logged, /Error \(23505\)/, 'the cause is logged by class and code');
   t.notMatch(logged, /SELECT|hunter2|\.ts:\d+/, 'without SQL, secrets or a stack');
+
+  r = await request(`${url}/buildings/b%2F1`);
+  t.same(await r.body.json(), { id: 'b/1' }, 'a percent-encoded parameter decodes');
+  r = await request(`${url}/buildings/%E0%A4%A`);
+  t.equal(r.statusCode, 400, 'a parameter that is not valid percent-encoding is bad input, not a 500');
+  t.same(await r.body.json(), { type: 'Validation Error', message: 'the URL path is not valid percent-encoding' });
+  t.notMatch(lines.join(''), /URIError/, 'and it is not logged as an unhandled error');
 
   r = await request(`${url}/nowhere`);
   t.equal(r.statusCode, 404);

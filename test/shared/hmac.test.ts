@@ -3,7 +3,7 @@ import express from 'express';
 import { request } from 'undici';
 import { sign, verify, keyRingFromEnv } from '../../shared/hmac.js';
 import { signedBody } from '../../shared/signed-body.js';
-import { errorHandler } from '../../shared/errors.js';
+import { errorHandler, jsonBody } from '../../shared/errors.js';
 import { serve } from '../support/http.js';
 
 const secret = 'current-secret';
@@ -97,4 +97,24 @@ t.test('an oversize signed body is 413 before any verification', async (t) => {
   const r = await request(`${url}/internal/x`, { method: 'POST', body: big, headers: { 'x-signature': sign(big, secret) } });
   t.equal(r.statusCode, 413);
   t.same(await r.body.json(), { type: 'Payload Too Large', message: 'request body is too large' });
+});
+
+t.test('a body parsed before the signature check is refused, never verified as empty bytes', async (t) => {
+  const app = express();
+  let reached = 0;
+  app.post('/internal/x', jsonBody(), ...signedBody({ keys: secret }), (_req, res) => {
+    reached += 1;
+    res.json({ ok: true });
+  });
+  app.use(errorHandler());
+  const { url } = await serve(t, app);
+  const body = '{"role":"admin"}';
+  // A GET's signature (over empty bytes) must not carry a POST whose body another parser consumed.
+  let r = await request(`${url}/internal/x`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-signature': sign('', secret) } });
+  t.equal(r.statusCode, 500, 'a wiring mistake, answered as an internal error');
+  t.same(await r.body.json(), { type: 'Internal Server Error', message: 'internal error' });
+  r = await request(`${url}/internal/x`, { method: 'POST', body, headers: { 'content-type': 'application/json', 'x-signature': sign(body, secret) } });
+  t.equal(r.statusCode, 500, 'even a correct signature cannot be checked');
+  await r.body.text();
+  t.equal(reached, 0);
 });

@@ -35,6 +35,17 @@ t.test('the logger redacts claims, signatures and secrets', async (t) => {
   t.match(out, /\[redacted\]/);
 });
 
+t.test('the logger redacts signing secrets and connection URLs by their env names, and nested secrets', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _e, cb) { lines.push(chunk.toString()); cb(); } });
+  const logger = createLogger('test', { destination: sink });
+  logger.info({ INTERNAL_SIGNING_SECRET: 'ring-new,ring-old', config: { INGEST_SIGNING_SECRET: 'ingest-key', DATABASE_URL: 'postgres://lintel:pg-pass@db/lintel', MONGO_URI: 'mongodb://u:mongo-pass@m/db', REDIS_URL: 'redis://:redis-pass@r', VAPID_PRIVATE_KEY: 'vapid-priv' } }, 'config');
+  logger.info({ push: { vapidPrivateKey: 'vp2', apiKey: 'ak' }, caller: { claimsHeader: 'hdr', token: 'tk2' }, mac: 'aa:bb:cc:dd:ee:ff' }, 'nested');
+  const out = lines.join('');
+  for (const leaked of ['ring-new', 'ingest-key', 'pg-pass', 'mongo-pass', 'redis-pass', 'vapid-priv', 'vp2', '"ak"', 'hdr', 'tk2', 'aa:bb']) t.notMatch(out, leaked, leaked);
+  t.equal(lines.length, 2, 'both lines were written');
+});
+
 t.test('requireClaims answers 401 in the shared body and keeps the caller', async (t) => {
   const app = express();
   app.get('/health', healthHandler);

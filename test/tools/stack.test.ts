@@ -1,0 +1,95 @@
+/**
+ * tools/stack's read-only commands and its protocol health checks, against the servers `npm test`
+ * started. (`up`, `down` and `install` change shared servers, so they are exercised by `npm test` and
+ * `.ci/run` themselves, not here.)
+ */
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { stackEnv } from '../support/stack.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const env = stackEnv();
+
+function stack(...args: string[]) {
+  return spawnSync('bash', ['tools/stack', ...args], { cwd: root, encoding: 'utf8' });
+}
+
+/** A TCP server on a free loopback port. */
+function tcpServer(onSocket?: (socket: Socket) => void): Promise<{ server: Server; port: number }> {
+  const server = onSocket ? createServer(onSocket) : createServer();
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port })));
+}
+
+function ping(kind: string, host: string, port: string | number) {
+  return spawnSync(process.execPath, ['tools/stack.d/ping.mjs', kind, host, String(port)], { cwd: root, encoding: 'utf8' });
+}
+
+t.test('env prints the four variables the services read, as the tests see them', async (t) => {
+  const r = stack('env');
+  t.equal(r.status, 0);
+  const printed = Object.fromEntries(
+    r.stdout
+      .trim()
+      .split('\n')
+      .map((line) => /^export ([A-Z_]+)=(.*)$/.exec(line))
+      .map((m) => [m?.[1], m?.[2]]),
+  );
+  t.same(printed, {
+    DATABASE_URL: env.DATABASE_URL,
+    REDIS_URL: env.REDIS_URL,
+    KAFKA_BROKERS: env.KAFKA_BROKERS,
+    MONGO_URI: env.MONGO_URI,
+  });
+});
+
+t.test('status lists every server as up and exits 0', async (t) => {
+  const r = stack('status');
+  t.equal(r.status, 0, r.stdout);
+  const states = r.stdout
+    .trim()
+    .split('\n')
+    .map((line) => line.split(/\s{2,}/).slice(0, 2));
+  t.same(
+    states.map(([name]) => name),
+    ['postgres', 'redis', 'kafka', 'ferretdb'],
+  );
+  for (const [name, state] of states) t.match(state, /^up\b/, `${name} is up`);
+});
+
+t.test('an unknown command prints the usage and exits 2', async (t) => {
+  for (const args of [[], ['start']]) {
+    const r = stack(...args);
+    t.equal(r.status, 2, `tools/stack ${args.join(' ')}`);
+    t.match(r.stderr, /tools\/stack up\s+install if needed, start every server/);
+  }
+});
+
+t.test('the health checks speak Kafka and the MongoDB wire protocol', async (t) => {
+  const [kafkaHost = '', kafkaPort = ''] = (env.KAFKA_BROKERS.split(',')[0] ?? '').split(':');
+  t.equal(ping('kafka', kafkaHost, kafkaPort).status, 0, 'the broker answers Metadata');
+  const mongo = new URL(env.MONGO_URI);
+  t.equal(ping('mongo', mongo.hostname, mongo.port).status, 0, 'FerretDB answers ping');
+
+  const redis = new URL(env.REDIS_URL);
+  const wrong = ping('mongo', redis.hostname, redis.port);
+  t.equal(wrong.status, 1, 'Redis is not taken for a MongoDB server');
+  t.match(wrong.stderr, new RegExp(`^mongo ${redis.hostname}:${redis.port}: `));
+
+  const silent = await tcpServer((socket) => socket.on('error', () => undefined));
+  t.teardown(() => silent.server.close());
+  const closed = await tcpServer();
+  await new Promise((resolve) => closed.server.close(resolve));
+  const [port, closedPort] = [silent.port, closed.port];
+  const refused = ping('kafka', '127.0.0.1', closedPort);
+  t.equal(refused.status, 1, 'a closed port is down');
+  t.match(refused.stderr, /ECONNREFUSED/);
+  const mute = ping('kafka', '127.0.0.1', port);
+  t.equal(mute.status, 1, 'a port that never answers is down');
+  t.match(mute.stderr, /no answer within 3000 ms/);
+
+  const usage = ping('redis', '127.0.0.1', 1);
+  t.equal(usage.status, 2);
+  t.match(usage.stderr, /usage: node ping\.mjs kafka\|mongo HOST PORT/);
+});
