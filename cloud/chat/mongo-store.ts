@@ -185,6 +185,8 @@ export class MongoConversationStore implements ConversationStore {
   async rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined> {
     const _id = objectIdOf(id);
     if (!_id) return undefined;
+    // Ownership first: another user's rename must not take (and hold up) the owner's lock.
+    if ((await this.conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return undefined;
     return this.lock.withLock(id, async () => {
       const result = await this.conversations.updateOne({ _id, user_id: userId }, { $set: { title, updated_at: at } });
       if (result.matchedCount === 0) return undefined;

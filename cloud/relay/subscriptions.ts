@@ -62,6 +62,13 @@ export interface SubscriptionDeps {
  * Registers the two room events on a connected socket. Calls for the same building run in the order the
  * client sent them, so an unsubscribe sent while a subscribe's lookup is pending still wins.
  */
+/**
+ * Buildings one socket may have waiting on a lookup at once. More are refused at once with
+ * `lookup_failed`, so one client cannot open thousands of directory calls (empty answers are never
+ * cached, so repeating them would keep working).
+ */
+export const MAX_PENDING_SUBSCRIPTIONS = 16;
+
 export function attachSubscriptions(socket: Socket, identity: SocketIdentity, deps: SubscriptionDeps): void {
   const { directory, metrics, logger } = deps;
   const queues = new Map<string, Promise<void>>();
@@ -101,6 +108,10 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
       return;
     }
     const buildingId = value;
+    if (!queues.has(buildingId) && queues.size >= MAX_PENDING_SUBSCRIPTIONS) {
+      refuse(ack, buildingId, 'lookup_failed', `more than ${MAX_PENDING_SUBSCRIPTIONS} subscriptions waiting on the directory`);
+      return;
+    }
     inOrder(buildingId, async () => {
       const decision = await decideSubscription(directory, identity, buildingId);
       if (!socket.connected) return;

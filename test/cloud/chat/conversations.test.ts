@@ -204,3 +204,16 @@ t.test('a rename that cannot get the conversation (another replica holds it too 
   t.same([res.status, res.body], [409, { type: 'Conflict', message: 'conversation is busy; try the rename again' }]);
   t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Before');
 });
+
+t.test('another user renaming the conversation is 404 at once: it never takes or waits for the owner lock', async (t) => {
+  const chat = await startChat(t, { lock: { waitMs: 200 } });
+  const conversation = await createConversation(chat.url, 'ana', 'Before');
+  await chat.db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
+    _id: conversation.id,
+    token: 'another-replica',
+    expires_at: new Date(Date.now() + 60_000),
+  });
+  const res = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'bob', { title: 'Mine now' });
+  t.same([res.status, res.body], [404, { type: 'Not Found', message: 'conversation not found' }], 'not 409: the lock was never asked for');
+  t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Before');
+});

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { startFakeDirectory } from '../../support/fake-directory.js';
+import { MAX_PENDING_SUBSCRIPTIONS } from '../../../cloud/relay/subscriptions.js';
 import { claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
 
 const FORBIDDEN = 'socket_subscriptions_rejected_total{reason="forbidden"}';
@@ -214,4 +215,19 @@ t.test('a refused subscribe_building leaves the building room: the ack says "not
   t.equal(await metric(relay.url, FORBIDDEN), 1);
   t.equal(await metric(relay.url, LOOKUP_FAILED), 1);
   t.ok(ana.socket.connected, 'a refusal never drops the socket');
+});
+
+t.test(`one socket has at most ${MAX_PENDING_SUBSCRIPTIONS} subscriptions waiting on the directory; more are refused without a lookup`, async (t) => {
+  const { directory, acme, ana, relay } = await setup(t);
+  const hanging = Array.from({ length: MAX_PENDING_SUBSCRIPTIONS }, () => uniqueName('b-hang'));
+  for (const b of hanging) directory.set(b, 'hang');
+  const pending = hanging.map((b) => subscribe(ana, b));
+  await waitFor(() => hanging.every((b) => directory.callsFor(b) === 1), 'every lookup in flight');
+  const extra = uniqueName('b-extra');
+  directory.set(extra, [acme]);
+  t.same(await subscribe(ana, extra), { subscribed: false, buildingId: extra, reason: 'lookup_failed' }, 'one more is refused at once');
+  t.equal(directory.callsFor(extra), 0, 'without a directory call');
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 1);
+  for (const answer of await Promise.all(pending)) t.equal(answer.reason, 'lookup_failed', `${answer.buildingId} timed out`);
+  t.same(await subscribe(ana, extra), { subscribed: true, buildingId: extra }, 'once they settle, the socket subscribes again');
 });
