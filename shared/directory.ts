@@ -94,6 +94,9 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
 
   return {
     async domainsOf(buildingId, claimsHeader) {
+      // `.` and `..` are path segments, not names: a URL would resolve them to /domain/ or /. No
+      // building can be named so in a directory addressed by path, so they belong to no domain.
+      if (buildingId === '.' || buildingId === '..') return [];
       const hit = cache?.get(buildingId);
       if (hit) return hit;
       const domains = await lookup(buildingId, claimsHeader);

@@ -61,6 +61,39 @@ export function sendError(res: Response, status: ErrorStatus, message: string, e
   res.status(status).json(errorBody(status, message, extra));
 }
 
+/** At most this many problems are reported in one answer: enough to mend a request, never an amplifier. */
+export const MAX_REPORTED_PROBLEMS = 20;
+
+/**
+ * The problems an answer reports: the first {@link MAX_REPORTED_PROBLEMS}, then one line saying how
+ * many more there were (those cut here, plus `notListed` the caller never described). A request with
+ * thousands of bad keys or elements gets a short answer.
+ *
+ * @example
+ * reportedProblems(['a: bad', 'b: bad'], 0, 1); // ['a: bad', 'and 1 more']
+ */
+export function reportedProblems(problems: readonly string[], notListed = 0, max = MAX_REPORTED_PROBLEMS): string[] {
+  const more = Math.max(0, problems.length - max) + notListed;
+  const shown = problems.slice(0, max);
+  return more > 0 ? [...shown, `and ${more} more`] : shown;
+}
+
+/**
+ * One problem per key a route does not know, described only for the first `max` keys (the rest are
+ * counted in `notListed`), with long keys cut: a key is caller input and is never echoed whole.
+ *
+ * @example
+ * unknownKeyProblems(['Nmae'], (key) => `${key}: not a field`); // { problems: ['Nmae: not a field'], notListed: 0 }
+ */
+export function unknownKeyProblems(
+  keys: readonly string[],
+  describe: (shownKey: string) => string,
+  max = MAX_REPORTED_PROBLEMS,
+): { problems: string[]; notListed: number } {
+  const problems = keys.slice(0, max).map((key) => describe(key.length > 64 ? `${key.slice(0, 64)}…` : key));
+  return { problems, notListed: Math.max(0, keys.length - max) };
+}
+
 /** Sends a fixed text/plain body, for the few answers the seeds fix as plain text. */
 export function sendText(res: Response, status: number, text: string): void {
   res.status(status).type('text/plain').send(text);

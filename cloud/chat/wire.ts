@@ -2,7 +2,7 @@
  * The chat wire format (CONTRACTS.md, Chat): request bodies in, camelCase JSON out. Citations keep the
  * agent's snake_case names and travel exactly as stored.
  */
-import { HttpError } from '../../shared/errors.js';
+import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { describeValue } from '../../shared/kinds.js';
 import { contentProblem, titleProblem, type ChatMessage, type Conversation, type ConversationSummary } from './conversation.js';
 import type { ListQuery } from './store.js';
@@ -19,7 +19,8 @@ function objectBody(body: unknown, allowed: readonly string[], optional: boolean
   }
   const unknown = Object.keys(body).filter((key) => !allowed.includes(key));
   if (unknown.length > 0) {
-    throw new HttpError(400, unknown.map((key) => `${key}: unknown field (expected ${allowed.join(', ')})`).join('; '));
+    const described = unknownKeyProblems(unknown, (key) => `${key}: unknown field (expected ${allowed.join(', ')})`);
+    throw new HttpError(400, reportedProblems(described.problems, described.notListed).join('; '));
   }
   return body as Record<string, unknown>;
 }

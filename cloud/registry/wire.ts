@@ -4,7 +4,7 @@
  * case-insensitively, so `name`, `NAME` and `Name` are one key.
  */
 import * as t from 'io-ts';
-import { HttpError } from '../../shared/errors.js';
+import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { decode } from '../../shared/kinds.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
@@ -54,17 +54,18 @@ const STATUS_KEYS = ['status', 'detail'] as const;
  * @example
  * canonicalKeys({ name: 'acme', TIER: 'pooled' }, ['Name', 'Tier']); // { value: { Name: 'acme', Tier: 'pooled' }, problems: [] }
  */
-export function canonicalKeys(body: unknown, keys: readonly string[]): { value: Record<string, unknown>; problems: string[] } {
-  if (body === undefined) return { value: {}, problems: [] };
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { value: {}, problems: ['request body: expected a JSON object'] };
+export function canonicalKeys(body: unknown, keys: readonly string[]): { value: Record<string, unknown>; problems: string[]; notListed: number } {
+  if (body === undefined) return { value: {}, problems: [], notListed: 0 };
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return { value: {}, problems: ['request body: expected a JSON object'], notListed: 0 };
   const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
   const value: Record<string, unknown> = {};
   const seen = new Map<string, string>();
   const problems: string[] = [];
+  const unknown: string[] = [];
   for (const [given, v] of Object.entries(body)) {
     const canonical = byLower.get(given.toLowerCase());
     if (canonical === undefined) {
-      problems.push(`${given}: not a field of this request (expected ${keys.join(', ')})`);
+      unknown.push(given);
       continue;
     }
     const earlier = seen.get(canonical);
@@ -75,13 +76,15 @@ export function canonicalKeys(body: unknown, keys: readonly string[]): { value: 
     seen.set(canonical, given);
     value[canonical] = v;
   }
-  return { value, problems };
+  const unknownKeys = unknownKeyProblems(unknown, (key) => `${key}: not a field of this request (expected ${keys.join(', ')})`);
+  problems.push(...unknownKeys.problems);
+  return { value, problems, notListed: unknownKeys.notListed };
 }
 
 function parse<A>(codec: t.Type<A, unknown, unknown>, keys: readonly string[], body: unknown): A {
-  const { value, problems } = canonicalKeys(body, keys);
+  const { value, problems, notListed } = canonicalKeys(body, keys);
   const decoded = decode(codec, value);
-  const errors = [...(decoded.ok ? [] : decoded.errors), ...problems];
+  const errors = reportedProblems([...(decoded.ok ? [] : decoded.errors), ...problems], notListed);
   if (!decoded.ok || errors.length > 0) throw new HttpError(400, errors.join('; '), { errors });
   return decoded.value;
 }

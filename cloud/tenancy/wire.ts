@@ -4,7 +4,7 @@
  */
 import * as t from 'io-ts';
 import { decode } from '../../shared/kinds.js';
-import { HttpError } from '../../shared/errors.js';
+import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { isKnownRole, ROLE_WEIGHTS } from '../../shared/roles.js';
 import type { Domain, InviteCode, ListedDomain, Membership } from './model.js';
 import { JOIN_POLICIES, JOINED_VIA } from './model.js';
@@ -90,7 +90,8 @@ export function parseBody<A>(codec: t.Type<A, unknown, unknown>, shape: keyof ty
   const allowed: readonly string[] = KEYS[shape];
   const unknownKeys = Object.keys(body).filter((key) => !allowed.includes(key));
   const decoded = decode(codec, body);
-  const errors = [...(decoded.ok ? [] : decoded.errors), ...unknownKeys.map((key) => `${key}: not a field of this request (expected ${allowed.join(', ')})`)];
+  const unknown = unknownKeyProblems(unknownKeys, (key) => `${key}: not a field of this request (expected ${allowed.join(', ')})`);
+  const errors = reportedProblems([...(decoded.ok ? [] : decoded.errors), ...unknown.problems], unknown.notListed);
   if (!decoded.ok || errors.length > 0) throw new HttpError(400, errors.join('; '), { errors });
   return decoded.value;
 }

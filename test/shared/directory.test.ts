@@ -94,3 +94,11 @@ t.test('the timeout defaults to 2 s', async (t) => {
   const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 0 });
   await t.rejects(dir.domainsOf('slow', claims), { name: 'DirectoryError', code: 'timeout', message: 'building directory did not answer within 2000 ms' });
 });
+
+t.test('the ids . and .. belong to no domain, and never reach the directory as /domain/ or /', async (t) => {
+  const fake = await fakeDirectory(t, { '/domain/': json(['everyone']), '/': json(['everyone']) });
+  const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 0 });
+  t.same(await dir.domainsOf('.', claims), []);
+  t.same(await dir.domainsOf('..', claims), []);
+  t.same(fake.calls, [], 'no call was made');
+});

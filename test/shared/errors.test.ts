@@ -2,7 +2,7 @@ import t from 'tap';
 import express from 'express';
 import { Writable } from 'node:stream';
 import { request } from 'undici';
-import { errorBody, errorHandler, HttpError, jsonBody, notFoundHandler, describeError } from '../../shared/errors.js';
+import { errorBody, errorHandler, HttpError, jsonBody, notFoundHandler, describeError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
 import { serve } from '../support/http.js';
 
@@ -69,4 +69,17 @@ t.test('describeError says class and code only', async (t) => {
   t.equal(describeError(new TypeError('secret stuff')), 'TypeError');
   t.equal(describeError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' })), 'Error (ECONNREFUSED)');
   t.equal(describeError('str'), 'string');
+});
+
+t.test('reported problems are capped, and unknown keys are cut, so a 400 is never an amplifier', async (t) => {
+  t.same(reportedProblems(['a', 'b']), ['a', 'b']);
+  t.same(reportedProblems(['a', 'b', 'c'], 0, 2), ['a', 'b', 'and 1 more']);
+  t.same(reportedProblems(['a'], 5, 2), ['a', 'and 5 more'], 'problems the caller never described are counted');
+  const keys = ['short', 'y'.repeat(100), ...Array.from({ length: 30 }, (_, i) => `k${i}`)];
+  const described = unknownKeyProblems(keys, (key) => `${key}: unknown`);
+  t.equal(described.problems.length, 20);
+  t.equal(described.notListed, 12);
+  t.equal(described.problems[0], 'short: unknown');
+  t.equal(described.problems[1], `${'y'.repeat(64)}…: unknown`, 'a long key is cut at 64 characters');
+  t.same(reportedProblems(described.problems, described.notListed).slice(-1), ['and 12 more']);
 });

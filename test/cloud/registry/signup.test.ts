@@ -61,6 +61,16 @@ t.test('an invalid tier, a missing Name, unknown fields and bad issuers are 400 
     t.equal(r.status, 400, JSON.stringify(body));
     t.match(r.json, { type: 'Validation Error', message }, JSON.stringify(body));
   }
+  // Thousands of unknown keys, one of them very long: a short answer, never an echo of the request.
+  const flood: Record<string, unknown> = { Name: 'a', Tier: 'pooled', ['k'.repeat(5000)]: 1 };
+  for (let i = 0; i < 20_000; i++) flood[`x${i}`] = i;
+  const flooded = await app.signup(flood);
+  t.equal(flooded.status, 400);
+  const { errors, message } = flooded.json as { errors: string[]; message: string };
+  t.equal(errors.length, 21, 'twenty problems and a count of the rest');
+  t.equal(errors[20], 'and 19981 more');
+  t.ok(message.length < 6000, `the message stays short (${message.length} characters)`);
+  t.notOk(message.includes('k'.repeat(100)), 'a long key is cut, not echoed');
   const tooBig = await app.signup(JSON.stringify({ Name: 'big', Tier: 'pooled', DisplayName: 'x'.repeat(1_100_000) }));
   t.equal(tooBig.status, 413, 'a body over 1 MiB');
   t.match(tooBig.json, { type: 'Payload Too Large' });
