@@ -14,7 +14,8 @@ import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { mayUseDomain, triggerAudience } from './audience.js';
 import type { Delivery } from './delivery.js';
 import type { NotificationMetrics } from './metrics.js';
-import { parsePreferences, parseSubscribe, parseTrigger } from './requests.js';
+import { endpointOrigin } from './push.js';
+import { parsePreferences, parseSubscribe, parseTrigger, reportedErrors } from './requests.js';
 import { WriteConflictError, type NotificationStore } from './store.js';
 
 export interface AppDeps {
@@ -28,12 +29,18 @@ export interface AppDeps {
   vapidPublicKey?: string | undefined;
   /** Accept plain-http push endpoints (local push services). Default false: https only. */
   allowHttpPushEndpoints?: boolean;
+  /**
+   * Accept push endpoints on private IP literals (local push services). Default false: /subscribe
+   * refuses them with 400; the push sender refuses private destinations on its own.
+   */
+  allowPrivatePushDestinations?: boolean;
   clock?: Clock;
   newId?: () => string;
 }
 
 function validation(errors: string[]): HttpError {
-  return new HttpError(400, errors.join('; '), { errors });
+  const reported = reportedErrors(errors);
+  return new HttpError(400, reported.join('; '), { errors: reported });
 }
 
 function accountOf(res: Response): string {
@@ -58,7 +65,7 @@ export function createApp(deps: AppDeps): Express {
   const { store, delivery, directory, metrics, logger } = deps;
   const clock = deps.clock ?? systemClock;
   const newId = deps.newId ?? randomUUID;
-  const allowHttp = deps.allowHttpPushEndpoints ?? false;
+  const endpointPolicy = { allowHttp: deps.allowHttpPushEndpoints ?? false, allowPrivateDestinations: deps.allowPrivatePushDestinations ?? false };
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -77,10 +84,16 @@ export function createApp(deps: AppDeps): Express {
 
   app.post('/subscribe', claims, jsonBody(), async (req: Request, res: Response) => {
     const account = accountOf(res);
-    const parsed = parseSubscribe(req.body, { allowHttp });
+    const parsed = parseSubscribe(req.body, endpointPolicy);
     if (!parsed.ok) throw validation(parsed.errors);
     const { subscription, domainName, types } = parsed.value;
-    await store.saveDevice(account, subscription);
+    if ((await store.saveDevice(account, subscription)) === 'held_by_another_account') {
+      logger.warn({ account, pushService: endpointOrigin(subscription.endpoint) }, 'subscribe refused: the endpoint belongs to another account and the keys differ');
+      throw new HttpError(
+        409,
+        'this push subscription is registered to another account; subscribe again from the browser that holds it (with its current keys), or create a new push subscription',
+      );
+    }
     if (domainName === undefined) {
       res.status(201).json({ subscription: { endpoint: subscription.endpoint }, preferences: null });
       return;

@@ -53,6 +53,7 @@ const ENV_SPEC = {
   ALERTS_GROUP: str({ default: 'alerts' }),
   PUSH_CONCURRENCY: int({ default: 16, min: 1, max: 1024 }),
   WEB_PUSH_ALLOW_HTTP: bool({ default: false }),
+  WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: bool({ default: false }),
   LOG_LEVEL: str({ default: 'info' }),
 };
 
@@ -98,12 +99,16 @@ async function main(): Promise<void> {
     );
   }
 
+  if (config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS) {
+    logger.warn('WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS is on: pushes may reach loopback and private networks; use it only with local push services');
+  }
+
   const metrics = createMetrics();
   const mongo = new MongoClient(config.MONGO_URI, { serverSelectionTimeoutMS: 10_000 });
   const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, lazyConnect: true });
   redis.on('error', (err: Error) => logger.error({ error: err.name }, 'redis connection error'));
   const store = new MongoNotificationStore(mongo.db(config.database));
-  const push = new WebPushSender({ vapid: config.vapid });
+  const push = new WebPushSender({ vapid: config.vapid, allowPrivateDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS });
   const delivery = new Delivery({
     publisher: new RedisPublisher(redis, { channel: config.NOTIFICATIONS_CHANNEL }),
     store,
@@ -136,6 +141,7 @@ async function main(): Promise<void> {
     logger,
     vapidPublicKey: config.vapid?.publicKey,
     allowHttpPushEndpoints: config.WEB_PUSH_ALLOW_HTTP,
+    allowPrivatePushDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS,
   });
   let server: Server | undefined;
 

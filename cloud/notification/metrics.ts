@@ -7,8 +7,11 @@ import { Counter, Gauge, createRegistry, zeroLabels, type Registry } from '../..
 export const ALERT_OUTCOMES = ['delivered', 'suppressed', 'unroutable', 'unsupported_metric', 'malformed'] as const;
 export type AlertOutcome = (typeof ALERT_OUTCOMES)[number];
 
-/** Why a push attempt failed and the subscription was kept. */
-export const PUSH_FAILURES = ['not_configured', 'rejected', 'unreachable', 'timeout'] as const;
+/**
+ * Why a push attempt failed and the subscription was kept. `forbidden_destination`: the endpoint's host
+ * is or resolves to a private address, and nothing was sent.
+ */
+export const PUSH_FAILURES = ['not_configured', 'rejected', 'unreachable', 'timeout', 'forbidden_destination'] as const;
 export type PushFailure = (typeof PUSH_FAILURES)[number];
 
 export interface NotificationMetrics {

@@ -1,11 +1,14 @@
 /**
  * The Web Push adapter. The web-push library encrypts the payload (RFC 8291) and signs the VAPID JWT;
  * the request itself goes out with undici, with a whole-request timeout, so an endpoint that never
- * answers costs one timeout and nothing more.
+ * answers costs one timeout and nothing more. Private destinations (loopback, the private network, cloud
+ * metadata) are refused when the socket is opened, unless explicitly allowed for local push services.
  */
 import { createECDH } from 'node:crypto';
 import { Agent, request, type Dispatcher } from 'undici';
 import webpush, { type Urgency } from 'web-push';
+import { ForbiddenDestinationError, publicOnlyConnector } from './destinations.js';
+import type { PushFailure } from './metrics.js';
 
 export interface VapidKeys {
   /** A `mailto:` or `https:` contact the push service may use. */
@@ -14,7 +17,8 @@ export interface VapidKeys {
   privateKey: string;
 }
 
-export type PushFailureReason = 'not_configured' | 'rejected' | 'unreachable' | 'timeout';
+/** Why a push failed: the `reason` label of `notification_push_failed_total`. */
+export type PushFailureReason = PushFailure;
 
 /**
  * What one push attempt came to. `gone` means the push service answered 410 or 404: the subscription
@@ -47,6 +51,11 @@ export interface WebPushSenderOptions {
   timeoutMs?: number;
   /** How long the push service keeps an undelivered message, seconds. Default 1 hour. */
   ttlSeconds?: number;
+  /**
+   * Let pushes reach loopback and private addresses (local push services in development and tests).
+   * Default false: such a push fails with `forbidden_destination` and nothing is sent.
+   */
+  allowPrivateDestinations?: boolean;
 }
 
 /**
@@ -102,7 +111,10 @@ export class WebPushSender implements PushSender {
   constructor(private readonly options: WebPushSenderOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.ttlSeconds = options.ttlSeconds ?? 3600;
-    this.dispatcher = new Agent({ connectTimeout: this.timeoutMs, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32 });
+    const timeouts = { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32 };
+    this.dispatcher = options.allowPrivateDestinations
+      ? new Agent({ ...timeouts, connectTimeout: this.timeoutMs })
+      : new Agent({ ...timeouts, connect: publicOnlyConnector({ timeout: this.timeoutMs }) });
   }
 
   async send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult> {
@@ -139,6 +151,9 @@ export class WebPushSender implements PushSender {
       if (status === 403) return { kind: 'failed', reason: 'rejected', status, detail: 'push service answered 403: check that VAPID_PUBLIC_KEY is the key the subscription was made with' };
       return { kind: 'failed', reason: 'rejected', status, detail: `push service answered ${status}` };
     } catch (err) {
+      if (err instanceof ForbiddenDestinationError) {
+        return { kind: 'failed', reason: 'forbidden_destination', detail: `${err.message}; nothing was sent (WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS is off)` };
+      }
       const name = (err as Error).name;
       if (name === 'TimeoutError' || name === 'AbortError' || /Timeout/.test(name)) {
         return { kind: 'failed', reason: 'timeout', detail: `push service did not answer within ${this.timeoutMs} ms` };

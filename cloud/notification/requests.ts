@@ -1,12 +1,15 @@
 /**
  * Request bodies of the HTTP routes, validated once at the boundary. Every problem is reported with its
  * path. `domainId` is accepted as a deprecated alias of `domainName`; an account name or user id in a
- * body is never read (the account always comes from the claims).
+ * body is never read (the account always comes from the claims). Lists and objects longer than they can
+ * meaningfully be are refused before their elements are checked, so a large body cannot turn into a far
+ * larger list of problems.
  */
 import * as t from 'io-ts';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import { NonEmptyString, decode, describeValue } from '../../shared/kinds.js';
 import { Severity } from '../../shared/notification.js';
+import { privateIpLiteral } from './destinations.js';
 import type { PreferenceChange } from './preferences.js';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: string[] };
@@ -36,12 +39,53 @@ export interface TriggerRequest {
   message: string;
 }
 
+/** Which push endpoints /subscribe accepts. */
+export interface EndpointPolicy {
+  /** Accept `http:` endpoints (local push services); `https:` only otherwise. */
+  allowHttp: boolean;
+  /** Accept endpoints whose host is a private IP literal (loopback, RFC 1918, link-local, …). */
+  allowPrivateDestinations: boolean;
+}
+
 const MAX_ENDPOINT_LENGTH = 2048;
 const MAX_TITLE_LENGTH = 200;
 const MAX_MESSAGE_LENGTH = 2000;
+/** Keys of any one object in a body; the routes read a handful, the rest are ignored. */
+export const MAX_KEYS = 32;
+/**
+ * Entries of a `preferences` list. A later entry for a type replaces an earlier one, so a list may
+ * repeat a type, but not without bound: its problems must stay readable.
+ */
+export const MAX_PREFERENCE_ENTRIES = 32;
+/** Problems one answer reports; past it, a note says how many more there were. */
+export const MAX_REPORTED_ERRORS = 100;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The problem when an object has more keys than any route reads. */
+function tooManyKeys(value: Record<string, unknown>, path: string): string | undefined {
+  const count = Object.keys(value).length;
+  return count > MAX_KEYS ? `${path}: expected an object with at most ${MAX_KEYS} keys, got ${count} keys` : undefined;
+}
+
+/** A non-empty list of at most `max` elements, or undefined with the problem added to `errors`. */
+function listAt(value: unknown, path: string, max: number, what: string, errors: string[]): unknown[] | undefined {
+  if (!Array.isArray(value) || value.length === 0) {
+    errors.push(`${path}: expected a non-empty list of ${what}, got ${describeValue(value)}`);
+    return undefined;
+  }
+  if (value.length > max) {
+    errors.push(`${path}: expected a list of at most ${max} ${what}, got ${value.length} elements`);
+    return undefined;
+  }
+  return value;
+}
+
+/** A `types` list: each alertable metric once is as long as it can meaningfully be. */
+function typesAt(value: unknown, errors: string[]): unknown[] | undefined {
+  return listAt(value, 'types', ALERTABLE_METRICS.length, `alertable metrics (${ALERTABLE_METRICS.join(', ')})`, errors);
 }
 
 function base64UrlBytes(value: string): number | undefined {
@@ -91,11 +135,14 @@ function booleanAt(body: Record<string, unknown>, key: string, path: string, err
 
 /**
  * Checks a device subscription as a push service will use it: an absolute http(s) endpoint, a P-256
- * public key (65 bytes, uncompressed) and a 16-byte auth secret, both base64url.
+ * public key (65 bytes, uncompressed) and a 16-byte auth secret, both base64url. An endpoint whose host
+ * is a private IP literal is refused here already; a host name is checked when a push connects.
  */
-export function parseDeviceSubscription(value: unknown, options: { allowHttp: boolean }, path = 'subscription'): Parsed<DeviceSubscription> {
+export function parseDeviceSubscription(value: unknown, options: EndpointPolicy, path = 'subscription'): Parsed<DeviceSubscription> {
   const errors: string[] = [];
   if (!isObject(value)) return { ok: false, errors: [`${path}: expected an object with endpoint and keys, got ${describeValue(value)}`] };
+  const crowded = tooManyKeys(value, path);
+  if (crowded !== undefined) return { ok: false, errors: [crowded] };
   let endpoint: string | undefined;
   if (typeof value.endpoint !== 'string' || value.endpoint.length > MAX_ENDPOINT_LENGTH) {
     errors.push(`${path}.endpoint: expected a URL of at most ${MAX_ENDPOINT_LENGTH} characters, got ${describeValue(value.endpoint)}`);
@@ -103,8 +150,11 @@ export function parseDeviceSubscription(value: unknown, options: { allowHttp: bo
     try {
       const url = new URL(value.endpoint);
       const allowed = options.allowHttp ? ['https:', 'http:'] : ['https:'];
+      const privateAddress = options.allowPrivateDestinations ? undefined : privateIpLiteral(url.hostname);
       if (!allowed.includes(url.protocol) || url.username !== '' || url.password !== '') {
         errors.push(`${path}.endpoint: expected an ${options.allowHttp ? 'http or https' : 'https'} URL without credentials, got ${describeValue(value.endpoint)}`);
+      } else if (privateAddress !== undefined) {
+        errors.push(`${path}.endpoint: expected a push service on a public address, got the private address ${privateAddress} (loopback, private network, link-local and unique-local addresses are refused)`);
       } else endpoint = value.endpoint;
     } catch {
       errors.push(`${path}.endpoint: expected an absolute URL, got ${describeValue(value.endpoint)}`);
@@ -113,8 +163,11 @@ export function parseDeviceSubscription(value: unknown, options: { allowHttp: bo
   const keys = value.keys;
   let p256dh: string | undefined;
   let auth: string | undefined;
+  const crowdedKeys = isObject(keys) ? tooManyKeys(keys, `${path}.keys`) : undefined;
   if (!isObject(keys)) {
     errors.push(`${path}.keys: expected an object with p256dh and auth, got ${describeValue(keys)}`);
+  } else if (crowdedKeys !== undefined) {
+    errors.push(crowdedKeys);
   } else {
     if (typeof keys.p256dh === 'string' && base64UrlBytes(keys.p256dh) === 65 && Buffer.from(keys.p256dh, 'base64url')[0] === 4) p256dh = keys.p256dh;
     else errors.push(`${path}.keys.p256dh: expected a base64url P-256 public key (65 bytes), got ${describeValue(keys.p256dh)}`);
@@ -128,19 +181,29 @@ export function parseDeviceSubscription(value: unknown, options: { allowHttp: bo
   return { ok: true, value: { endpoint, keys: { p256dh, auth } } };
 }
 
+/**
+ * The problems as an answer reports them: at most {@link MAX_REPORTED_ERRORS}, then a note of how many
+ * more there were.
+ */
+export function reportedErrors(errors: readonly string[]): string[] {
+  if (errors.length <= MAX_REPORTED_ERRORS) return [...errors];
+  return [...errors.slice(0, MAX_REPORTED_ERRORS), `… and ${errors.length - MAX_REPORTED_ERRORS} more problems not shown`];
+}
+
 /** POST /subscribe: `{subscription, domainName?, types?}`. */
-export function parseSubscribe(body: unknown, options: { allowHttp: boolean }): Parsed<SubscribeRequest> {
+export function parseSubscribe(body: unknown, options: EndpointPolicy): Parsed<SubscribeRequest> {
   if (!isObject(body)) return { ok: false, errors: ['(root): expected a JSON object'] };
+  const crowded = tooManyKeys(body, '(root)');
+  if (crowded !== undefined) return { ok: false, errors: [crowded] };
   const errors: string[] = [];
   const subscription = parseDeviceSubscription(body.subscription, options);
   if (!subscription.ok) errors.push(...subscription.errors);
   const domainName = domainOf(body, errors, false);
   let types: string[] = [...ALERTABLE_METRICS];
   if (body.types !== undefined) {
-    if (!Array.isArray(body.types) || body.types.length === 0) {
-      errors.push(`types: expected a non-empty list of alertable metrics, got ${describeValue(body.types)}`);
-    } else {
-      types = [...new Set(body.types.map((type, i) => alertableType(type, `types[${i}]`, errors)).filter((x): x is string => x !== undefined))];
+    const named = typesAt(body.types, errors);
+    if (named !== undefined) {
+      types = [...new Set(named.map((type, i) => alertableType(type, `types[${i}]`, errors)).filter((x): x is string => x !== undefined))];
     }
     if (domainName === undefined && body.domainName === undefined && body.domainId === undefined) {
       errors.push('domainName: required when types are named, got nothing');
@@ -157,6 +220,8 @@ export function parseSubscribe(body: unknown, options: { allowHttp: boolean }): 
  */
 export function parsePreferences(body: unknown): Parsed<PreferencesRequest> {
   if (!isObject(body)) return { ok: false, errors: ['(root): expected a JSON object'] };
+  const crowded = tooManyKeys(body, '(root)');
+  if (crowded !== undefined) return { ok: false, errors: [crowded] };
   const errors: string[] = [];
   const domainName = domainOf(body, errors, true);
   const forms = (['type', 'types', 'preferences'] as const).filter((key) => body[key] !== undefined);
@@ -173,28 +238,25 @@ export function parsePreferences(body: unknown): Parsed<PreferencesRequest> {
     if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
   } else if (forms[0] === 'types') {
     const enabled = booleanAt(body, 'enabled', 'enabled', errors);
-    if (!Array.isArray(body.types) || body.types.length === 0) {
-      errors.push(`types: expected a non-empty list of alertable metrics, got ${describeValue(body.types)}`);
-    } else {
-      body.types.forEach((value, i) => {
-        const type = alertableType(value, `types[${i}]`, errors);
-        if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
-      });
-    }
+    typesAt(body.types, errors)?.forEach((value, i) => {
+      const type = alertableType(value, `types[${i}]`, errors);
+      if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
+    });
   } else {
-    if (!Array.isArray(body.preferences) || body.preferences.length === 0) {
-      errors.push(`preferences: expected a non-empty list of {notificationType, isSubscribed}, got ${describeValue(body.preferences)}`);
-    } else {
-      body.preferences.forEach((entry: unknown, i) => {
-        if (!isObject(entry)) {
-          errors.push(`preferences[${i}]: expected an object {notificationType, isSubscribed}, got ${describeValue(entry)}`);
-          return;
-        }
-        const type = alertableType(entry.notificationType, `preferences[${i}].notificationType`, errors);
-        const enabled = booleanAt(entry, 'isSubscribed', `preferences[${i}].isSubscribed`, errors);
-        if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
-      });
-    }
+    listAt(body.preferences, 'preferences', MAX_PREFERENCE_ENTRIES, '{notificationType, isSubscribed}', errors)?.forEach((entry: unknown, i) => {
+      if (!isObject(entry)) {
+        errors.push(`preferences[${i}]: expected an object {notificationType, isSubscribed}, got ${describeValue(entry)}`);
+        return;
+      }
+      const crowdedEntry = tooManyKeys(entry, `preferences[${i}]`);
+      if (crowdedEntry !== undefined) {
+        errors.push(crowdedEntry);
+        return;
+      }
+      const type = alertableType(entry.notificationType, `preferences[${i}].notificationType`, errors);
+      const enabled = booleanAt(entry, 'isSubscribed', `preferences[${i}].isSubscribed`, errors);
+      if (type !== undefined && enabled !== undefined) changes.push({ notificationType: type, isSubscribed: enabled });
+    });
   }
   if (errors.length > 0 || domainName === undefined) return { ok: false, errors };
   return { ok: true, value: { domainName, changes } };
@@ -208,6 +270,8 @@ const TriggerBody = t.intersection([
 /** POST /trigger: `{buildingId, type?, title?, message?}`; type is a severity, default danger. */
 export function parseTrigger(body: unknown): Parsed<TriggerRequest> {
   if (!isObject(body)) return { ok: false, errors: ['(root): expected a JSON object'] };
+  const crowded = tooManyKeys(body, '(root)');
+  if (crowded !== undefined) return { ok: false, errors: [crowded] };
   const decoded = decode(TriggerBody, body);
   const errors = decoded.ok ? [] : decoded.errors;
   const type = body.type === undefined ? 'danger' : body.type;

@@ -64,12 +64,23 @@ interface MigrationDoc {
   modified?: number;
 }
 
+/**
+ * How saving a device went. `held_by_another_account`: the endpoint is stored for another account and
+ * the keys presented are not its keys, so nothing was changed.
+ */
+export type DeviceSave = 'saved' | 'held_by_another_account';
+
 /** How a claim on the migration lock went. */
 export type LockClaim = 'claimed' | 'held';
 
 /** The port the routes, the delivery and the migration use. */
 export interface NotificationStore {
-  saveDevice(accountName: string, subscription: DeviceSubscription): Promise<void>;
+  /**
+   * Stores a device for an account. An endpoint already stored for another account is rebound only
+   * when the same p256dh and auth keys are presented: only the browser holding the subscription has
+   * them. The same account may always replace its keys (key rotation).
+   */
+  saveDevice(accountName: string, subscription: DeviceSubscription): Promise<DeviceSave>;
   removeDevice(endpoint: string): Promise<boolean>;
   setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord>;
   preferencesOf(accountName: string): Promise<PreferencesRecord[]>;
@@ -160,20 +171,25 @@ export class MongoNotificationStore implements NotificationStore {
     this.recipientCache.clear();
   }
 
-  async saveDevice(accountName: string, subscription: DeviceSubscription): Promise<void> {
+  async saveDevice(accountName: string, subscription: DeviceSubscription): Promise<DeviceSave> {
     const now = this.now();
+    const { endpoint, keys } = subscription;
+    const writable = { endpoint, $or: [{ accountName }, { 'keys.p256dh': keys.p256dh, 'keys.auth': keys.auth }] };
     const update = {
-      $set: { accountName, keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth }, updatedAt: now },
-      $setOnInsert: { endpoint: subscription.endpoint, createdAt: now },
+      $set: { accountName, keys: { p256dh: keys.p256dh, auth: keys.auth }, updatedAt: now },
+      $setOnInsert: { endpoint, createdAt: now },
     };
     try {
-      await this.devices.updateOne({ endpoint: subscription.endpoint }, update, { upsert: true });
+      await this.devices.updateOne(writable, update, { upsert: true });
     } catch (err) {
-      // Two upserts of a new endpoint at once: the loser's insert hits the unique index; it is now an update.
+      // The endpoint is stored but not writable by this caller, or two upserts of a new endpoint ran at
+      // once and this one lost the insert: only in the second case does the update now match.
       if (!isDuplicateKey(err)) throw err;
-      await this.devices.updateOne({ endpoint: subscription.endpoint }, { $set: update.$set });
+      const retried = await this.devices.updateOne(writable, { $set: update.$set });
+      if (retried.matchedCount === 0) return 'held_by_another_account';
     }
     this.changed();
+    return 'saved';
   }
 
   async removeDevice(endpoint: string): Promise<boolean> {

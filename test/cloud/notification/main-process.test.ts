@@ -81,6 +81,7 @@ t.test('bad configuration: every problem named at once, exit 2', async (t) => {
       KAFKA_BROKERS: 'nohostport',
       VAPID_PUBLIC_KEY: mismatched.publicKey,
       VAPID_PRIVATE_KEY: webpush.generateVAPIDKeys().privateKey,
+      WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'maybe',
     }),
   );
   t.equal(code, 2);
@@ -88,6 +89,7 @@ t.test('bad configuration: every problem named at once, exit 2', async (t) => {
   t.match(stderr, /MONGO_URI: not a mongodb:\/\/ or mongodb\+srv:\/\/ URL/);
   t.match(stderr, /KAFKA_BROKERS: expected host:port/);
   t.match(stderr, /VAPID_PUBLIC_KEY: does not belong to VAPID_PRIVATE_KEY/);
+  t.match(stderr, /WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: expected true or false, got "maybe"/);
 });
 
 t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM', async (t) => {

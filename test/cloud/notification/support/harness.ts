@@ -1,6 +1,7 @@
 /**
  * Wires the notification service the way main.ts does, on the local stack, with isolated names: a fresh
- * database, a unique channel and cooldown prefix, and the given directory and push keys.
+ * database, a unique channel and cooldown prefix, and the given directory and push keys. Plain-http push
+ * endpoints are accepted, and so are private destinations unless a test turns them off.
  */
 import { createServer } from 'node:http';
 import type { Db } from 'mongodb';
@@ -51,6 +52,11 @@ export interface HarnessOptions {
   /** Wraps the real cooldown (fault injection). */
   cooldown?: (real: Cooldown) => Cooldown;
   logger?: Logger;
+  /**
+   * WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS. Default true: web-push-testing and the status endpoints of the
+   * tests listen on loopback.
+   */
+  allowPrivateDestinations?: boolean;
 }
 
 export async function startHarness(t: Teardown, options: HarnessOptions): Promise<Harness> {
@@ -64,7 +70,8 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const metrics = createMetrics({ defaults: false });
   const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
   await store.start();
-  const push = new WebPushSender({ vapid, timeoutMs: 2000 });
+  const allowPrivateDestinations = options.allowPrivateDestinations ?? true;
+  const push = new WebPushSender({ vapid, timeoutMs: 2000, allowPrivateDestinations });
   t.teardown(() => push.close());
   const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel }), store, push, pushPool: new Semaphore(8), metrics, logger });
   t.teardown(() => delivery.drain());
@@ -85,6 +92,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
     logger,
     vapidPublicKey: vapid?.publicKey,
     allowHttpPushEndpoints: true,
+    allowPrivatePushDestinations: allowPrivateDestinations,
   });
   const server = createServer(app);
   const port = await listen(server, 0, '127.0.0.1');
