@@ -1,13 +1,15 @@
 /**
- * Ingest, once the signature is verified and the body parsed: check the envelope, answer a repeated
- * batch id with its first result, validate every reading, find breaches, store everything in one
- * transaction, then publish on Redis and nudge the alert relay without waiting for either.
+ * Ingest, once the signature is verified and the body parsed: check the envelope, refuse the whole
+ * batch if a reading is for a building its key may not write, answer a repeated batch id with its
+ * first result, validate every reading, find breaches, store everything in one transaction, then
+ * publish on Redis and nudge the alert relay without waiting for either.
  */
 import type { Logger } from 'pino';
 import { HttpError, describeError } from '../../shared/errors.js';
 import type { Clock } from '../../shared/ttl-cache.js';
 import { alertsOf, boundsResolver } from './domain/alerts.js';
 import { DEFAULT_LIMITS, rowOf, shapeOfBatch, validateBatch, type BatchLimits } from './domain/batch.js';
+import { outsideScopeAnswer, readingsOutside, type IngestKeyScope } from './domain/building-scope.js';
 import type { ReadingPublisher } from './broker/redis-publisher.js';
 import type { TelemetryMetrics } from './metrics.js';
 import type { ReadingsStore } from './store/readings.js';
@@ -24,8 +26,11 @@ export interface IngestServiceOptions {
 }
 
 export interface IngestService {
-  /** Stores a parsed body signed with `keyId`'s key. Throws HttpError 400/413 for a rejected batch. */
-  ingest(keyId: string, body: unknown): Promise<{ accepted: number }>;
+  /**
+   * Stores a parsed body signed with `key`. Throws HttpError 400/413 for a rejected batch, and 403 for
+   * one holding a reading of a building the key may not write.
+   */
+  ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }>;
   /** Waits for the Redis publications still in flight. */
   drain(): Promise<void>;
 }
@@ -46,20 +51,30 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
     inFlight.add(publication);
   }
 
-  async function ingest(keyId: string, body: unknown): Promise<{ accepted: number }> {
+  async function ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
     const done = metrics.ingestSeconds.startTimer();
     try {
-      return await ingestBatch(keyId, body);
+      return await ingestBatch(key, body);
     } finally {
       done();
     }
   }
 
-  async function ingestBatch(keyId: string, body: unknown): Promise<{ accepted: number }> {
+  async function ingestBatch(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
+    const { keyId } = key;
     const shape = shapeOfBatch(body, limits);
     if (!shape.ok) {
       metrics.batches.inc({ outcome: shape.status === 413 ? 'too_large' : 'invalid' });
       throw new HttpError(shape.status, shape.message, { errors: shape.errors });
+    }
+    // Before anything else reads the batch, even a repeated batch id's first result: a key confined to
+    // some buildings writes nothing at all into another tenant's.
+    const outside = readingsOutside(shape.readings, key.buildings);
+    if (outside.length > 0) {
+      metrics.batches.inc({ outcome: 'outside_buildings' });
+      const answer = outsideScopeAnswer(keyId, shape.readings.length, outside);
+      logger.warn({ keyId, refused: outside.length, readings: shape.readings.length, reason: answer.message }, 'ingest key wrote outside its buildings; batch refused');
+      throw new HttpError(403, answer.message, { errors: answer.errors });
     }
     const checked = validateBatch(shape.readings, options.clock(), limits);
     if (!checked.ok) {

@@ -1,53 +1,46 @@
 /**
- * Operator command for per-gateway ingest keys (the `ingest_keys` table, chosen by `X-Key-Id`):
+ * Operator command for per-gateway ingest keys (the `ingest_keys` table, chosen by `X-Key-Id`), each
+ * confined to the buildings it may write:
  *
- *   DATABASE_URL=postgres://… npx tsx cloud/telemetry/keys-cli.ts add gw-lisbon-01 "Lisbon HQ gateway"
+ *   DATABASE_URL=postgres://… npx tsx cloud/telemetry/keys-cli.ts add gw-lisbon-01 --building b-lisbon-hq "Lisbon HQ gateway"
+ *   DATABASE_URL=postgres://… npx tsx cloud/telemetry/keys-cli.ts bind gw-lisbon-01 --building b-lisbon-hq --building b-lisbon-annex
  *   DATABASE_URL=postgres://… npx tsx cloud/telemetry/keys-cli.ts list
  *   DATABASE_URL=postgres://… npx tsx cloud/telemetry/keys-cli.ts revoke gw-lisbon-01
  *
- * `add` prints the new secret once; give it to the gateway with its key id. The service picks a new or
- * revoked key up within 30 seconds (its key cache).
+ * `add` prints the new secret once; give it to the gateway with its key id. `bind` replaces a key's
+ * buildings and keeps its secret; `list` warns about keys made before keys named buildings, which may
+ * write any. The service picks a new, rebound or revoked key up within 30 seconds (its key cache).
+ * Exit codes: 0 done, 1 refused (by the store or the database), 2 bad environment, 64 bad command line.
  */
 import pg from 'pg';
 import { readEnv, url } from '../../shared/env.js';
 import { exitOnConfigError } from '../../shared/lifecycle.js';
+import { USAGE, parseKeysCommand, runKeysCommand } from './keys-command.js';
+import { PgBuildingStore } from './store/buildings.js';
 import { PgIngestKeyStore } from './store/ingest-keys.js';
 import { migrate } from './store/migrate.js';
 
-const USAGE = 'usage: keys-cli.ts add <keyId> [note] | revoke <keyId> | list';
-
 async function main(argv: string[]): Promise<number> {
+  const parsed = parseKeysCommand(argv);
+  if (!parsed.ok) {
+    process.stderr.write(`${parsed.problems.join('\n')}\n${USAGE}\n`);
+    return 64;
+  }
   let env;
   try {
     env = readEnv({ DATABASE_URL: url(['postgres', 'postgresql']) });
   } catch (err) {
     exitOnConfigError(err);
   }
-  const [command, keyId, note] = argv;
-  if (!command || !['add', 'revoke', 'list'].includes(command) || (command !== 'list' && !keyId)) {
-    process.stderr.write(`${USAGE}\n`);
-    return 64;
-  }
   const pool = new pg.Pool({ connectionString: env.DATABASE_URL, max: 1 });
   try {
     await migrate(pool);
-    const keys = new PgIngestKeyStore(pool);
-    if (command === 'add') {
-      const secret = await keys.add(keyId!, note);
-      process.stdout.write(`key id: ${keyId}\nsecret: ${secret}\n`);
-      process.stderr.write('Store the secret on the gateway now; it is not shown again.\n');
-    } else if (command === 'revoke') {
-      if (!(await keys.revoke(keyId!))) {
-        process.stderr.write(`no active key ${keyId}\n`);
-        return 1;
-      }
-      process.stdout.write(`revoked ${keyId}\n`);
-    } else {
-      for (const key of await keys.list()) {
-        process.stdout.write(`${key.keyId}\t${key.revokedAt ? `revoked ${key.revokedAt.toISOString()}` : 'active'}\t${key.createdAt.toISOString()}\t${key.note ?? ''}\n`);
-      }
-    }
-    return 0;
+    return await runKeysCommand(parsed.command, {
+      keys: new PgIngestKeyStore(pool),
+      buildings: new PgBuildingStore(pool),
+      out: (text) => process.stdout.write(text),
+      err: (text) => process.stderr.write(text),
+    });
   } catch (err) {
     process.stderr.write(`${err instanceof Error && !('code' in err) ? err.message : 'the database refused the command'}\n`);
     return 1;

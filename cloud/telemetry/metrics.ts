@@ -19,7 +19,8 @@ export interface TelemetryMetrics {
   outboxUnsent: Gauge;
 }
 
-export const BATCH_OUTCOMES = ['accepted', 'duplicate', 'invalid', 'too_large', 'bad_signature', 'error'] as const;
+/** outside_buildings: a per-gateway key sent readings for a building it may not write (403, nothing stored). */
+export const BATCH_OUTCOMES = ['accepted', 'duplicate', 'invalid', 'too_large', 'bad_signature', 'outside_buildings', 'error'] as const;
 export const ACTION_OUTCOMES = ['accepted', 'forbidden', 'not_found', 'invalid', 'device_rejected', 'device_unreachable', 'bad_endpoint', 'lookup_failed'] as const;
 
 /** Creates the registry and every series, with labelled series at 0 from the start. */

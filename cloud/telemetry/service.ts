@@ -1,6 +1,7 @@
 /**
- * The telemetry service's lifecycle: start() migrates, serves HTTP, and starts the alert relay, the
- * registration consumer and the retention job; stop() undoes all of it and closes the connections.
+ * The telemetry service's lifecycle: start() migrates (and warns about ingest keys that may write any
+ * building), serves HTTP, and starts the alert relay, the registration consumer and the retention
+ * job; stop() undoes all of it and closes the connections.
  */
 import http from 'node:http';
 import type { Kafka } from 'kafkajs';
@@ -77,6 +78,14 @@ export class TelemetryService implements Lifecycle {
     const { config } = this;
     const metrics = this.clients.metrics ?? createTelemetryMetrics();
     await migrate(pool);
+    const ingestKeys = new PgIngestKeyStore(pool);
+    const unbound = await ingestKeys.unboundKeyIds();
+    if (unbound.length > 0) {
+      logger.warn(
+        { keyIds: unbound },
+        'ingest keys made before keys named buildings may write any building; confine each with keys-cli.ts bind <keyId> --building <id>',
+      );
+    }
 
     const readings = new PgReadingsStore(pool);
     const buildings = new PgBuildingStore(pool);
@@ -117,7 +126,7 @@ export class TelemetryService implements Lifecycle {
     });
     const app = createApp({
       ingest: this.ingest,
-      keys: createSigningKeys({ shared: config.sharedKeys, store: new PgIngestKeyStore(pool), clock }),
+      keys: createSigningKeys({ shared: config.sharedKeys, store: ingestKeys, clock }),
       thresholds: new PgThresholdStore(pool),
       buildings,
       directory,

@@ -1,14 +1,15 @@
 /**
- * Which key ring verifies an ingest request: the per-gateway key named by `X-Key-Id` (from the
- * `ingest_keys` table), or the shared ring from INGEST_SIGNING_SECRET when no key id is sent.
+ * Which key ring verifies an ingest request, and which buildings the batch may write: the per-gateway
+ * key named by `X-Key-Id` (from the `ingest_keys` table, with its buildings), or the shared ring from
+ * INGEST_SIGNING_SECRET when no key id is sent (any building, the contract's fallback).
  */
 import { TtlCache, systemClock, type Clock } from '../../shared/ttl-cache.js';
+import type { IngestKeyScope } from './domain/building-scope.js';
 import type { IngestKeyStore } from './store/ingest-keys.js';
 import { KEY_ID } from './store/ingest-keys.js';
 
-/** The key ring for a request, and the scope its batch ids are unique in ('' for the shared ring). */
-export interface ChosenKey {
-  keyId: string;
+/** The key ring for a request, the scope its batch ids are unique in ('' for the shared ring), and its buildings. */
+export interface ChosenKey extends IngestKeyScope {
   ring: readonly string[];
 }
 
@@ -21,23 +22,25 @@ export interface SigningKeysOptions {
   /** The shared ring, current secret first. */
   shared: readonly string[];
   store: IngestKeyStore;
-  /** How long a looked-up key (or its absence) is trusted; a revocation takes effect within it. */
+  /** How long a looked-up key (or its absence) is trusted; a revocation or rebinding takes effect within it. */
   cacheTtlMs?: number;
   clock?: Clock;
 }
 
 export function createSigningKeys(options: SigningKeysOptions): SigningKeys {
-  const cache = new TtlCache<string | null>(options.cacheTtlMs ?? 30_000, options.clock ?? systemClock);
+  const cache = new TtlCache<ChosenKey | null>(options.cacheTtlMs ?? 30_000, options.clock ?? systemClock);
+  const shared: ChosenKey | undefined = options.shared.length > 0 ? { keyId: '', ring: options.shared, buildings: 'any' } : undefined;
   return {
     async choose(keyIdHeader) {
-      if (keyIdHeader === undefined) return options.shared.length > 0 ? { keyId: '', ring: options.shared } : undefined;
+      if (keyIdHeader === undefined) return shared;
       if (!KEY_ID.test(keyIdHeader)) return undefined;
-      let secret = cache.get(keyIdHeader);
-      if (secret === undefined) {
-        secret = (await options.store.secretOf(keyIdHeader)) ?? null;
-        cache.set(keyIdHeader, secret);
+      let key = cache.get(keyIdHeader);
+      if (key === undefined) {
+        const found = await options.store.activeKey(keyIdHeader);
+        key = found ? { keyId: keyIdHeader, ring: [found.secret], buildings: found.buildingIds === null ? 'any' : new Set(found.buildingIds) } : null;
+        cache.set(keyIdHeader, key);
       }
-      return secret === null ? undefined : { keyId: keyIdHeader, ring: [secret] };
+      return key ?? undefined;
     },
   };
 }

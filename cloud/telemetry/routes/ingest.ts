@@ -1,7 +1,9 @@
 /**
  * POST /ingest and /telemetry/ingest: choose the key ring by X-Key-Id, verify X-Signature over the
- * exact bytes (at most 5 MiB) before parsing anything, then hand the parsed body to the ingest service.
- * A body that is not JSON answers the ingest 400 shape of CONTRACTS.md, `errors` included.
+ * exact bytes (at most 5 MiB) before parsing anything, then hand the parsed body and the key's
+ * buildings to the ingest service. A body that is not JSON answers the ingest 400 shape of
+ * CONTRACTS.md, `errors` included. A 403 before the service is a bad signature (text/plain); the
+ * service's own 403 (readings outside the key's buildings) is JSON and counted by the service.
  */
 import { Router, type Request, type RequestHandler } from 'express';
 import { HttpError } from '../../../shared/errors.js';
@@ -19,8 +21,9 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
 
   const chooseKey: RequestHandler = async (req, res, next) => {
     res.on('finish', () => {
+      if (res.locals.counted) return;
       if (res.statusCode === 403) deps.metrics.batches.inc({ outcome: 'bad_signature' });
-      else if (res.statusCode === 413 && !res.locals.counted) deps.metrics.batches.inc({ outcome: 'too_large' });
+      else if (res.statusCode === 413) deps.metrics.batches.inc({ outcome: 'too_large' });
     });
     const key = await deps.keys.choose(req.get(KEY_ID_HEADER));
     if (key) chosen.set(req, key);
@@ -31,7 +34,7 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
     const key = chosen.get(req);
     if (!key) throw new Error('ingest reached without a verified key');
     res.locals.counted = true;
-    res.json(await deps.ingest.ingest(key.keyId, parsedBody(req as SignedRequest, deps.metrics)));
+    res.json(await deps.ingest.ingest(key, parsedBody(req as SignedRequest, deps.metrics)));
   };
 
   const router = Router();

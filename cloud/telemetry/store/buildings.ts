@@ -95,4 +95,11 @@ export class PgBuildingStore implements BuildingStore {
     );
     return rows.map(sensorOfRow);
   }
+
+  /** Those of `buildingIds` no registration has named yet, in the order given. */
+  async unregistered(buildingIds: readonly string[]): Promise<string[]> {
+    const { rows } = await this.pool.query<{ building_id: string }>('SELECT building_id FROM buildings WHERE building_id = ANY($1::text[])', [buildingIds]);
+    const registered = new Set(rows.map((r) => r.building_id));
+    return buildingIds.filter((id) => !registered.has(id));
+  }
 }

@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import t from 'tap';
 import { ConfigError, readEnv } from '../../../shared/env.js';
 import { sign } from '../../../shared/hmac.js';
@@ -7,19 +6,7 @@ import { TELEMETRY_ENV } from '../../../cloud/telemetry/config.js';
 import { freshPgDatabase } from './support/database.js';
 import { call, peopleReading, stackRedisUrl } from './support/harness.js';
 import { directKafka, stackBrokers, uniqueName } from './support/kafka.js';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** Runs a TypeScript entry point as its own process; resolves with its exit and output. */
-function run(script: string, args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, exited, out: () => stdout, err: () => stderr };
-}
+import { runScript as run } from './support/process.js';
 
 t.test('configuration: every problem is reported at once, with its variable', async (t) => {
   const err = t.throws(() =>
@@ -48,13 +35,24 @@ t.test('npm run telemetry: refuses a bad environment with exit 2 and the list of
 
 t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from keys-cli, and stops on SIGTERM', async (t) => {
   const databaseUrl = await freshPgDatabase(t);
-  const added = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-01', 'test gateway'], { DATABASE_URL: databaseUrl });
+  const added = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-01', '--building', 'b1', 'test gateway'], { DATABASE_URL: databaseUrl });
   t.equal(await added.exited, 0, 'keys-cli add');
   const secret = /secret: ([0-9a-f]{64})/.exec(added.out())?.[1];
   t.ok(secret, 'the secret is printed once');
-  const again = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-01'], { DATABASE_URL: databaseUrl });
+  t.match(added.out(), /^buildings: b1$/m);
+  const again = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-01', '--building', 'b1'], { DATABASE_URL: databaseUrl });
   t.equal(await again.exited, 1, 'an active key id cannot be added twice');
   t.match(again.err(), /already exists and is active/);
+  const unnamed = run('cloud/telemetry/keys-cli.ts', ['add', 'gw-test-02', 'test gateway'], { DATABASE_URL: databaseUrl });
+  t.equal(await unnamed.exited, 64, 'a new key without buildings is a usage error');
+  t.match(unnamed.err(), /--building: a new key must name the buildings the key may write/);
+  t.match(unnamed.err(), /^usage: keys-cli\.ts add <keyId> --building/m);
+  // A key as every key was before keys named buildings: the service must warn about it at start.
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  await admin.query("INSERT INTO ingest_keys (key_id, secret, building_ids) VALUES ('gw-legacy', 'legacy-secret-0123456789', NULL)");
+  t.same((await admin.query("SELECT key_id FROM ingest_keys WHERE key_id = 'gw-test-02'")).rows, [], 'nothing stored by the refused add');
+  await admin.end();
 
   const suffix = uniqueName('main');
   t.teardown(async () => {
@@ -87,17 +85,23 @@ t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from
     if (!port) await new Promise((r) => setTimeout(r, 50));
   }
   t.ok(port, 'listening');
+  t.match(service.out(), /"keyIds":\["gw-legacy"\][^\n]*may write any building; confine each with keys-cli\.ts bind/, 'the start warns about keys that may write any building');
   const url = `http://127.0.0.1:${port}`;
   t.same((await call(`${url}/health`, 'GET')).json, { status: 'ok' });
   const body = JSON.stringify({ readings: [peopleReading('b1', 'r1', Date.now(), 6)] });
   const viaKey = await call(`${url}/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-key-id': 'gw-test-01', 'x-signature': sign(body, secret!) });
   t.equal(viaKey.status, 200, 'a key added with keys-cli verifies');
+  const elsewhere = JSON.stringify({ readings: [peopleReading('b2', 'r1', Date.now(), 6)] });
+  const outside = await call(`${url}/ingest`, 'POST', elsewhere, { 'content-type': 'application/json', 'x-key-id': 'gw-test-01', 'x-signature': sign(elsewhere, secret!) });
+  t.equal(outside.status, 403, 'it writes only its buildings');
   const viaShared = await call(`${url}/telemetry/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-signature': sign(body, 'main-process-test-secret') });
   t.equal(viaShared.status, 200, 'the shared key verifies too');
 
   const listed = run('cloud/telemetry/keys-cli.ts', ['list'], { DATABASE_URL: databaseUrl });
   t.equal(await listed.exited, 0);
-  t.match(listed.out(), /^gw-test-01\tactive\t/m);
+  t.match(listed.out(), /^gw-test-01\tactive\t[^\t]+\ttest gateway\tb1$/m);
+  t.match(listed.out(), /^gw-legacy\tactive\t[^\t]+\t\tany building \(unbound\)$/m);
+  t.match(listed.err(), /warning: 1 active key\(s\) may write any building[^\n]*: gw-legacy/);
   t.notMatch(listed.out(), new RegExp(secret!), 'list never shows secrets');
   const revoked = run('cloud/telemetry/keys-cli.ts', ['revoke', 'gw-test-01'], { DATABASE_URL: databaseUrl });
   t.equal(await revoked.exited, 0);

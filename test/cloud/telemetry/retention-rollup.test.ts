@@ -3,7 +3,7 @@ import { RetentionJob } from '../../../cloud/telemetry/retention.js';
 import { DAY_MS, HOUR_MS, droppablePartitions } from '../../../cloud/telemetry/domain/utc.js';
 import { PgRetentionStore } from '../../../cloud/telemetry/store/retention.js';
 import { silentLogger } from '../../../shared/logger.js';
-import { peopleReading, startHarness, temperatureReading, type Harness } from './support/harness.js';
+import { SHARED_KEY, peopleReading, startHarness, temperatureReading, type Harness } from './support/harness.js';
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -20,7 +20,7 @@ function retentionJob(h: Harness, privacyFloor = 5) {
 /** Ingests readings with the service clock at `now` (readings must be within 14 days of it). */
 async function ingestAt(h: Harness, now: number, readings: unknown[]) {
   h.clock.now = now;
-  return h.ingest.ingest('', { readings });
+  return h.ingest.ingest(SHARED_KEY, { readings });
 }
 
 async function partitions(h: Harness): Promise<string[]> {
@@ -98,12 +98,12 @@ t.test('a late reading for an hour already rolled up is rolled up again before i
   t.same(report.dropped, ['readings_p20240601']);
   t.match((await buckets(h))[0], { hour: '2024-06-01T09:00Z', count: 2, min: 20, max: 26, sum: 46 }, 'the late reading is in the kept hour');
 
-  const tooLate = await h.ingest.ingest('', { readings: [temperatureReading('b1', 'r1', at('2024-06-01T20:00:00Z'), 30)] }).catch((e: unknown) => e);
+  const tooLate = await h.ingest.ingest(SHARED_KEY, { readings: [temperatureReading('b1', 'r1', at('2024-06-01T20:00:00Z'), 30)] }).catch((e: unknown) => e);
   t.match(tooLate, { status: 400 }, 'a reading for a dropped day is refused, not silently lost');
 
   // A replica whose clock lags still cannot write into the dropped day: the stored horizon says no.
   h.clock.now = at('2024-06-15T12:00:00Z');
-  const lagging = await h.ingest.ingest('', { readings: [temperatureReading('b1', 'r1', at('2024-06-01T20:00:00Z'), 30)] }).catch((e: unknown) => e);
+  const lagging = await h.ingest.ingest(SHARED_KEY, { readings: [temperatureReading('b1', 'r1', at('2024-06-01T20:00:00Z'), 30)] }).catch((e: unknown) => e);
   t.match(lagging, { status: 400, message: /older than the raw data still kept/ });
   t.equal(await rawCount(h), 0);
   h.clock.now = at('2024-06-16T00:05:00Z');

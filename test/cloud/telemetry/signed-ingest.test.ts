@@ -2,6 +2,7 @@ import t from 'tap';
 import { sign } from '../../../shared/hmac.js';
 import {
   PREVIOUS_SECRET,
+  SHARED_KEY,
   call,
   countRows,
   peopleReading,
@@ -87,7 +88,7 @@ t.test('signatures: over the exact bytes, by key ring or by X-Key-Id', async (t)
   const previous = await postSigned(h, body, { secret: PREVIOUS_SECRET });
   t.equal(previous.status, 200, 'the previous secret of the ring still verifies while gateways rotate');
 
-  const gatewaySecret = await h.keys.add('gw-lisbon-01', 'test gateway');
+  const gatewaySecret = await h.keys.add('gw-lisbon-01', ['b1'], 'test gateway');
   const perGateway = await postSigned(h, { readings: [peopleReading('b1', 'r2', h.clock.now, 3)] }, { keyId: 'gw-lisbon-01', secret: gatewaySecret });
   t.equal(perGateway.status, 200, 'a per-gateway key chosen by X-Key-Id');
 
@@ -271,7 +272,7 @@ t.test('with Redis unreachable, readings are still stored and the failed publica
   t.teardown(() => dead.disconnect());
   const metrics = createTelemetryMetrics({ defaults: false });
   const ingest = createIngestService({ store: h.readings, publisher: createRedisPublisher(dead), metrics, logger: silentLogger(), clock: () => h.clock.now });
-  t.same(await ingest.ingest('', { readings: [peopleReading('b1', 'r1', h.clock.now, 3)] }), { accepted: 1 });
+  t.same(await ingest.ingest(SHARED_KEY, { readings: [peopleReading('b1', 'r1', h.clock.now, 3)] }), { accepted: 1 });
   await ingest.drain();
   t.equal(await countRows(h.pool, 'readings'), 1);
   t.equal((await metrics.publishFailures.get()).values[0]?.value, 1);

@@ -8,6 +8,7 @@ import type pg from 'pg';
 import { request } from 'undici';
 import { createApp } from '../../../../cloud/telemetry/app.js';
 import { createRedisPublisher, type ChannelNames } from '../../../../cloud/telemetry/broker/redis-publisher.js';
+import type { IngestKeyScope } from '../../../../cloud/telemetry/domain/building-scope.js';
 import { createIngestService, type IngestService } from '../../../../cloud/telemetry/ingest.js';
 import { createTelemetryMetrics, type TelemetryMetrics } from '../../../../cloud/telemetry/metrics.js';
 import { createSigningKeys } from '../../../../cloud/telemetry/signing-keys.js';
@@ -28,6 +29,8 @@ import { startFakeDirectory, type FakeDirectory } from '../../../support/fake-di
 
 export const SHARED_SECRET = 'shared-ingest-secret-0123456789';
 export const PREVIOUS_SECRET = 'previous-ingest-secret-98765432';
+/** The shared ring as the ingest service sees it: batch ids in the '' scope, any building. */
+export const SHARED_KEY: IngestKeyScope = { keyId: '', buildings: 'any' };
 
 interface Tap {
   teardown(fn: () => unknown): void;
@@ -53,8 +56,9 @@ export function stackRedisUrl(): string {
   return stackEnv().REDIS_URL;
 }
 
-export async function startHarness(t: Tap, options: { timeZone?: string; now?: number } = {}): Promise<Harness> {
-  const pool = await migratedPool(t, options.timeZone ? { timeZone: options.timeZone } : {});
+/** `pool`: a database the test prepared and migrated itself (and ends itself); a fresh one otherwise. */
+export async function startHarness(t: Tap, options: { timeZone?: string; now?: number; pool?: pg.Pool } = {}): Promise<Harness> {
+  const pool = options.pool ?? (await migratedPool(t, options.timeZone ? { timeZone: options.timeZone } : {}));
   const redis = new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 });
   t.teardown(() => redis.quit());
   const prefix = `${uniqueName('telemetry')}:`;
