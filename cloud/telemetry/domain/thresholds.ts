@@ -50,6 +50,14 @@ export function parseBoundsPatch(metric: MetricDeclaration, scope: string, input
   return patch;
 }
 
+/** At most this many threshold errors are answered, so a body of thousands of bad rooms gets a short answer. */
+export const MAX_THRESHOLD_ERRORS = 100;
+
+/** The errors answered: the first {@link MAX_THRESHOLD_ERRORS}, each scope (caller input) cut at 64 characters. */
+function reported(errors: readonly ThresholdError[]): ThresholdError[] {
+  return errors.slice(0, MAX_THRESHOLD_ERRORS).map((e) => (e.scope.length > 64 ? { ...e, scope: `${e.scope.slice(0, 64)}…` } : e));
+}
+
 /**
  * Parses a PATCH body for one metric: room id → bounds patch.
  *
@@ -66,7 +74,10 @@ export function parseRoomsPatch(metric: MetricDeclaration, body: unknown): Parse
     if (!NonEmptyString.is(roomId)) errors.push({ scope: roomId, field: '(room)', message: 'a room id is a non-empty string of at most 256 characters, without NUL (\\u0000)' });
     return { roomId, patch: parseBoundsPatch(metric, roomId, bounds, errors) };
   });
-  if (errors.length > 0) return { ok: false, message: `${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`, errors };
+  if (errors.length > 0) {
+    const message = `${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`;
+    return { ok: false, message: errors.length > MAX_THRESHOLD_ERRORS ? `${message} (the first ${MAX_THRESHOLD_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
+  }
   return { ok: true, value: rooms };
 }
 
@@ -90,6 +101,9 @@ export function parseBuildingPut(body: unknown): Parsed<Array<{ metric: string; 
     }
     metrics.push({ metric: metric.key, patch: parseBoundsPatch(metric, key, bounds, errors) });
   }
-  if (errors.length > 0) return { ok: false, message: 'invalid thresholds; nothing was stored', errors };
+  if (errors.length > 0) {
+    const message = 'invalid thresholds; nothing was stored';
+    return { ok: false, message: errors.length > MAX_THRESHOLD_ERRORS ? `${message} (the first ${MAX_THRESHOLD_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
+  }
   return { ok: true, value: metrics };
 }

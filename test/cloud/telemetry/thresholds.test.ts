@@ -192,3 +192,17 @@ t.test('a registration creates room rows from the building row and merges its bo
     { room_id: 'lab', metric: 'temperature', bounds: { maxTemperature: 24, maxHumidity: 50 } },
   ]);
 });
+
+t.test('a patch of thousands of bad rooms gets a short 400: the first 100 problems, long room ids cut', async (t) => {
+  const h = await startHarness(t);
+  h.directory.set('b1', ['acme']);
+  const body: Record<string, unknown> = { ['r'.repeat(500)]: { maxTemperature: 'hot' } };
+  for (let i = 0; i < 5000; i++) body[`room-${i}`] = { maxTemperature: 'hot' };
+  const answer = await callAs(h, manager, 'PATCH', '/thresholds/temperature/buildings/b1/rooms', body);
+  t.equal(answer.status, 400);
+  const json = answer.json as { message: string; errors: Array<{ room: string }> };
+  t.equal(json.errors.length, 100);
+  t.equal(json.message, '5001 of 5001 rooms have invalid bounds; nothing was stored (the first 100 of 5002 problems are listed)', 'the long id is also over 256 characters: two problems');
+  t.equal(json.errors[0]?.room, `${'r'.repeat(64)}…`, 'a long room id is cut, not echoed');
+  t.equal(await countRows(h.pool, 'thresholds'), 0);
+});
