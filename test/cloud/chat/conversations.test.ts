@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MongoClient, type CommandStartedEvent } from 'mongodb';
+import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
 import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
 import { freshChatDatabase } from './support/mongo.js';
 import { call, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
@@ -192,14 +192,19 @@ t.test('health and metrics are public, under both prefixes; unknown routes are a
   t.same([nowhere.status, (nowhere.body as { type: string }).type], [404, 'Not Found']);
 });
 
-t.test('a rename that cannot get the conversation (another replica holds it too long) is 409, and nothing changes', async (t) => {
-  const chat = await startChat(t, { lock: { waitMs: 200 } });
-  const conversation = await createConversation(chat.url, 'ana', 'Before');
-  await chat.db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
-    _id: conversation.id,
+/** Takes a conversation's lease as another replica would, for a minute. */
+async function holdLease(db: Db, conversationId: string): Promise<void> {
+  await db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
+    _id: conversationId,
     token: 'another-replica',
     expires_at: new Date(Date.now() + 60_000),
   });
+}
+
+t.test('a rename that cannot get the conversation (another replica holds it too long) is 409, and nothing changes', async (t) => {
+  const chat = await startChat(t, { lock: { waitMs: 200 } });
+  const conversation = await createConversation(chat.url, 'ana', 'Before');
+  await holdLease(chat.db, conversation.id);
   const res = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', { title: 'After' });
   t.same([res.status, res.body], [409, { type: 'Conflict', message: 'conversation is busy; try the rename again' }]);
   t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Before');
@@ -208,11 +213,7 @@ t.test('a rename that cannot get the conversation (another replica holds it too 
 t.test('another user renaming the conversation is 404 at once: it never takes or waits for the owner lock', async (t) => {
   const chat = await startChat(t, { lock: { waitMs: 200 } });
   const conversation = await createConversation(chat.url, 'ana', 'Before');
-  await chat.db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
-    _id: conversation.id,
-    token: 'another-replica',
-    expires_at: new Date(Date.now() + 60_000),
-  });
+  await holdLease(chat.db, conversation.id);
   const res = await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'bob', { title: 'Mine now' });
   t.same([res.status, res.body], [404, { type: 'Not Found', message: 'conversation not found' }], 'not 409: the lock was never asked for');
   t.equal((await getConversation(chat.url, 'ana', conversation.id)).title, 'Before');

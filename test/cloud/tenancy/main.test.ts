@@ -52,6 +52,27 @@ t.test('names every malformed variable at once', async (t) => {
   t.match(blank.stderr(), /INTERNAL_SIGNING_SECRET: expected at least one non-empty secret/);
 });
 
+async function untilListening(base: string): Promise<void> {
+  await eventually(async () => {
+    try {
+      return (await request(`${base}/health`)).statusCode === 200;
+    } catch {
+      return false;
+    }
+  }, 'tenancy listening', 30_000);
+}
+
+/** Creates the domain `acme` owned by `owner`; answers the status. */
+async function createAcme(base: string, owner: string): Promise<number> {
+  const created = await request(`${base}/domains`, {
+    method: 'POST',
+    headers: { 'x-gateway-claims': encodeClaims({ sub: owner }), 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'acme', displayName: 'Acme' }),
+  });
+  await created.body.dump();
+  return created.statusCode;
+}
+
 t.test('starts with Redis unreachable, migrates, serves, accepts the previous key, and stops on SIGTERM', async (t) => {
   const databaseUrl = await freshPgDatabase(t);
   const port = await freePort();
@@ -62,21 +83,9 @@ t.test('starts with Redis unreachable, migrates, serves, accepts the previous ke
     ADDR: `127.0.0.1:${port}`,
   });
   const base = `http://127.0.0.1:${port}`;
-  await eventually(async () => {
-    try {
-      return (await request(`${base}/health`)).statusCode === 200;
-    } catch {
-      return false;
-    }
-  }, 'tenancy listening', 30_000);
+  await untilListening(base);
   const owner = '5d0c0000-0000-4000-8000-0000000000aa';
-  const created = await request(`${base}/domains`, {
-    method: 'POST',
-    headers: { 'x-gateway-claims': encodeClaims({ sub: owner }), 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'acme', displayName: 'Acme' }),
-  });
-  t.equal(created.statusCode, 201);
-  await created.body.dump();
+  t.equal(await createAcme(base, owner), 201);
   const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'old-secret') } });
   t.equal(login.statusCode, 200, 'the previous secret of the ring is accepted');
   t.match(await login.body.json(), [{ domainName: 'acme', role: 'business_admin' }]);
@@ -91,21 +100,9 @@ t.test('without REDIS_URL the account-deleted consumer never starts, and every r
   const port = await freePort();
   const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'only-secret', ADDR: `127.0.0.1:${port}` });
   const base = `http://127.0.0.1:${port}`;
-  await eventually(async () => {
-    try {
-      return (await request(`${base}/health`)).statusCode === 200;
-    } catch {
-      return false;
-    }
-  }, 'tenancy listening', 30_000);
+  await untilListening(base);
   const owner = '5d0c0000-0000-4000-8000-0000000000bb';
-  const created = await request(`${base}/domains`, {
-    method: 'POST',
-    headers: { 'x-gateway-claims': encodeClaims({ sub: owner }), 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'acme', displayName: 'Acme' }),
-  });
-  t.equal(created.statusCode, 201);
-  await created.body.dump();
+  t.equal(await createAcme(base, owner), 201);
   const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'only-secret') } });
   t.match(await login.body.json(), [{ domainName: 'acme', role: 'business_admin' }]);
   run.signal('SIGTERM');
