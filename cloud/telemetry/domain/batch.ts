@@ -32,7 +32,7 @@ export interface BatchLimits {
 export const DEFAULT_LIMITS: BatchLimits = { maxReadings: 5000, retentionMs: 14 * DAY_MS, maxFutureMs: 24 * HOUR_MS };
 
 /** Problems shown per answer; the count of the rest is still reported. */
-const MAX_REPORTED_ERRORS = 100;
+export const MAX_REPORTED_ERRORS = 100;
 
 export type BatchShape =
   | { ok: true; batchId: string | undefined; readings: unknown[] }

@@ -7,6 +7,7 @@
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
 import { metricOf, METRICS } from '../../../shared/catalog/metrics.js';
 import { NonEmptyString, describeValue } from '../../../shared/kinds.js';
+import { MAX_REPORTED_ERRORS } from './batch.js';
 
 /** What one edit does to one row. */
 export interface BoundsPatch {
@@ -50,12 +51,9 @@ export function parseBoundsPatch(metric: MetricDeclaration, scope: string, input
   return patch;
 }
 
-/** At most this many threshold errors are answered, so a body of thousands of bad rooms gets a short answer. */
-export const MAX_THRESHOLD_ERRORS = 100;
-
-/** The errors answered: the first {@link MAX_THRESHOLD_ERRORS}, each scope (caller input) cut at 64 characters. */
+/** The errors answered: the first {@link MAX_REPORTED_ERRORS}, as for readings, each scope (caller input) cut at 64 characters. */
 function reported(errors: readonly ThresholdError[]): ThresholdError[] {
-  return errors.slice(0, MAX_THRESHOLD_ERRORS).map((e) => (e.scope.length > 64 ? { ...e, scope: `${e.scope.slice(0, 64)}…` } : e));
+  return errors.slice(0, MAX_REPORTED_ERRORS).map((e) => (e.scope.length > 64 ? { ...e, scope: `${e.scope.slice(0, 64)}…` } : e));
 }
 
 /**
@@ -76,7 +74,7 @@ export function parseRoomsPatch(metric: MetricDeclaration, body: unknown): Parse
   });
   if (errors.length > 0) {
     const message = `${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`;
-    return { ok: false, message: errors.length > MAX_THRESHOLD_ERRORS ? `${message} (the first ${MAX_THRESHOLD_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
+    return { ok: false, message: errors.length > MAX_REPORTED_ERRORS ? `${message} (the first ${MAX_REPORTED_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
   }
   return { ok: true, value: rooms };
 }
@@ -103,7 +101,7 @@ export function parseBuildingPut(body: unknown): Parsed<Array<{ metric: string; 
   }
   if (errors.length > 0) {
     const message = 'invalid thresholds; nothing was stored';
-    return { ok: false, message: errors.length > MAX_THRESHOLD_ERRORS ? `${message} (the first ${MAX_THRESHOLD_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
+    return { ok: false, message: errors.length > MAX_REPORTED_ERRORS ? `${message} (the first ${MAX_REPORTED_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
   }
   return { ok: true, value: metrics };
 }
