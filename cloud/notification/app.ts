@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { DirectoryError, type BuildingDirectory } from '../../shared/directory.js';
-import { HttpError, errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
+import { HttpError, errorHandler, jsonBody, notFoundHandler, reportedProblems, sendError } from '../../shared/errors.js';
 import { callerOf, healthHandler, rawClaimsOf, requireClaims } from '../../shared/http.js';
 import type { Notification } from '../../shared/notification.js';
 import { metricsHandler } from '../../shared/prom.js';
@@ -15,7 +15,7 @@ import { mayUseDomain, triggerAudience } from './audience.js';
 import type { Delivery } from './delivery.js';
 import type { NotificationMetrics } from './metrics.js';
 import { endpointOrigin } from './push.js';
-import { parsePreferences, parseSubscribe, parseTrigger, reportedErrors } from './requests.js';
+import { parsePreferences, parseSubscribe, parseTrigger } from './requests.js';
 import { WriteConflictError, type NotificationStore } from './store.js';
 
 export interface AppDeps {
@@ -39,7 +39,7 @@ export interface AppDeps {
 }
 
 function validation(errors: string[]): HttpError {
-  const reported = reportedErrors(errors);
+  const reported = reportedProblems(errors);
   return new HttpError(400, reported.join('; '), { errors: reported });
 }
 

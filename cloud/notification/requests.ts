@@ -57,8 +57,6 @@ export const MAX_KEYS = 32;
  * repeat a type, but not without bound: its problems must stay readable.
  */
 export const MAX_PREFERENCE_ENTRIES = 32;
-/** Problems one answer reports; past it, a note says how many more there were. */
-export const MAX_REPORTED_ERRORS = 100;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -179,15 +177,6 @@ export function parseDeviceSubscription(value: unknown, options: EndpointPolicy,
   }
   if (errors.length > 0 || endpoint === undefined || p256dh === undefined || auth === undefined) return { ok: false, errors };
   return { ok: true, value: { endpoint, keys: { p256dh, auth } } };
-}
-
-/**
- * The problems as an answer reports them: at most {@link MAX_REPORTED_ERRORS}, then a note of how many
- * more there were.
- */
-export function reportedErrors(errors: readonly string[]): string[] {
-  if (errors.length <= MAX_REPORTED_ERRORS) return [...errors];
-  return [...errors.slice(0, MAX_REPORTED_ERRORS), `… and ${errors.length - MAX_REPORTED_ERRORS} more problems not shown`];
 }
 
 /** POST /subscribe: `{subscription, domainName?, types?}`. */
