@@ -38,6 +38,9 @@ export interface ChatMetrics {
   agentErrors: Counter<'reason'>;
   sendsRejected: Counter<'reason'>;
   timeToFirstToken: Histogram;
+  /** The two waits before the first token: the conversation read, then the agent's response headers. */
+  conversationReadSeconds: Histogram;
+  agentResponseSeconds: Histogram;
   storeSeconds: Histogram;
 }
 
@@ -75,6 +78,18 @@ export function createChatMetrics(registry: Registry): ChatMetrics {
       name: 'chat_time_to_first_token_seconds',
       help: 'From the send request to the first token frame',
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    conversationReadSeconds: new Histogram({
+      name: 'chat_conversation_read_seconds',
+      help: 'Reading the conversation (owner, message count, history) before the agent is called',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    agentResponseSeconds: new Histogram({
+      name: 'chat_agent_response_seconds',
+      help: 'From calling the agent to its response headers, for calls it answered',
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
     storeSeconds: new Histogram({

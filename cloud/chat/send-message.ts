@@ -95,7 +95,8 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
       metrics.sendsRejected.inc({ reason: 'invalid' });
       throw err;
     }
-    const conversation = await store.sendContext(conversationId, userId, deps.historyMaxMessages);
+    const readTimer = metrics.conversationReadSeconds.startTimer();
+    const conversation = await store.sendContext(conversationId, userId, deps.historyMaxMessages).finally(readTimer);
     if (!conversation) {
       metrics.sendsRejected.inc({ reason: 'not_found' });
       throw new HttpError(404, CONVERSATION_NOT_FOUND);
@@ -181,7 +182,9 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     stream.watch();
     let answer: AgentAnswer;
     try {
+      const askedAt = performance.now();
       answer = await agent.ask({ question: send.content, history: send.history, claimsHeader: rawClaimsOf(req) });
+      metrics.agentResponseSeconds.observe((performance.now() - askedAt) / 1000);
     } catch (err) {
       if (err instanceof AgentUnavailableError) {
         metrics.agentErrors.inc({ reason: err.reason });

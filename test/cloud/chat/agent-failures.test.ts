@@ -3,7 +3,7 @@ import { refusingUrl } from './support/fake-agent.js';
 import { unacceptingUrl } from './support/unaccepting-listener.js';
 import { MongoClient } from 'mongodb';
 import { freshChatDatabase } from './support/mongo.js';
-import { answerOf, createConversation, getConversation, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
+import { answerOf, createConversation, getConversation, histogramCount, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
 
 async function nothingStored(t: Test, chat: ChatUnderTest, id: string): Promise<void> {
   const stored = await getConversation(chat.url, 'ana', id);
@@ -20,6 +20,8 @@ t.test('an agent that refuses connections: 502 JSON, before any stream bytes', a
   t.same(result.body, { type: 'Bad Gateway', message: 'agent is unreachable' });
   t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'unreachable' }), 1);
   t.equal(await metricValue(chat.registry, 'chat_streams_started_total'), 0);
+  t.equal(await histogramCount(chat.registry, 'chat_conversation_read_seconds'), 1);
+  t.equal(await histogramCount(chat.registry, 'chat_agent_response_seconds'), 0, 'a call the agent never answered is not a response time');
   await nothingStored(t, chat, conversation.id);
 });
 

@@ -183,6 +183,8 @@ t.test('health and metrics are public, under both prefixes; unknown routes are a
       'chat_streams_completed_after_disconnect_total',
       'chat_agent_errors_total{reason="unreachable"',
       'chat_store_append_seconds_bucket',
+      'chat_conversation_read_seconds_bucket',
+      'chat_agent_response_seconds_bucket',
       'chat_active_streams',
     ]) {
       t.match(text, series, `${prefix}/metrics has ${series} from startup`);

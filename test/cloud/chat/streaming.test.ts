@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ObjectId } from 'mongodb';
-import { answerOf, claimsOf, createConversation, getConversation, metricValue, openSend, OpenStream, send, startChat, terminalOf } from './support/harness.js';
+import { answerOf, claimsOf, createConversation, getConversation, histogramCount, metricValue, openSend, OpenStream, send, startChat, terminalOf } from './support/harness.js';
 
 const CITATIONS = [
   { chunk_id: 'c-1', document_id: 'doc-9', source: 'manuals/hvac.pdf', section_path: ['Operation', 'Night mode'] },
@@ -43,6 +43,9 @@ t.test('tokens are relayed in order as token frames, then done carries the saved
   t.same(chat.agent.unexpected, []);
   t.equal(await metricValue(chat.registry, 'chat_streams_completed_total'), 1);
   t.equal(await metricValue(chat.registry, 'chat_tokens_relayed_total'), 5);
+  t.equal(await histogramCount(chat.registry, 'chat_conversation_read_seconds'), 1, 'the read before the agent call is timed');
+  t.equal(await histogramCount(chat.registry, 'chat_agent_response_seconds'), 1, 'the wait for the agent is timed');
+  t.equal(await histogramCount(chat.registry, 'chat_time_to_first_token_seconds'), 1);
 });
 
 t.test('the agent call: POST /ask with question, history, stream true, SSE accept and the claims verbatim', async (t) => {

@@ -291,3 +291,10 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
   return match?.value ?? 0;
 }
 
+/** How many observations a histogram holds (0 when the histogram is absent). */
+export async function histogramCount(registry: Registry, name: string): Promise<number> {
+  const metric = registry.getSingleMetric(name);
+  if (!metric) return 0;
+  const data = await metric.get();
+  return data.values.find((v) => 'metricName' in v && v.metricName === `${name}_count`)?.value ?? 0;
+}
