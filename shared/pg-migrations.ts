@@ -4,7 +4,8 @@
  * - `schema_migrations(service, version, checksum, applied_at)` records what ran, so a restart applies
  *   nothing twice; several services may share one database because rows are keyed by service.
  * - A session advisory lock keyed by the service name serialises concurrent starts: the second replica
- *   waits, then finds everything applied.
+ *   waits, then finds everything applied. A second lock, shared by all services, serialises creating
+ *   the bookkeeping table, which services starting together on an empty database would race on.
  * - Each file runs in its own transaction together with its bookkeeping row.
  * - A file changed after it was applied is refused, naming the file, rather than silently diverging;
  *   a file that fails is rolled back and reported with its name and the database's error code.
@@ -34,6 +35,9 @@ export interface MigrationResult {
   applied: string[];
 }
 
+/** Serialises creating the bookkeeping table across services. */
+const BOOKKEEPING_LOCK = 'lintel-migrations:schema_migrations';
+
 const BOOKKEEPING = `
 CREATE TABLE IF NOT EXISTS schema_migrations (
   service    text        NOT NULL,
@@ -62,11 +66,16 @@ export async function runMigrations(pool: Pool, service: string, directory: stri
   try {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [`lintel-migrations:${service}`]);
     try {
-      // Two services starting on an empty database race on the bookkeeping table itself; the
-      // per-service lock does not cover that, so tolerate the loser's duplicate-type error.
-      await client.query(BOOKKEEPING).catch((err: { code?: string }) => {
-        if (err.code !== '23505' && err.code !== '42P07') throw err;
-      });
+      // The bookkeeping table is shared by every service, and CREATE TABLE IF NOT EXISTS is not safe
+      // against a concurrent create (the loser fails on the table's row type): services starting
+      // together on an empty database create it one at a time. The lock is held only for this
+      // statement, never while waiting for another, so it cannot deadlock with the service locks.
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [BOOKKEEPING_LOCK]);
+      try {
+        await client.query(BOOKKEEPING);
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [BOOKKEEPING_LOCK]);
+      }
       const done = await client.query<{ version: string; checksum: string }>(
         'SELECT version, checksum FROM schema_migrations WHERE service = $1',
         [service],

@@ -1,6 +1,7 @@
 /**
  * The shared migration runner against the stack's PostgreSQL: what an operator reads when a migration
- * cannot run. (Ordering, concurrent starts and shared databases are covered with tenancy's real
+ * cannot run, and the first start of several services at once on an empty database. (Ordering,
+ * concurrent starts and shared databases are covered with tenancy's real
  * migrations in test/cloud/tenancy/migrations.test.ts.)
  */
 import { mkdtemp, rm, writeFile, appendFile } from 'node:fs/promises';
@@ -51,4 +52,20 @@ t.test('a file changed after it was applied is logged with its name', async (t) 
   await appendFile(join(dir, '0001_rooms.sql'), '\n-- edited\n');
   const err = await runMigrations(pool, 'demo', dir).catch((e: unknown) => e);
   t.equal(describeError(err), 'MigrationError: demo migration 0001_rooms.sql changed after it was applied; add a new migration instead');
+});
+
+t.test('services starting together on an empty database all create their bookkeeping', async (t) => {
+  // Every service shares schema_migrations; the first start of several at once used to race on
+  // creating it (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent create).
+  const services = Array.from({ length: 6 }, (_, i) => `service${i}`);
+  for (let round = 0; round < 5; round++) {
+    const pool = new pg.Pool({ connectionString: await freshPgDatabase(t), max: services.length });
+    pool.on('error', () => undefined);
+    t.teardown(() => pool.end());
+    const dir = await mkdtemp(join(tmpdir(), 'lintel-migrations-'));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, '0001_init.sql'), 'SELECT 1;');
+    const results = await Promise.all(services.map((service) => runMigrations(pool, service, dir)));
+    t.same(results.map((r) => r.applied), services.map(() => ['0001_init']), `round ${round + 1}: each service applied its migration`);
+  }
 });
