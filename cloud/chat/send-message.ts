@@ -182,9 +182,9 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     stream.watch();
     let answer: AgentAnswer;
     try {
-      const askedAt = performance.now();
+      const answered = metrics.agentResponseSeconds.startTimer();
       answer = await agent.ask({ question: send.content, history: send.history, claimsHeader: rawClaimsOf(req) });
-      metrics.agentResponseSeconds.observe((performance.now() - askedAt) / 1000);
+      answered();
     } catch (err) {
       if (err instanceof AgentUnavailableError) {
         metrics.agentErrors.inc({ reason: err.reason });

@@ -153,20 +153,24 @@ async function serviceHistograms(base: string, names: readonly string[]): Promis
 }
 
 /** What a histogram gained between two snapshots: mean, and the bucket bound that holds each quantile. */
-function histogramDelta(before: HistogramSnapshot | undefined, after: HistogramSnapshot | undefined): { count: number; meanMs: number; boundMs: (q: number) => number } {
+function histogramDelta(before: HistogramSnapshot | undefined, after: HistogramSnapshot | undefined): { meanMs: number; boundMs: (q: number) => number } {
   const count = (after?.count ?? 0) - (before?.count ?? 0);
   const sum = (after?.sum ?? 0) - (before?.sum ?? 0);
   const bounds = [...(after?.buckets.keys() ?? [])].sort((a, b) => a - b);
   const gained = (le: number) => (after?.buckets.get(le) ?? 0) - (before?.buckets.get(le) ?? 0);
   return {
-    count,
     meanMs: count > 0 ? (sum / count) * 1000 : Number.NaN,
     boundMs: (q) => (bounds.find((le) => gained(le) >= q * count) ?? Number.NaN) * 1000,
   };
 }
 
-/** The service's own view of the first token's two waits, and of the store at done. */
-const SERVICE_HISTOGRAMS = ['chat_conversation_read_seconds', 'chat_agent_response_seconds', 'chat_time_to_first_token_seconds', 'chat_store_append_seconds'] as const;
+/** The service's own view of the first token's two waits, and of the store at done: histogram → label. */
+const SERVICE_HISTOGRAMS = new Map([
+  ['chat_conversation_read_seconds', 'service: conversation read before the agent call'],
+  ['chat_agent_response_seconds', 'service: agent call to its response headers'],
+  ['chat_time_to_first_token_seconds', 'service: request to first token frame'],
+  ['chat_store_append_seconds', 'service: store append at done'],
+]);
 
 async function main(): Promise<void> {
   const deadline = setTimeout(() => {
@@ -210,7 +214,7 @@ async function main(): Promise<void> {
       const results = await Promise.all(runs);
       return { tag, results, seconds: (performance.now() - started) / 1000 };
     };
-    const serviceBefore = await serviceHistograms(base, SERVICE_HISTOGRAMS);
+    const serviceBefore = await serviceHistograms(base, [...SERVICE_HISTOGRAMS.keys()]);
     // Alternate the two paths, so a change in the machine's load weighs on both alike.
     const directRuns: Phase[] = [];
     const chatRuns: Phase[] = [];
@@ -222,7 +226,7 @@ async function main(): Promise<void> {
       chatCpuSeconds += (await cpuSecondsOf(chat.pid)) - cpuBefore;
     }
 
-    const serviceAfter = await serviceHistograms(base, SERVICE_HISTOGRAMS);
+    const serviceAfter = await serviceHistograms(base, [...SERVICE_HISTOGRAMS.keys()]);
     const timings = await agentTimings(agent);
     const ttft = (runs: Phase[]) => runs.flatMap(({ results }) => results.map((r) => (r.tokenReceivedAt[0] ?? Number.NaN) - r.startedAt));
     const perToken = (runs: Phase[]) =>
@@ -274,12 +278,7 @@ async function main(): Promise<void> {
     line('store at done p50', ms(percentile(storeAtDone, 50)), 'ms');
     line('store at done p99', ms(percentile(storeAtDone, 99)), 'ms');
     // As the service measured them, over the measured sends (bucket bounds: the quantile is at most that).
-    for (const [name, label] of [
-      ['chat_conversation_read_seconds', 'service: conversation read before the agent call'],
-      ['chat_agent_response_seconds', 'service: agent call to its response headers'],
-      ['chat_time_to_first_token_seconds', 'service: request to first token frame'],
-      ['chat_store_append_seconds', 'service: store append at done'],
-    ] as const) {
+    for (const [name, label] of SERVICE_HISTOGRAMS) {
       const seen = histogramDelta(serviceBefore.get(name), serviceAfter.get(name));
       line(`${label}, mean`, ms(seen.meanMs), 'ms');
       line(`${label}, p50 at most`, String(seen.boundMs(0.5)), 'ms');

@@ -282,19 +282,19 @@ export async function fillConversation(db: Db, id: string, count: number): Promi
   await db.collection('conversations').updateOne({ _id: ObjectId.createFromHexString(id) }, { $set: { messages, message_count: count } });
 }
 
-/** Reads a counter or gauge value from the registry (0 when the series is absent). */
-export async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
+/**
+ * Reads a counter or gauge value from the registry (0 when the series is absent). `series` picks one
+ * series of a histogram, such as `<name>_count`.
+ */
+export async function metricValue(registry: Registry, name: string, labels: Record<string, string> = {}, series = name): Promise<number> {
   const metric = registry.getSingleMetric(name);
   if (!metric) return 0;
   const data = await metric.get();
-  const match = data.values.find((v) => Object.entries(labels).every(([k, value]) => (v.labels as Record<string, unknown>)[k] === value) && !('metricName' in v && v.metricName !== name));
+  const match = data.values.find(
+    (v) => Object.entries(labels).every(([k, value]) => (v.labels as Record<string, unknown>)[k] === value) && ('metricName' in v ? v.metricName === series : series === name),
+  );
   return match?.value ?? 0;
 }
 
 /** How many observations a histogram holds (0 when the histogram is absent). */
-export async function histogramCount(registry: Registry, name: string): Promise<number> {
-  const metric = registry.getSingleMetric(name);
-  if (!metric) return 0;
-  const data = await metric.get();
-  return data.values.find((v) => 'metricName' in v && v.metricName === `${name}_count`)?.value ?? 0;
-}
+export const histogramCount = (registry: Registry, name: string): Promise<number> => metricValue(registry, name, {}, `${name}_count`);
