@@ -17,6 +17,6 @@ export type {
 } from './types.js';
 export { canonicalMac, createDeviceHasher, keyFingerprint, loadOrCreateDeviceKey, DeviceKeyError } from './device-key.js';
 export type { DeviceHasher } from './device-key.js';
-export { createMemoryZoneStore, openSqliteZoneStore } from './store.js';
+export { openSqliteZoneStore } from './store.js';
 export type { ZoneStore } from './store.js';
 export { observe } from './observe.js';

@@ -1,10 +1,9 @@
 /**
  * Where the tracker's state lives between polls and across restarts. The port is what the daemon needs;
- * the SQLite adapter is the gateway's; the in-memory one serves benches and tools that must not persist.
+ * the SQLite adapter is the gateway's.
  */
 import { openDatabase, type SqliteDatabase } from '../storage/sqlite.js';
 import { zoneMigrations } from './migrations.js';
-import { emptyTrackerState } from './tracker.js';
 import type { PollOutcome, TrackedDevice, TrackerState, TransitionEntry } from './types.js';
 
 export interface ZoneStore {
@@ -18,30 +17,6 @@ export interface ZoneStore {
    */
   bindKey(fingerprint: string): 'kept' | 'cleared';
   close(): void;
-}
-
-/** The in-memory store: the same contract, nothing on disk. */
-export function createMemoryZoneStore(): ZoneStore {
-  let state = emptyTrackerState();
-  let fingerprint: string | undefined;
-  return {
-    load: () => state,
-    save(outcome) {
-      state = outcome.state;
-    },
-    bindKey(next) {
-      if (fingerprint === undefined || fingerprint === next) {
-        const cleared = fingerprint === undefined && state.devices.size > 0;
-        fingerprint = next;
-        if (cleared) state = emptyTrackerState();
-        return cleared ? 'cleared' : 'kept';
-      }
-      fingerprint = next;
-      state = emptyTrackerState();
-      return 'cleared';
-    },
-    close() {},
-  };
 }
 
 interface DeviceRow {

@@ -2,15 +2,16 @@
  * Web Push delivery against web-push-testing: an expired subscription (410) is deleted by endpoint, a
  * 404 too; other failures, a 403 among them (a VAPID key mismatch), are logged and the subscription
  * kept; one bad endpoint never stops the others;
- * pushes run with bounded concurrency; without VAPID keys every push fails and is counted.
+ * pushes run with bounded concurrency; without VAPID keys every push fails and is counted. The 404, 403,
+ * 503 and slow answers come from a fake push host (support/fake-push-host.ts) that takes only
+ * well-formed Web Push requests to the subscribed paths.
  */
-import { createServer, type ServerResponse } from 'node:http';
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { createLogger } from '../../../shared/logger.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { FakeDirectory } from './support/fake-directory.js';
+import { startFakePushHost } from './support/fake-push-host.js';
 import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { uniqueName } from './support/stack.js';
@@ -20,31 +21,12 @@ t.teardown(() => directory.stop());
 const push = await startPushService(t);
 const twin = claims('system:digital-twin', 'digital-twin');
 
-/** A push endpoint host that answers every push with one status, holding each request a moment, and records peak concurrency. */
-async function statusEndpoint(status: number, holdMs = 0) {
-  let inFlight = 0;
-  const stats = { calls: 0, peak: 0 };
-  const held = new Set<ServerResponse>();
-  const server = createServer((req, res) => {
-    stats.calls += 1;
-    inFlight += 1;
-    stats.peak = Math.max(stats.peak, inFlight);
-    req.resume();
-    held.add(res);
-    setTimeout(() => {
-      inFlight -= 1;
-      held.delete(res);
-      res.writeHead(status).end();
-    }, holdMs);
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return { base: `http://127.0.0.1:${port}/push/`, stats };
-}
-
 t.test('410 and 404 delete the subscription; a 403 and other errors keep it; the good device still gets its message', async (t) => {
   const logs: string[] = [];
-  const h = await startHarness(t, { directory, logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }) });
+  const vapid = newVapid();
+  // Started before the harness, so its check of unexpected requests runs after the harness drained.
+  const host = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
+  const h = await startHarness(t, { directory, vapid, logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }) });
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
@@ -53,17 +35,14 @@ t.test('410 and 404 delete the subscription; a 403 and other errors keep it; the
   const good = await push.subscribe(h.vapid!.publicKey);
   const expired = await push.subscribe(h.vapid!.publicKey);
   const otherKey = await push.subscribe(newVapid().publicKey);
-  const missing = await statusEndpoint(404);
-  const forbidden = await statusEndpoint(403);
-  const failing = await statusEndpoint(503);
   const keys = good.keys;
   const endpoints = {
     good: good.endpoint,
     expired: expired.endpoint,
     otherKey: otherKey.endpoint,
-    missing: `${missing.base}a`,
-    forbidden: `${forbidden.base}f`,
-    failing: `${failing.base}b`,
+    missing: host.subscribe('/push/a', 404),
+    forbidden: host.subscribe('/push/f', 403),
+    failing: host.subscribe('/push/b', 503),
     closed: 'http://127.0.0.1:1/push/c',
   };
   for (const [what, endpoint] of Object.entries(endpoints)) {
@@ -92,43 +71,44 @@ t.test('410 and 404 delete the subscription; a 403 and other errors keep it; the
   t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 2);
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'rejected' }), 3, 'a VAPID key the push service refuses, a 403 and a 503');
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'unreachable' }), 1);
-  t.equal(missing.stats.calls, 1);
-  t.equal(forbidden.stats.calls, 1);
-  t.equal(failing.stats.calls, 1);
+  t.same([...host.calls].sort(), ['/push/a', '/push/b', '/push/f'], 'each fake endpoint got one well-formed push');
   const refused = logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.status === 403);
   t.equal(refused.length, 1, 'the 403 is logged once');
-  t.match(refused[0], { level: 40, msg: 'push failed; subscription kept', reason: 'rejected', pushService: new URL(forbidden.base).origin, detail: /VAPID/ });
+  t.match(refused[0], { level: 40, msg: 'push failed; subscription kept', reason: 'rejected', pushService: host.origin, detail: /VAPID/ });
   const line = JSON.stringify(refused[0]);
   for (const secret of [endpoints.forbidden, keys.p256dh, keys.auth, h.vapid!.privateKey]) t.notOk(line.includes(secret), 'the log line holds no endpoint path, device key or VAPID key');
 
   const again = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
   t.same(again.body, { domains: [acme], inApp: 1, push: 1 });
-  t.equal(missing.stats.calls, 1, 'a deleted subscription is not pushed again');
-  t.equal(forbidden.stats.calls, 2, 'one the push service refused with 403 is kept and tried again');
-  t.equal(failing.stats.calls, 2, 'so is one that answered 503');
+  const count = (path: string) => host.calls.filter((p) => p === path).length;
+  t.equal(count('/push/a'), 1, 'a deleted subscription is not pushed again');
+  t.equal(count('/push/f'), 2, 'one the push service refused with 403 is kept and tried again');
+  t.equal(count('/push/b'), 2, 'so is one that answered 503');
+  t.equal(host.received, 5, 'and nothing else reached the fake host');
   t.equal((await push.messages(good.clientHash)).length, 2);
 });
 
 t.test('pushes run with bounded concurrency', async (t) => {
-  const h = await startHarness(t, { directory });
+  const vapid = newVapid();
+  const slow = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
+  const h = await startHarness(t, { directory, vapid });
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
-  const slow = await statusEndpoint(201, 40);
-  const template = await push.subscribe(h.vapid!.publicKey);
+  const template = await push.subscribe(vapid.publicKey);
   for (let i = 0; i < 30; i++) {
     const account = uniqueName('user');
     const res = await call(h.url, 'POST', '/subscribe', {
       claims: claims(`sub-${account}`, account, [{ domainName: acme, role: 'member' }]),
-      body: { subscription: { endpoint: `${slow.base}${i}`, keys: template.keys }, domainName: acme },
+      body: { subscription: { endpoint: slow.subscribe(`/push/${i}`, 201, { holdMs: 40 }), keys: template.keys }, domainName: acme },
     });
     t.equal(res.status, 201);
   }
   const res = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
   t.same(res.body, { domains: [acme], inApp: 1, push: 30 });
-  t.equal(slow.stats.calls, 30);
-  t.ok(slow.stats.peak <= 8, `at most 8 pushes in flight (the harness pool), saw ${slow.stats.peak}`);
-  t.ok(slow.stats.peak > 1, 'pushes do run concurrently');
+  t.same([...slow.calls].sort(), Array.from({ length: 30 }, (_, i) => `/push/${i}`).sort(), 'one well-formed push to each subscription');
+  t.ok(slow.peak <= 8, `at most 8 pushes in flight (the harness pool), saw ${slow.peak}`);
+  t.ok(slow.peak > 1, 'pushes do run concurrently');
 });
 
 t.test('without VAPID keys every push fails and is counted; in-app still works', async (t) => {

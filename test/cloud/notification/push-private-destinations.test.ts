@@ -4,17 +4,18 @@
  * (a name like localhost, or a literal stored before the check existed) never leaves the service: the
  * loopback server behind it is never called, /trigger reports push 0, and the failure is counted as
  * `forbidden_destination` with the subscription kept. With the allowance on, the same server is reached.
+ * That server is a fake push host (support/fake-push-host.ts): it takes only well-formed Web Push
+ * requests to the subscribed paths and fails the test on anything else.
  */
 import { createECDH, randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import t from 'tap';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { createLogger } from '../../../shared/logger.js';
 import { isPrivateAddress } from '../../../cloud/notification/destinations.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { FakeDirectory } from './support/fake-directory.js';
-import { call, claims, counterValue, startHarness } from './support/harness.js';
-import { uniqueName, type Teardown } from './support/stack.js';
+import { startFakePushHost } from './support/fake-push-host.js';
+import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
+import { uniqueName } from './support/stack.js';
 
 const directory = await new FakeDirectory().start();
 t.teardown(() => directory.stop());
@@ -25,20 +26,6 @@ function browserKeys(): { p256dh: string; auth: string } {
   const ecdh = createECDH('prime256v1');
   ecdh.generateKeys();
   return { p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
-}
-
-/** A loopback HTTP server answering 201; `onRequest` sees each request. */
-async function loopbackServer(t: Teardown, onRequest: () => void): Promise<{ port: number; calls: () => number }> {
-  let calls = 0;
-  const server = createServer((req, res) => {
-    calls += 1;
-    onRequest();
-    req.resume();
-    res.writeHead(201).end();
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return { port, calls: () => calls };
 }
 
 function member(domainName: string): { account: string; header: string } {
@@ -89,30 +76,33 @@ t.test('allowance off: /subscribe refuses an endpoint on a private IP literal wi
 
 t.test('allowance off: a push to a private destination never leaves; /trigger reports push 0 and counts forbidden_destination', async (t) => {
   const logs: string[] = [];
+  const vapid = newVapid();
+  // Started before the harness, so its check of unexpected requests runs after the harness drained.
+  const trap = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
   const h = await startHarness(t, {
     directory,
+    vapid,
     allowPrivateDestinations: false,
     logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }),
   });
   const metricsBefore = String((await call(h.url, 'GET', '/metrics')).body);
   t.match(metricsBefore, /notification_push_failed_total\{reason="forbidden_destination",service="notification"\} 0/, 'the reason is zero-initialised');
-  const trap = await loopbackServer(t, () => t.fail('the service sent a request to a private destination'));
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
   const ana = member(acme);
   const keys = browserKeys();
   // A host name passes /subscribe and resolves to loopback only when the push connects.
-  const byName = `http://localhost:${trap.port}/push/by-name`;
+  const byName = trap.subscribe('/push/by-name', 201, { host: 'localhost' });
   const sub = await call(h.url, 'POST', '/subscribe', { claims: ana.header, body: { subscription: { endpoint: byName, keys }, domainName: acme } });
   t.equal(sub.status, 201);
   // Literals stored before /subscribe refused them are refused at connect time too.
-  const storedEarlier = [`http://127.0.0.1:${trap.port}/push/literal`, `http://[::ffff:127.0.0.1]:${trap.port}/push/mapped`];
+  const storedEarlier = [trap.subscribe('/push/literal', 201), trap.subscribe('/push/mapped', 201, { host: '[::ffff:127.0.0.1]' })];
   for (const endpoint of storedEarlier) t.equal(await h.store.saveDevice(ana.account, { endpoint, keys }), 'saved');
 
   const res = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building, title: 'Probe' } });
   t.same(res, { status: 200, body: { domains: [acme], inApp: 1, push: 0 } });
-  t.equal(trap.calls(), 0, 'the loopback server got no request');
+  t.equal(trap.received, 0, 'the loopback server got no request');
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'forbidden_destination' }), 3);
   t.equal(await counterValue(h.metrics, 'notification_push_sent_total'), 0);
   t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 0);
@@ -128,19 +118,21 @@ t.test('allowance off: a push to a private destination never leaves; /trigger re
 });
 
 t.test('allowance on: the same loopback destinations are reached (local push services)', async (t) => {
-  const h = await startHarness(t, { directory, allowPrivateDestinations: true });
-  const local = await loopbackServer(t, () => undefined);
+  const vapid = newVapid();
+  const local = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
+  const h = await startHarness(t, { directory, vapid, allowPrivateDestinations: true });
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
   const ana = member(acme);
-  for (const endpoint of [`http://localhost:${local.port}/push/a`, `http://127.0.0.1:${local.port}/push/b`]) {
+  for (const endpoint of [local.subscribe('/push/a', 201, { host: 'localhost' }), local.subscribe('/push/b', 201)]) {
     const sub = await call(h.url, 'POST', '/subscribe', { claims: ana.header, body: { subscription: { endpoint, keys: browserKeys() }, domainName: acme } });
     t.equal(sub.status, 201, endpoint);
   }
   const res = await call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
   t.same(res.body, { domains: [acme], inApp: 1, push: 2 });
-  t.equal(local.calls(), 2);
+  t.same([...local.calls].sort(), ['/push/a', '/push/b'], 'one well-formed push to each, by name and by literal');
+  t.equal(local.received, 2, 'and nothing else');
   t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'forbidden_destination' }), 0);
 });
 

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { applyPoll, emptyTrackerState, zoneCounts } from '../../../edge/src/zones/tracker.js';
-import { createMemoryZoneStore, openSqliteZoneStore, type ZoneStore } from '../../../edge/src/zones/store.js';
+import { openSqliteZoneStore, type ZoneStore } from '../../../edge/src/zones/store.js';
 import { createDeviceHasher } from '../../../edge/src/zones/device-key.js';
 import { observe } from '../../../edge/src/zones/observe.js';
 import type { ApObservation, TrackerConfig } from '../../../edge/src/zones/types.js';
@@ -60,11 +60,6 @@ function contract(name: string, open: (t: Test) => { store: ZoneStore; reopen: (
     t.equal(store.load().devices.size, 0);
   });
 }
-
-contract('memory store', () => {
-  const store = createMemoryZoneStore();
-  return { store, reopen: () => store };
-});
 
 contract('sqlite store', (t) => {
   const dir = t.testdir({});

@@ -33,20 +33,60 @@ t.test('planDeviceRequest: anything but http(s) is a vague 500', async (t) => {
   }
 });
 
-/** A device on port 0 that records calls and answers `status`. */
-async function device(t: Test, status: number) {
-  const calls: Array<{ method: string; url: string; type: string | undefined; body: string }> = [];
+interface DeviceCall {
+  method: string;
+  path: string;
+  contentType: string | undefined;
+  body: unknown;
+}
+
+/**
+ * A device on 127.0.0.1 port 0 with a route table: `on(method, path, status)` sets what it answers, with a
+ * body carrying a device detail that must never reach an error message. It records each routed call
+ * (method, path, content type, JSON body); a call to a route it was not set up for answers 500 and is
+ * recorded in `unexpected`, which fails the test at teardown.
+ */
+async function device(t: Test) {
+  const routes = new Map<string, { status: number; headers: Record<string, string> }>();
+  const calls: DeviceCall[] = [];
+  const unexpected: string[] = [];
+  // Registered first, so it runs last (tap runs teardowns last-registered first), after the server closed.
+  t.teardown(() => {
+    if (unexpected.length > 0) throw new Error(`the fake device got calls it was not set up for: ${unexpected.join(' | ')}`);
+  });
   const server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      calls.push({ method: req.method ?? '', url: req.url ?? '', type: req.headers['content-type'], body });
-      res.writeHead(status, { 'content-type': 'application/json' }).end('{"secretDeviceDetail":"firmware 1.2.3"}');
+      const key = `${req.method} ${req.url}`;
+      const route = routes.get(key);
+      if (!route) {
+        unexpected.push(key);
+        res.writeHead(500).end('unexpected');
+        return;
+      }
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // kept as text; the test asserts on it
+      }
+      calls.push({ method: req.method ?? '', path: req.url ?? '', contentType: req.headers['content-type'], body });
+      res.writeHead(route.status, { 'content-type': 'application/json', ...route.headers }).end('{"secretDeviceDetail":"firmware 1.2.3"}');
     });
   });
   const port = await listen(server, 0, '127.0.0.1');
   t.teardown(() => closeServer(server));
-  return { calls, endpoint: `http://127.0.0.1:${port}` };
+  return {
+    calls,
+    unexpected,
+    endpoint: `http://127.0.0.1:${port}`,
+    /** Answers `status` (with extra `headers`) to `method path`. */
+    on(method: string, path: string, status: number, headers: Record<string, string> = {}) {
+      routes.set(`${method} ${path}`, { status, headers });
+    },
+  };
 }
 
 function lookup(sensors: RegisteredSensor[]): SensorLookup & { asked: string[] } {
@@ -63,19 +103,23 @@ function lookup(sensors: RegisteredSensor[]): SensorLookup & { asked: string[] }
 const command: DeviceCommand = { metric: 'temperature', buildingId: 'b1', roomId: 'r1', sensorId: 's1', action: 'setTarget', arguments: { target: 21.5 } };
 
 t.test('execute: validated, resolved, renamed, sent as JSON; 2xx is accepted', async (t) => {
-  const dev = await device(t, 204);
+  const dev = await device(t);
+  dev.on('POST', '/api/v1/thermostat/hold', 204);
+  dev.on('POST', '/api/v1/thermostat/setpoint/up', 204);
   const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: dev.endpoint }]);
   const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
   t.same(await adapter.execute(command), { accepted: true });
   t.same(await adapter.execute({ ...command, action: 'increase', arguments: {} }), { accepted: true });
   t.same(dev.calls, [
-    { method: 'POST', url: '/api/v1/thermostat/hold', type: 'application/json', body: '{"holdTemp":21.5}' },
-    { method: 'POST', url: '/api/v1/thermostat/setpoint/up', type: 'application/json', body: '{}' },
+    { method: 'POST', path: '/api/v1/thermostat/hold', contentType: 'application/json', body: { holdTemp: 21.5 } },
+    { method: 'POST', path: '/api/v1/thermostat/setpoint/up', contentType: 'application/json', body: {} },
   ]);
+  t.same(dev.unexpected, [], 'no call the device was not set up for');
 });
 
 t.test('execute: each failure has its code and status, and no device detail', async (t) => {
-  const failing = await device(t, 500);
+  const failing = await device(t);
+  failing.on('PATCH', '/setpoint', 500);
   const catalog = await loadBindingCatalog();
   const sensors = lookup([
     { sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'honeywell-lcc-thermostat', endpoint: failing.endpoint },
@@ -108,9 +152,11 @@ t.test('execute: each failure has its code and status, and no device detail', as
   await expectError({ ...command, action: 'increase', arguments: {} }, 'no_binding', 404);
   await expectError({ ...command, sensorId: 's2' }, 'no_binding', 404);
   await expectError({ ...command, sensorId: 's3' }, 'bad_endpoint', 500);
-  t.equal(failing.calls.length, 0, 'nothing reached the device so far');
+  t.same(failing.calls, [], 'nothing reached the device so far');
+  t.same(failing.unexpected, []);
   await expectError(command, 'device_rejected', 502);
-  t.equal(failing.calls.length, 1);
+  t.same(failing.calls, [{ method: 'PATCH', path: '/setpoint', contentType: 'application/json', body: { heatSetpoint: 21.5 } }], "the honeywell binding's method, path and field, sent as JSON");
+  t.same(failing.unexpected, [], 'no call the device was not set up for');
 });
 
 t.test('execute: an unreachable device and a device that never answers are 502', async (t) => {
@@ -133,12 +179,15 @@ t.test('execute: an unreachable device and a device that never answers are 502',
 });
 
 t.test('execute: a redirect from the device is not followed', async (t) => {
-  const target = await device(t, 200);
-  const redirecting = createServer((_req, res) => res.writeHead(307, { location: `${target.endpoint}/stolen` }).end());
-  const port = await listen(redirecting, 0, '127.0.0.1');
-  t.teardown(() => closeServer(redirecting));
-  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: `http://127.0.0.1:${port}` }]);
+  const target = await device(t);
+  target.on('POST', '/stolen', 200);
+  target.on('GET', '/stolen', 200);
+  const redirecting = await device(t);
+  redirecting.on('POST', '/api/v1/thermostat/hold', 307, { location: `${target.endpoint}/stolen` });
+  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: redirecting.endpoint }]);
   const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
   await t.rejects(adapter.execute(command), { code: 'device_rejected', status: 502 });
-  t.equal(target.calls.length, 0, 'the redirect target was never called');
+  t.same(redirecting.calls, [{ method: 'POST', path: '/api/v1/thermostat/hold', contentType: 'application/json', body: { holdTemp: 21.5 } }]);
+  t.same(target.calls, [], 'the redirect target was never called');
+  t.same([...redirecting.unexpected, ...target.unexpected], [], 'no call either was not set up for');
 });
