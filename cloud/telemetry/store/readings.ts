@@ -5,9 +5,11 @@
  *    claim of the batch id (only if no reading is older than the raw data still kept);
  * 2. COPY of every reading, the batch's alerts into the outbox, late hours marked for a new rollup,
  *    and COMMIT, in one message.
- * A batch holding a reading stored before (a re-sent reading under a new batch id, or the same reading
- * twice) fails the COPY on the key; it is then written again whole in one statement with
- * ON CONFLICT DO NOTHING, which keeps the first copy of each reading.
+ * A reading's key is (building, room, metric, instant, origin): the origin is a zoneTransition's
+ * fromRoomId, generated from the payload, '' for every other metric. A batch holding a reading stored
+ * before (a re-sent reading under a new batch id, or the same key twice) fails the COPY on the key; it
+ * is then written again whole in one statement with ON CONFLICT DO NOTHING, which keeps the first copy
+ * of each reading.
  */
 import type { Pool, PoolClient } from 'pg';
 import pg from 'pg';
@@ -89,9 +91,21 @@ SELECT (SELECT ok FROM fresh) AS fresh,
 
 const INGEST_KEEPING_FIRST = ingestSql('ON CONFLICT DO NOTHING');
 
+/** The key's last column: a zoneTransition's origin zone, '' for every other metric (0005 migration). */
+const fromRoomOf = (r: ReadingRow): string => {
+  const from = r.payload.fromRoomId;
+  return typeof from === 'string' ? from : '';
+};
+
 function byKey(a: ReadingRow, b: ReadingRow): number {
-  // One order for every transaction, so two batches sharing readings never deadlock on each other.
-  return a.buildingId < b.buildingId ? -1 : a.buildingId > b.buildingId ? 1 : a.roomId < b.roomId ? -1 : a.roomId > b.roomId ? 1 : a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : a.ts - b.ts;
+  // One order for every transaction, the key's, so two batches sharing readings never deadlock on each other.
+  if (a.buildingId !== b.buildingId) return a.buildingId < b.buildingId ? -1 : 1;
+  if (a.roomId !== b.roomId) return a.roomId < b.roomId ? -1 : 1;
+  if (a.metric !== b.metric) return a.metric < b.metric ? -1 : 1;
+  if (a.ts !== b.ts) return a.ts - b.ts;
+  const fromA = fromRoomOf(a);
+  const fromB = fromRoomOf(b);
+  return fromA < fromB ? -1 : fromA > fromB ? 1 : 0;
 }
 
 /** A lone UTF-16 surrogate: JSON escapes it as \\udXXX, which PostgreSQL's JSON parser refuses. */

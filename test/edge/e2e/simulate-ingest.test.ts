@@ -16,26 +16,13 @@ import type { Poller } from '../../../edge/src/poll/types.js';
 import { auditBody } from '../../../edge/src/report/audit.js';
 import { chainHash } from '../../../edge/src/report/chain.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { captureIo, spellings } from '../support/cli-io.js';
 
 const TICKS = 20;
 const INTERVAL_MS = 500;
 const SECRET = 'e2e-ingest-signing-key';
 /** The collector lags true moves by its hysteresis (a few polls); the bound leaves room for that. */
 const MAX_ERROR_RATE = 0.2;
-
-function captureIo() {
-  const out: string[] = [];
-  const err: string[] = [];
-  return { out, err, io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), isTty: false } };
-}
-
-/** Every spelling a MAC could take in a byte stream. */
-function spellings(mac: string): string[] {
-  const hex = mac.replace(/[^0-9a-f]/gi, '').toLowerCase();
-  const pairs = hex.match(/../g)!;
-  const forms = [pairs.join(':'), pairs.join('-'), hex, `${hex.slice(0, 4)}.${hex.slice(4, 8)}.${hex.slice(8)}`, pairs.map((p) => String(parseInt(p, 16))).join('.')];
-  return [...forms, ...forms.map((f) => f.toUpperCase())];
-}
 
 t.test('simulate posts signed aggregate batches that match the ground truth and carry no identifier', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'the-shared-key-is-not-this-gateways', 'gw-e2e': SECRET });
