@@ -1,7 +1,7 @@
 /**
  * A fake building directory (an outside service): a real HTTP server on 127.0.0.1 port 0 answering
- * GET /domain/{id} from a table the test sets. Anything it was not set up for answers 500 and is recorded
- * in `unexpected`, which tests assert is empty. Used by the relay, telemetry and browser tests.
+ * GET /domain/{id} from a table the test sets. Anything it was not set up for answers 500, is recorded in
+ * `unexpected`, and fails the test at teardown. Used by the relay, telemetry and browser tests.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeServer, listen } from '../../shared/lifecycle.js';
@@ -23,7 +23,12 @@ export interface FakeDirectory {
 }
 
 /**
- * Starts the fake directory; it closes at teardown, dropping any request left hanging.
+ * Starts the fake directory; it closes at teardown, dropping any request left hanging, and then fails
+ * the test if it got any call it was not set up for (a route other than `GET /domain/{id}`, or a building
+ * nobody `set`). A test that makes such a call on purpose asserts on `unexpected` and empties it.
+ *
+ * Start it before anything else the test cleans up: tap runs teardowns last-registered first, and one
+ * that throws skips those still to run, so the check must come last.
  *
  * @example
  * const directory = await startFakeDirectory(t);
@@ -33,6 +38,12 @@ export async function startFakeDirectory(t: { teardown(fn: () => unknown): void 
   const answers = new Map<string, DirectoryAnswer>();
   const calls: DirectoryCall[] = [];
   const unexpected: string[] = [];
+  // Registered before the close below, so it runs after it: a call that lands during teardown counts too.
+  t.teardown(() => {
+    if (unexpected.length > 0) {
+      throw new Error(`the fake directory got ${unexpected.length} call(s) it was not set up for: ${unexpected.join(' | ')}`);
+    }
+  });
   const hanging = new Set<ServerResponse>();
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const match = /^\/domain\/([^/?]+)$/.exec(req.url ?? '');

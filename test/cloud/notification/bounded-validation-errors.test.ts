@@ -8,13 +8,12 @@ import t, { type Test } from 'tap';
 import { ALERTABLE_METRICS } from '../../../shared/catalog/metrics.js';
 import { MAX_REPORTED_PROBLEMS } from '../../../shared/errors.js';
 import { MAX_KEYS, MAX_PREFERENCE_ENTRIES } from '../../../cloud/notification/requests.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { call, claims, startHarness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { uniqueName } from './support/stack.js';
 
-const directory = await new FakeDirectory().start();
-t.teardown(() => directory.stop());
+const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const h = await startHarness(t, { directory });
 const acme = uniqueName('acme');

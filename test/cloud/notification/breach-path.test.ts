@@ -11,13 +11,12 @@ import { decodeClaims } from '../../../shared/claims.js';
 import { parseNotification, type Notification } from '../../../shared/notification.js';
 import { ALERT_OUTCOMES } from '../../../cloud/notification/metrics.js';
 import type { Cooldown } from '../../../cloud/notification/redis.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { call, claims, counterValue, startHarness, type Harness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { channelRecorder, freshTopic, producer, redisClient, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
-const directory = await new FakeDirectory().start();
-t.teardown(() => directory.stop());
+const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const redis = redisClient(t);
 

@@ -7,13 +7,12 @@ import { createECDH, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { call, claims, startHarness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { uniqueName } from './support/stack.js';
 
-const directory = await new FakeDirectory().start();
-t.teardown(() => directory.stop());
+const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const h = await startHarness(t, { directory });
 const twin = claims('system:digital-twin', 'digital-twin');

@@ -13,7 +13,7 @@ import { decodeClaims } from '../../../shared/claims.js';
 import { parseNotification } from '../../../shared/notification.js';
 import { vapidProblems } from '../../../cloud/notification/push.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { call, claims } from './support/harness.js';
 import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
@@ -93,8 +93,7 @@ t.test('bad configuration: every problem named at once, exit 2', async (t) => {
 });
 
 t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM', async (t) => {
-  const directory = await new FakeDirectory().start();
-  t.teardown(() => directory.stop());
+  const directory = await startFakeDirectory(t);
   const { db, uri } = await freshMongo(t);
   const { topic } = await freshTopic(t, 'alerts', 2);
   const channelName = uniqueName('notifications');
@@ -149,8 +148,7 @@ t.test('starts on the stack, consumes its topic end to end, and stops on SIGTERM
 });
 
 t.test('keeps serving HTTP while Kafka is unreachable, retrying every 5 seconds', async (t) => {
-  const directory = await new FakeDirectory().start();
-  t.teardown(() => directory.stop());
+  const directory = await startFakeDirectory(t);
   const { uri } = await freshMongo(t);
   const service = await startService(t, {
     MONGO_URI: uri,

@@ -10,14 +10,13 @@ import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
 import { createLogger } from '../../../shared/logger.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { uniqueName } from './support/stack.js';
 
-const directory = await new FakeDirectory().start();
-t.teardown(() => directory.stop());
+const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const twin = claims('system:digital-twin', 'digital-twin');
 

@@ -12,13 +12,12 @@ import t from 'tap';
 import { createLogger } from '../../../shared/logger.js';
 import { isPrivateAddress } from '../../../cloud/notification/destinations.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
 import { uniqueName } from './support/stack.js';
 
-const directory = await new FakeDirectory().start();
-t.teardown(() => directory.stop());
+const directory = await startFakeDirectory(t);
 const twin = claims('system:digital-twin', 'digital-twin');
 
 /** Keys a browser would hold: web-push can encrypt for them, so a push gets as far as connecting. */

@@ -4,13 +4,12 @@
  */
 import t from 'tap';
 import { parseNotification, type Notification } from '../../../shared/notification.js';
-import { FakeDirectory } from './support/fake-directory.js';
+import { startFakeDirectory } from './support/fake-directory.js';
 import { call, claims, counterValue, startHarness } from './support/harness.js';
 import { startPushService, type BrowserSubscription } from './support/push-service.js';
 import { channelRecorder, uniqueName, waitFor } from './support/stack.js';
 
-const directory = await new FakeDirectory().start();
-t.teardown(() => directory.stop());
+const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const h = await startHarness(t, { directory });
 const channel = await channelRecorder(t, h.channel);

@@ -32,9 +32,9 @@ async function healthStatus(url: string): Promise<number> {
 }
 
 t.test('the subscriber survives a Redis crash mid-stream: /health stays 200, and it resubscribes', async (t) => {
+  const directory = await startFakeDirectory(t);
   const redis = await ownRedis(t);
   await redis.start();
-  const directory = await startFakeDirectory(t);
   const relay = await startRelay(t, { directory, redisUrl: redis.url });
   const acme = uniqueName('acme');
   const b1 = uniqueName('b1');
@@ -64,8 +64,8 @@ t.test('the subscriber survives a Redis crash mid-stream: /health stays 200, and
 });
 
 t.test('a Redis that is down at start is retried until it comes up', async (t) => {
-  const redis = await ownRedis(t);
   const directory = await startFakeDirectory(t);
+  const redis = await ownRedis(t);
   const { logger, lines } = capturedLogger();
   const relay = await startRelay(t, { directory, redisUrl: redis.url, waitForBroker: false, logger });
   t.equal(await healthStatus(relay.url), 200, '/health answers while the broker was never reached');
@@ -91,9 +91,9 @@ t.test('a Redis that is down at start is retried until it comes up', async (t) =
 });
 
 t.test('a subscription killed by the server (CLIENT KILL) is re-established', async (t) => {
+  const directory = await startFakeDirectory(t);
   const redis = await ownRedis(t);
   await redis.start();
-  const directory = await startFakeDirectory(t);
   const relay = await startRelay(t, { directory, redisUrl: redis.url });
   const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));
   const publisher = resilientPublisher(t, redis);
@@ -110,9 +110,9 @@ t.test('a subscription killed by the server (CLIENT KILL) is re-established', as
 });
 
 t.test('a broker that stops answering without closing is detected by the heartbeat, then resubscribed', async (t) => {
+  const directory = await startFakeDirectory(t);
   const redis = await ownRedis(t);
   await redis.start();
-  const directory = await startFakeDirectory(t);
   const { logger, lines } = capturedLogger();
   const relay = await startRelay(t, { directory, redisUrl: redis.url, logger, heartbeatMs: 200, setupTimeoutMs: 500 });
   const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));

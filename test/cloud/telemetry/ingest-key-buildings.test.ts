@@ -157,7 +157,9 @@ t.test('migration 0004: keys made before it keep writing any building; rows adde
   await runMigrations(pool, 'telemetry', before);
   await pool.query("INSERT INTO ingest_keys (key_id, secret, note) VALUES ('gw-old', 'old-gateway-secret-0123', 'made before 0004')");
 
-  t.same(await migrate(pool), ['0004_ingest_key_buildings']);
+  const upgrade = (await readdir(MIGRATIONS_DIR)).filter((f) => f >= '0004' && f.endsWith('.sql')).map((f) => f.replace(/\.sql$/, '')).sort();
+  t.equal(upgrade[0], '0004_ingest_key_buildings');
+  t.same(await migrate(pool), upgrade, '0004 and every migration after it');
   const h = await startHarness(t, { pool });
   t.same(await h.keys.activeKey('gw-old'), { secret: 'old-gateway-secret-0123', buildingIds: null }, 'no building list: any building');
   t.same(await h.keys.unboundKeyIds(), ['gw-old']);

@@ -1,7 +1,8 @@
 /**
  * A fake building directory: a real HTTP server on 127.0.0.1 answering `GET /domain/{building}` with the
  * domain names it was given. A building set to `hang` never answers. A call for a building nobody set
- * up, or any other route, answers 500 and is recorded in `unexpected`, which tests assert is empty.
+ * up, or any other route, answers 500, is recorded in `unexpected`, and fails the test at teardown when
+ * started with {@link startFakeDirectory}.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { CLAIMS_HEADER } from '../../../../shared/claims.js';
@@ -32,6 +33,13 @@ export class FakeDirectory {
 
   callsFor(buildingId: string): number {
     return this.calls.filter((c) => c.buildingId === buildingId).length;
+  }
+
+  /** Throws when the fake got a call it was not set up for. */
+  verify(): void {
+    if (this.unexpected.length > 0) {
+      throw new Error(`the fake directory got ${this.unexpected.length} call(s) it was not set up for: ${this.unexpected.join(' | ')}`);
+    }
   }
 
   async start(): Promise<this> {
@@ -67,4 +75,23 @@ export class FakeDirectory {
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
   }
+}
+
+/**
+ * A started fake directory, stopped at teardown and then verified (see {@link FakeDirectory.verify}). A
+ * test that makes a call it was not set up for on purpose asserts on `unexpected` and empties it.
+ *
+ * Start it before anything else the test cleans up: tap runs teardowns last-registered first, and one
+ * that throws skips those still to run, so the check must come last.
+ *
+ * @example
+ * const directory = await startFakeDirectory(t);
+ * directory.set('b1', ['acme']);
+ */
+export async function startFakeDirectory(t: { teardown(fn: () => unknown): void }): Promise<FakeDirectory> {
+  const directory = new FakeDirectory();
+  t.teardown(() => directory.verify());
+  await directory.start();
+  t.teardown(() => directory.stop());
+  return directory;
 }

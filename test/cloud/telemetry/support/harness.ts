@@ -58,12 +58,13 @@ export function stackRedisUrl(): string {
 
 /** `pool`: a database the test prepared and migrated itself (and ends itself); a fresh one otherwise. */
 export async function startHarness(t: Tap, options: { timeZone?: string; now?: number; pool?: pg.Pool } = {}): Promise<Harness> {
+  // First: it fails the test at teardown on a call it was not set up for, which must skip no cleanup.
+  const directory = await startFakeDirectory(t);
   const pool = options.pool ?? (await migratedPool(t, options.timeZone ? { timeZone: options.timeZone } : {}));
   const redis = new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 });
   t.teardown(() => redis.quit());
   const prefix = `${uniqueName('telemetry')}:`;
   const channels: ChannelNames = { raw: `${prefix}telemetry:raw`, filteredPrefix: `${prefix}telemetry:filtered:` };
-  const directory = await startFakeDirectory(t);
   const clock = { now: options.now ?? Date.now() };
   const metrics = createTelemetryMetrics({ defaults: false });
   const logger = silentLogger();
