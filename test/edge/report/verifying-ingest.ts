@@ -2,7 +2,9 @@
  * A stand-in for the telemetry ingest on 127.0.0.1 port 0 that behaves like the contract: it verifies
  * X-Signature over the exact bytes (403 `invalid signature`), validates every reading against the shared
  * catalog (400 with errors), and answers 200 {accepted}. Anything else (another path or method) is
- * answered 500 and recorded as unexpected, for the test to assert on.
+ * answered 500, recorded as unexpected, and fails the test at teardown. It records the exact bytes of
+ * each batch and can fail or hang on demand; test/edge/e2e/simulate-real-ingest.test.ts posts to the
+ * real service instead.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { verify } from '../../../shared/hmac.js';
@@ -71,6 +73,10 @@ export async function startVerifyingIngest(t: { teardown(fn: () => unknown): voi
       if (errors.length > 0) return answer(400, JSON.stringify({ type: 'Validation Error', message: 'invalid readings', errors }));
       return answer(200, JSON.stringify({ accepted: batch.readings.length }));
     });
+  });
+  // Registered before the close, so it runs after it (tap runs teardowns last-registered first).
+  t.teardown(() => {
+    if (unexpected.length > 0) throw new Error(`the ingest stand-in got ${unexpected.length} call(s) it was not set up for: ${unexpected.join(' | ')}`);
   });
   const port = await listen(server, 0, '127.0.0.1');
   const close = async () => {
