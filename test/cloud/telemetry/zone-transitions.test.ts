@@ -3,7 +3,14 @@
  * zone from two others in the same instant are two readings, both stored, both rolled up into the
  * destination's hour. A re-sent transition is still stored once.
  */
+import { copyFile, mkdir, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import pg from 'pg';
 import t from 'tap';
+import { MIGRATIONS_DIR, migrate } from '../../../cloud/telemetry/store/migrate.js';
+import { PgReadingsStore } from '../../../cloud/telemetry/store/readings.js';
+import { runMigrations } from '../../../shared/pg-migrations.js';
+import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { RetentionJob } from '../../../cloud/telemetry/retention.js';
 import { PgRetentionStore } from '../../../cloud/telemetry/store/retention.js';
 import { silentLogger } from '../../../shared/logger.js';
@@ -50,6 +57,11 @@ t.test('a re-sent transition under a new batch id is stored once; the same pair 
   const again = await postSigned(h, { batchId: 'b', readings: [transition('b1', 'lobby', 'cafe', now, 3), transition('b1', 'office', 'cafe', now, 1)] });
   t.equal(again.status, 200);
   t.equal(await countRows(h.pool, 'readings'), 2, 'the repeat kept its first copy, the new origin was added');
+  const stored = await h.pool.query(`SELECT from_room_id, value, payload FROM readings ORDER BY from_room_id`);
+  t.same(stored.rows, [
+    { from_room_id: 'lobby', value: 3, payload: { fromRoomId: 'lobby' } },
+    { from_room_id: 'office', value: 1, payload: { fromRoomId: 'office' } },
+  ], 'the batch written again keeping first copies writes the origin too');
   t.equal((await postSigned(h, { batchId: 'c', readings: [transition('b1', 'lobby', 'cafe', now + 1000, 4)] })).status, 200);
   t.equal(await countRows(h.pool, 'readings'), 3);
 });
@@ -82,4 +94,33 @@ t.test('the key of the readings table is the four seed columns and the origin', 
     `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = 'readings'::regclass AND contype = 'p'`,
   );
   t.same(rows, [{ definition: 'PRIMARY KEY (building_id, room_id, metric, ts, from_room_id)' }]);
+});
+
+t.test('migration 0005 keeps every stored row and gives stored transitions their origin', async (t) => {
+  const url = await freshPgDatabase(t);
+  const pool = quietAtTeardown(new pg.Pool({ connectionString: url, max: 4 }));
+  t.teardown(() => pool.end());
+  // The schema as deployed before: every migration before 0005.
+  const before = join(t.testdir(), 'migrations');
+  await mkdir(before, { recursive: true });
+  for (const file of (await readdir(MIGRATIONS_DIR)).filter((f) => f < '0005')) await copyFile(join(MIGRATIONS_DIR, file), join(before, file));
+  await runMigrations(pool, 'telemetry', before);
+  const now = Date.now();
+  await new PgReadingsStore(pool).ensurePartitions([now]);
+  await pool.query(
+    `INSERT INTO readings (building_id, room_id, metric, ts, value, payload) VALUES
+       ('b1', 'cafe', 'zoneTransition', to_timestamp($1 / 1000.0), 3, '{"fromRoomId":"lobby"}'),
+       ('b1', 'cafe', 'peopleCount', to_timestamp($1 / 1000.0), 8, '{}')`,
+    [now],
+  );
+
+  t.same(await migrate(pool), ['0005_readings_from_room']);
+  const { rows } = await pool.query(`SELECT metric, from_room_id, value FROM readings ORDER BY metric`);
+  t.same(rows, [
+    { metric: 'peopleCount', from_room_id: '', value: 8 },
+    { metric: 'zoneTransition', from_room_id: 'lobby', value: 3 },
+  ]);
+  await pool.query(`INSERT INTO readings (building_id, room_id, metric, ts, value, payload, from_room_id) VALUES ('b1', 'cafe', 'zoneTransition', to_timestamp($1 / 1000.0), 5, '{"fromRoomId":"office"}', 'office')`, [now]);
+  t.equal(await countRows(pool, 'readings'), 3, 'a second origin at the same instant is a new row');
+  t.same(await migrate(pool), [], 'applied once');
 });
