@@ -1,15 +1,11 @@
 -- A zoneTransition reading counts the people who moved from one zone (fromRoomId, in the payload) into
 -- its room. Two of them into the same room at the same instant, from different zones, are different
 -- readings, but the key (building_id, room_id, metric, ts) made them one: the second was taken for a
--- re-sent copy of the first and silently not stored. The origin joins the key as a column of its own,
--- '' for every other metric, so their key stays what it was. The service writes it with each reading
--- (a column generated from the payload cost COPY about a third more CPU). Rollups still aggregate per
+-- re-sent copy of the first and silently not stored. The origin joins the key as a column generated from
+-- the payload, '' for every other metric, so their key stays what it was. Rollups still aggregate per
 -- (building, room, metric, hour): the hour's transitions into a room, whatever their origin.
-ALTER TABLE readings ADD COLUMN IF NOT EXISTS from_room_id text NOT NULL DEFAULT '';
-COMMENT ON COLUMN readings.from_room_id IS
-  'A zoneTransition''s origin zone (its payload''s fromRoomId), part of the key; '''' for every other metric.';
-UPDATE readings SET from_room_id = payload->>'fromRoomId'
-  WHERE metric = 'zoneTransition' AND from_room_id = '' AND coalesce(payload->>'fromRoomId', '') <> '';
+ALTER TABLE readings ADD COLUMN IF NOT EXISTS from_room_id text NOT NULL
+  GENERATED ALWAYS AS (coalesce(payload->>'fromRoomId', '')) STORED;
 
 DO $$
 BEGIN

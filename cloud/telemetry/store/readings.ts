@@ -6,7 +6,7 @@
  * 2. COPY of every reading, the batch's alerts into the outbox, late hours marked for a new rollup,
  *    and COMMIT, in one message.
  * A reading's key is (building, room, metric, instant, origin): the origin is a zoneTransition's
- * fromRoomId (also in its payload), '' for every other metric. A batch holding a reading stored
+ * fromRoomId, generated from the payload, '' for every other metric. A batch holding a reading stored
  * before (a re-sent reading under a new batch id, or the same key twice) fails the COPY on the key; it
  * is then written again whole in one statement with ON CONFLICT DO NOTHING, which keeps the first copy
  * of each reading.
@@ -66,8 +66,8 @@ WITH state AS (
 ), go AS (
   SELECT 1 FROM fresh WHERE fresh.ok AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM claim))
 ), ins AS (
-  INSERT INTO readings (building_id, room_id, metric, ts, value, payload, from_room_id)
-  SELECT e->>0, e->>1, e->>2, to_timestamp((e->>3)::float8 / 1000.0), (e->>4)::float8, e->5, e->>6
+  INSERT INTO readings (building_id, room_id, metric, ts, value, payload)
+  SELECT e->>0, e->>1, e->>2, to_timestamp((e->>3)::float8 / 1000.0), (e->>4)::float8, e->5
   FROM jsonb_array_elements($4::jsonb) AS e
   WHERE EXISTS (SELECT 1 FROM go)
   ${readingConflicts} RETURNING 1
@@ -91,7 +91,7 @@ SELECT (SELECT ok FROM fresh) AS fresh,
 
 const INGEST_KEEPING_FIRST = ingestSql('ON CONFLICT DO NOTHING');
 
-/** The key's last column, written with each row: a zoneTransition's origin zone, '' for every other metric (0005 migration). */
+/** The key's last column: a zoneTransition's origin zone, '' for every other metric (0005 migration). */
 const fromRoomOf = (r: ReadingRow): string => {
   const from = r.payload.fromRoomId;
   return typeof from === 'string' ? from : '';
@@ -114,14 +114,14 @@ const ESCAPED_SURROGATE = /\\ud[89a-f]/i;
 
 /**
  * Every row, payload included, serialised in one go as one JSON array of
- * `[buildingId, roomId, metric, ts, value, payload, fromRoomId]`: PostgreSQL parses it once as jsonb and reads the
+ * `[buildingId, roomId, metric, ts, value, payload]`: PostgreSQL parses it once as jsonb and reads the
  * elements by position, which costs it about what COPY's text parsing does (json_to_recordset and
  * text arrays cost it more, and their encoding costs the service more). JSON numbers carry doubles
  * exactly (shortest round-trip digits). A lone surrogate, which a text parameter would have sent as
  * U+FFFD, is sent as U+FFFD here too.
  */
 function rowsJson(rows: readonly ReadingRow[]): string {
-  const tuples = rows.map((r) => [r.buildingId, r.roomId, r.metric, r.ts, r.value, r.payload, fromRoomOf(r)]);
+  const tuples = rows.map((r) => [r.buildingId, r.roomId, r.metric, r.ts, r.value, r.payload]);
   const json = JSON.stringify(tuples);
   if (!ESCAPED_SURROGATE.test(json)) return json;
   return JSON.stringify(tuples, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value));
@@ -168,7 +168,7 @@ function isoInstants(): (ms: number) => string {
 function copyRows(rows: readonly ReadingRow[]): Buffer {
   const isoInstant = isoInstants();
   const line = (r: ReadingRow, payload: string) =>
-    `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(payload)}\t${copyText(fromRoomOf(r))}\n`;
+    `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(payload)}\n`;
   let text = '';
   for (const r of rows) text += line(r, JSON.stringify(r.payload));
   if (ESCAPED_SURROGATE.test(text)) {
@@ -227,7 +227,7 @@ function openingSql(batch: StoredBatch, buildingIds: readonly string[], oldest: 
  */
 function closingSql(alerts: readonly AlertEvent[], hourStarts: readonly number[], oldest: number): { sql: string; alerts: number } {
   const lit = (value: string) => pg.escapeLiteral(value);
-  const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload, from_room_id) FROM STDIN'];
+  const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN'];
   let alertsAt = -1;
   if (alerts.length > 0) {
     alertsAt = statements.length;
