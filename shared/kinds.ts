@@ -9,11 +9,14 @@ import { isLeft } from 'fp-ts/lib/Either.js';
 export interface NonEmptyStringBrand {
   readonly NonEmptyString: unique symbol;
 }
+/** Longest name or id a NonEmptyString holds: building, room and sensor ids, batch ids, labels. */
+export const MAX_NAME_LENGTH = 256;
+
 export const NonEmptyString = t.brand(
   t.string,
   // NUL is refused: PostgreSQL text and jsonb (FerretDB included) cannot hold it, so a string that
   // passed here would fail only when stored.
-  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= 256 && !s.includes('\u0000'),
+  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= MAX_NAME_LENGTH && !s.includes('\u0000'),
   'NonEmptyString',
 );
 export type NonEmptyString = t.TypeOf<typeof NonEmptyString>;

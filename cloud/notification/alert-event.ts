@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { metricOf } from '../../shared/catalog/metrics.js';
-import { describeValue } from '../../shared/kinds.js';
+import { MAX_NAME_LENGTH, describeValue } from '../../shared/kinds.js';
 import type { Notification } from '../../shared/notification.js';
 
 /** A breach event: its alertId, type (metric key), field, buildingId and roomId, plus what telemetry adds. */
@@ -25,7 +25,6 @@ export type ParsedAlert = { ok: true; alert: AlertEvent } | { ok: false; reason:
 const MAX_RECORD_BYTES = 64 * 1024;
 
 const REQUIRED = ['alertId', 'type', 'field', 'buildingId', 'roomId'] as const;
-const MAX_NAME_LENGTH = 256;
 
 function requiredName(record: Record<string, unknown>, key: string): string | undefined {
   const value = record[key];

@@ -3,8 +3,10 @@
  * joins a socket to; a client chooses none of them directly.
  */
 
-/** Longest building id a client may send. */
-export const MAX_BUILDING_ID_LENGTH = 128;
+import { MAX_NAME_LENGTH } from '../../shared/kinds.js';
+
+/** Longest building id a client may send: the longest telemetry accepts and publishes. */
+export const MAX_BUILDING_ID_LENGTH = MAX_NAME_LENGTH;
 
 // C0 and C1 control characters, DEL, and the Unicode line/paragraph separators.
 // eslint-disable-next-line no-control-regex
@@ -21,7 +23,7 @@ export function buildingRoom(buildingId: string): string {
 }
 
 /**
- * True for a string a client may name a building with: non-empty, at most 128 characters, no control
+ * True for a string a client may name a building with: non-empty, at most 256 characters, no control
  * characters and not only blanks.
  *
  * @example
