@@ -184,7 +184,12 @@ async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Chec
   }
 }
 
-/** Posts a signed probe batch with no readings; the ingest accepting it proves URL, key and key id. */
+/**
+ * Posts a signed probe batch with no readings, which stores nothing. The ingest verifies the signature
+ * over the exact bytes before it reads the body: 403 means the key or key id is wrong. Past the
+ * signature, the telemetry service refuses an empty batch with 400 (the probe's only fault), and
+ * another ingest may accept it with 200; either proves URL, key and key id.
+ */
 async function checkIngest(config: EdgeConfig, now: number, check: Check): Promise<string | undefined> {
   const ingest = config.ingest!;
   const body = JSON.stringify({ batchId: `doctor-${new Date(now).toISOString()}`, readings: [] });
@@ -222,6 +227,10 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
   const head = `ingest    ${ingest.url}${ingest.keyId ? ` (key id ${ingest.keyId})` : ''}`;
   if (outcome.outcome === 'accepted') {
     check.line(OK, `${head}: reachable ✓  signature accepted ✓ (${outcome.status})`);
+    return outcome.serverDate;
+  }
+  if (outcome.outcome === 'rejected' && outcome.status === 400) {
+    check.line(OK, `${head}: reachable ✓  signature accepted ✓ (400: the empty probe refused after the signature check, nothing stored)`);
     return outcome.serverDate;
   }
   if (outcome.outcome === 'unreachable') {

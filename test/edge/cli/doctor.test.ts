@@ -31,7 +31,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     for (const ap of building.accessPoints) {
       t.match(stdout, new RegExp(`ok   ap        ${ap.name} \\(${ap.dialect}, .*\\): reachable ✓  authenticated ✓  walkable ✓  \\d+ stations?`), `${ap.name} checked`);
     }
-    t.match(stdout, /ok {3}ingest .*\(key id gw-7\): reachable ✓ {2}signature accepted ✓ \(200\)/);
+    t.match(stdout, /ok {3}ingest .*\(key id gw-7\): reachable ✓ {2}signature accepted ✓ \(400: the empty probe refused after the signature check, nothing stored\)/);
     t.match(stdout, /ok {3}clock {5}\d{4}-.*ingest clock differs by \d+ s/);
     t.match(stdout, /result: all checks passed/);
     const probe = ingest.received.at(-1)!;

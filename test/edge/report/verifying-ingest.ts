@@ -1,7 +1,7 @@
 /**
  * A stand-in for the telemetry ingest on 127.0.0.1 port 0 that behaves like the contract: it verifies
- * X-Signature over the exact bytes (403 `invalid signature`), validates every reading against the shared
- * catalog (400 with errors), and answers 200 {accepted}. Anything else (another path or method) is
+ * X-Signature over the exact bytes (403 `invalid signature`), refuses an empty batch and validates every
+ * reading against the shared catalog (400 with errors), and answers 200 {accepted}. Anything else (another path or method) is
  * answered 500, recorded as unexpected, and fails the test at teardown. It records the exact bytes of
  * each batch and can fail or hang on demand; test/edge/e2e/simulate-real-ingest.test.ts posts to the
  * real service instead.
@@ -65,6 +65,9 @@ export async function startVerifyingIngest(t: { teardown(fn: () => unknown): voi
         return answer(400, '{"type":"Validation Error","message":"request body is not valid JSON"}');
       }
       if (!Array.isArray(batch.readings)) return answer(400, '{"type":"Validation Error","message":"readings must be a list"}');
+      if (batch.readings.length === 0) {
+        return answer(400, JSON.stringify({ type: 'Validation Error', message: 'the batch is malformed; nothing was stored', errors: [{ index: null, field: 'readings', message: 'expected at least one reading' }] }));
+      }
       const errors: Array<{ index: number; field: string; message: string }> = [];
       batch.readings.forEach((reading, index) => {
         const result = validateReading(reading);
