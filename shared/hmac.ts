@@ -9,6 +9,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 export const SIGNATURE_HEADER = 'x-signature';
 export const KEY_ID_HEADER = 'x-key-id';
 
+/**
+ * What `X-Key-Id` may carry: 1 to 128 of letters, digits, `.`, `_`, `:` and `-`. Telemetry issues and
+ * looks up per-gateway keys by it; the edge's config accepts the same ids.
+ */
+export const KEY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
 /** One secret, or the current secret followed by the ones still accepted while callers rotate. */
 export type KeyRing = string | readonly string[];
 

@@ -4,10 +4,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
+import { KEY_ID } from '../../../shared/hmac.js';
 import { checkBuildingList } from '../domain/building-scope.js';
 
-/** 1 to 128 of letters, digits, `.`, `_`, `:` and `-` (the table's CHECK says the same). */
-export const KEY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The key id rule of `X-Key-Id` (shared/hmac.ts); the table's CHECK says the same. */
+export { KEY_ID };
 
 export interface ActiveIngestKey {
   secret: string;

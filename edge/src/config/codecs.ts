@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import * as t from 'io-ts';
 import { looksLikeIdentifier } from '../report/identifiers.js';
+import { KEY_ID } from '../../../shared/hmac.js';
 
 /** `accessPoints[2].snmp`: the keys of a context, skipping union and intersection member indexes. */
 export function pathOf(context: t.Context): string {
@@ -135,6 +136,9 @@ export const SecretFilePath = new t.Type<string, string, unknown>(
 const HOST_LABEL = /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/;
 /** A DNS name or an IPv4/IPv6 address. */
 export const Hostname = kind('a hostname', t.string, (s) => isIP(s) !== 0 || (s.length <= 253 && s.replace(/\.$/, '').split('.').every((l) => HOST_LABEL.test(l))));
+
+/** The id of the gateway's ingest key (`X-Key-Id`), by the rule telemetry issues and looks keys up by. */
+export const IngestKeyId = kind('a key id of 1 to 128 letters, digits, dots, underscores, colons or dashes', t.string, (s) => KEY_ID.test(s));
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/;
 /**

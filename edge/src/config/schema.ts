@@ -11,6 +11,7 @@ import {
   Hostname,
   HostKeySha256,
   HttpUrl,
+  IngestKeyId,
   ListenAddress,
   LogLevel,
   mapOf,
@@ -85,7 +86,7 @@ const Tracker = closed(
 const Ingest = closed(
   'the ingest settings (an object)',
   { url: HttpUrl, secretFile: SecretFilePath },
-  { keyId: ExportedName, timeoutS: PositiveSeconds },
+  { keyId: IngestKeyId, timeoutS: PositiveSeconds },
   { secret: inline('secretFile'), signingSecret: inline('secretFile') },
 );
 

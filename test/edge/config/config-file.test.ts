@@ -173,6 +173,21 @@ t.test('secrets are read from files relative to the config, trailing newline dro
   t.equal(result.config.accessPoints[0]!.target.transport === 'snmp' && result.config.accessPoints[0]!.target.community, 'public');
 });
 
+t.test('ingest.keyId takes the ids telemetry issues (shared/hmac.ts KEY_ID), and only those', async (t) => {
+  const dir = secrets(t, { community: 'public\n', 'keys/ingest': 'k3y\n' });
+  const withKeyId = (keyId: string) =>
+    parseConfig(minimal(`ingest: { url: "http://127.0.0.1:9/ingest", secretFile: keys/ingest, keyId: ${JSON.stringify(keyId)} }`), join(dir, 'c.yaml'), { dialects });
+  for (const keyId of ['gw-hq', 'site:ams.floor_2', 'a', 'k'.repeat(128)]) {
+    const result = withKeyId(keyId);
+    t.equal(result.ok && result.config.ingest?.keyId, keyId, `${keyId.slice(0, 20)} is accepted`);
+  }
+  for (const keyId of ['gw hq', 'gw/hq', 'k'.repeat(129), 'gw\u00e9']) {
+    const result = withKeyId(keyId);
+    t.notOk(result.ok, `${JSON.stringify(keyId.slice(0, 20))} is refused`);
+    if (!result.ok) t.match(result.errors.join('\n'), /ingest\.keyId: expected a key id of 1 to 128 letters, digits, dots, underscores, colons or dashes/);
+  }
+});
+
 t.test('a secret file others can read is a warning', async (t) => {
   const dir = secrets(t, { community: 'public' });
   chmodSync(join(dir, 'community'), 0o644);
