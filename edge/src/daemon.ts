@@ -10,6 +10,7 @@ import type { ApPollResult, Poller } from './poll/types.js';
 import type { Ledger, Delivery } from './report/ledger.js';
 import type { BatchPoster } from './report/poster.js';
 import { redactIdentifiers } from './report/identifiers.js';
+import { MAX_READINGS_PER_BATCH } from '../../shared/catalog/validate.js';
 import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
 import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
@@ -58,7 +59,37 @@ export interface TickReport {
   stats: PollStats;
   tracked: number;
   frozen: number;
-  batch: { batchId: string; readings: number; refused: number; seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string };
+  /**
+   * The tick's batch. A tick of more than MAX_READINGS_PER_BATCH readings goes as several batches,
+   * `<batchId>#1/3`, `#2/3`, …: `parts` counts them, `seq` is the last one's ledger entry, and
+   * `delivery` the worst of theirs.
+   */
+  batch: { batchId: string; readings: number; refused: number; parts: number; seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string };
+}
+
+type BatchDelivery = { seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string };
+
+/** From the best outcome to the worst: a tick's several batches report the worst of theirs. */
+const DELIVERY_RANK: ReadonlyArray<Delivery | 'not_recorded'> = ['accepted', 'kept', 'unreachable', 'rejected', 'not_recorded'];
+
+/** The worse of two deliveries, with its reason, and the later ledger entry. */
+function worstOf(earlier: BatchDelivery, later: BatchDelivery): BatchDelivery {
+  const worse = DELIVERY_RANK.indexOf(later.delivery) > DELIVERY_RANK.indexOf(earlier.delivery) ? later : earlier;
+  return { ...worse, seq: later.seq ?? earlier.seq };
+}
+
+/**
+ * A tick's readings in batches the ingest takes: one batch under the tick's id when they fit (nearly
+ * always), else consecutive slices of at most `max`, each under `<batchId>#<i>/<n>`.
+ *
+ * @example
+ * batchesOf('hq@2025-11-22T19:04:14.000Z', readings7000, 5000).map((b) => b.batchId);
+ * // ['hq@2025-11-22T19:04:14.000Z#1/2', 'hq@2025-11-22T19:04:14.000Z#2/2']
+ */
+export function batchesOf<R>(batchId: string, readings: readonly R[], max: number = MAX_READINGS_PER_BATCH): Array<{ batchId: string; readings: readonly R[] }> {
+  if (readings.length <= max) return [{ batchId, readings }];
+  const parts = Math.ceil(readings.length / max);
+  return Array.from({ length: parts }, (_, i) => ({ batchId: `${batchId}#${i + 1}/${parts}`, readings: readings.slice(i * max, (i + 1) * max) }));
 }
 
 const HOUR_MS = 3_600_000;
@@ -167,8 +198,14 @@ export class EdgeDaemon {
       logger.warn({ refused: built.refused }, 'readings refused by the catalog were not sent');
     }
     const batchId = batchIdOf(config.buildingId, timestamp);
-    const body = encodeBatch(batchId, built.readings);
-    const batch = await this.deliver(body, timestamp);
+    const parts = batchesOf(batchId, built.readings);
+    let batch: BatchDelivery | undefined;
+    for (const part of parts) {
+      const delivered = await this.deliver(encodeBatch(part.batchId, part.readings), timestamp);
+      metrics.batches.inc({ delivery: delivered.delivery });
+      batch = batch === undefined ? delivered : worstOf(batch, delivered);
+    }
+    if (batch === undefined) throw new Error('a tick always has at least one batch');
 
     const frozen = frozenCount(outcome.state);
     const durationMs = performance.now() - started;
@@ -178,7 +215,6 @@ export class EdgeDaemon {
     metrics.trackedDevices.set(outcome.state.devices.size);
     metrics.frozenDevices.set(frozen);
     metrics.zoneMoves.inc(outcome.stats.moved);
-    metrics.batches.inc({ delivery: batch.delivery });
     if (batch.seq !== null) metrics.ledgerHead.set(batch.seq);
 
     const report: TickReport = {
@@ -191,7 +227,7 @@ export class EdgeDaemon {
       stats: outcome.stats,
       tracked: outcome.state.devices.size,
       frozen,
-      batch: { batchId, readings: built.readings.length, refused: built.refused.length, ...batch },
+      batch: { batchId, readings: built.readings.length, refused: built.refused.length, parts: parts.length, ...batch },
     };
     logger.info(
       {
@@ -249,7 +285,7 @@ export class EdgeDaemon {
   }
 
   /** Ledger first (what is not recorded is not sent), then the post. */
-  private async deliver(body: string, timestamp: number): Promise<{ seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string }> {
+  private async deliver(body: string, timestamp: number): Promise<BatchDelivery> {
     const { ledger, poster, logger } = this.deps;
     let seq: number;
     try {

@@ -6,6 +6,12 @@ import { kinds, describeValue } from '../kinds.js';
 import type { ActionSpec, FieldSpec, MetricDeclaration } from './declaration.js';
 import { metricOf, METRICS } from './metrics.js';
 
+/**
+ * The most readings one ingest batch may hold (CONTRACTS.md; a larger batch is refused whole with 413).
+ * The edge splits a tick's readings into batches of at most this many.
+ */
+export const MAX_READINGS_PER_BATCH = 5000;
+
 /** One problem with one field. */
 export interface FieldError {
   field: string;

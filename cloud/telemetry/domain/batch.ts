@@ -3,7 +3,7 @@
  * declaration. A batch is all-or-nothing, so every problem of every reading is reported at once.
  */
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
-import { validateReading, type Reading } from '../../../shared/catalog/validate.js';
+import { MAX_READINGS_PER_BATCH, validateReading, type Reading } from '../../../shared/catalog/validate.js';
 import { NonEmptyString, describeValue } from '../../../shared/kinds.js';
 import { DAY_MS, HOUR_MS } from './utc.js';
 
@@ -29,7 +29,7 @@ export interface BatchLimits {
   maxFutureMs: number;
 }
 
-export const DEFAULT_LIMITS: BatchLimits = { maxReadings: 5000, retentionMs: 14 * DAY_MS, maxFutureMs: 24 * HOUR_MS };
+export const DEFAULT_LIMITS: BatchLimits = { maxReadings: MAX_READINGS_PER_BATCH, retentionMs: 14 * DAY_MS, maxFutureMs: 24 * HOUR_MS };
 
 /** Problems shown per answer; the count of the rest is still reported. */
 export const MAX_REPORTED_ERRORS = 100;

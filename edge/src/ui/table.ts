@@ -17,7 +17,8 @@ export interface LiveView {
   transitionWindowTicks: number;
   tracked: number;
   frozen: number;
-  batch: { seq: number | null; readings: number; delivery: string; reason?: string };
+  /** `parts`: the batches a tick of more readings than one batch holds went as (1 when absent). */
+  batch: { seq: number | null; readings: number; parts?: number; delivery: string; reason?: string };
   destination: string;
   tickMs: number;
   tickErrorRate: number;
@@ -67,7 +68,8 @@ export function renderLiveTable(view: LiveView): string[] {
       : view.batch.delivery === 'kept'
         ? 'kept in the ledger'
         : c.red(`${view.batch.delivery}${view.batch.reason ? ` (${view.batch.reason})` : ''}`);
-  lines.push(` batch  #${view.batch.seq ?? '-'} · ${view.batch.readings} readings · ${delivery} · ${view.destination} · tick ${Math.round(view.tickMs)} ms`);
+  const parts = (view.batch.parts ?? 1) > 1 ? ` in ${view.batch.parts} batches` : '';
+  lines.push(` batch  #${view.batch.seq ?? '-'} · ${view.batch.readings} readings${parts} · ${delivery} · ${view.destination} · tick ${Math.round(view.tickMs)} ms`);
   lines.push(` error  this tick ${pct(view.tickErrorRate)} · overall ${pct(view.overallErrorRate)} ${c.dim('(|counted − truth| / truth)')}`);
   return lines;
 }

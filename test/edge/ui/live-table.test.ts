@@ -48,3 +48,9 @@ t.test('with no moves, the table says so for the window', async (t) => {
   const lines = renderLiveTable({ ...view, transitions: [{ from: 'zone-a', to: 'zone-b', count: 0 }], transitionWindowTicks: 12 });
   t.equal(line(lines, ' moves'), ' moves  none in the last 12 ticks');
 });
+
+t.test('the batch line says how many batches a tick too large for one went as', async (t) => {
+  t.equal(line(renderLiveTable(view), ' batch'), ' batch  #9 · 16 readings · kept in the ledger · no --ingest given · tick 140 ms');
+  const split = renderLiveTable({ ...view, batch: { seq: 12, readings: 7800, parts: 2, delivery: 'accepted' } });
+  t.equal(line(split, ' batch'), ' batch  #12 · 7800 readings in 2 batches · accepted · no --ingest given · tick 140 ms');
+});
