@@ -2,7 +2,7 @@ import net from 'node:net';
 import t, { type Test } from 'tap';
 import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
 import { callAs, startHarness, type Harness } from './support/harness.js';
-import { startFakeDevice, type FakeDevice } from './support/fake-device.js';
+import { startFakeDevice, type FakeDevice } from '../../support/fake-device.js';
 
 const manager = { sub: 'u-fm', accountName: 'fm@acme.test', memberships: [{ domainName: 'acme', role: 'facility_manager' }] };
 const viewer = { sub: 'u-v', accountName: 'v@acme.test', memberships: [{ domainName: 'acme', role: 'viewer' }] };

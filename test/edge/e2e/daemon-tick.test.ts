@@ -3,15 +3,15 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../../shared/logger.js';
 import { validateReading } from '../../../shared/catalog/validate.js';
-import { EdgeDaemon, type DaemonConfig, type TickReport } from '../../../edge/src/daemon.js';
+import { EdgeDaemon, type DaemonConfig } from '../../../edge/src/daemon.js';
 import { createEdgeMetrics } from '../../../edge/src/metrics.js';
 import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
-import { openLedger, type Ledger } from '../../../edge/src/report/ledger.js';
+import { openLedger } from '../../../edge/src/report/ledger.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
-import { createDeviceHasher } from '../../../edge/src/zones/device-key.js';
 import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
 import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { setupDaemon, testHasher, type DaemonOptions } from '../support/daemon.js';
 
 const ap = (name: string, zone: string): AccessPoint => ({ name, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } });
 const APS = [ap('ap-lobby', 'lobby'), ap('ap-cafe', 'cafe')];
@@ -61,30 +61,10 @@ function capture() {
   return { lines, logger: createLogger('lintel-edge', { level: 'debug', destination: stream }) };
 }
 
-function setup(t: Test, poller: Poller, extra: { poster?: ReturnType<typeof createBatchPoster>; ledger?: Ledger } = {}) {
-  const dir = t.testdir({});
-  const zones = openSqliteZoneStore(join(dir, 'zones.sqlite'));
-  const ledger = extra.ledger ?? openLedger(join(dir, 'ledger.sqlite'));
+/** A daemon over `config` whose logs are kept in `lines`. */
+function setup(t: Test, poller: Poller, extra: Omit<DaemonOptions, 'logger'> = {}) {
   const { lines, logger } = capture();
-  const metrics = createEdgeMetrics({ aps: ['ap-lobby', 'ap-cafe'], zones: ['lobby', 'cafe'] }, { defaults: false });
-  const reports: TickReport[] = [];
-  const daemon = new EdgeDaemon({
-    config,
-    poller,
-    hasher: createDeviceHasher(Buffer.alloc(32, 1)),
-    zones,
-    ledger,
-    ...(extra.poster ? { poster: extra.poster } : {}),
-    metrics,
-    logger,
-    onTick: (r) => reports.push(r),
-  });
-  t.teardown(async () => {
-    await daemon.stop();
-    zones.close();
-    ledger.close();
-  });
-  return { daemon, zones, ledger, lines, metrics, reports, dir };
+  return { ...setupDaemon(t, config, poller, { ...extra, logger }), lines };
 }
 
 t.test('a failed AP never stops the tick: its devices are frozen and the batch still goes out', async (t) => {
@@ -209,7 +189,7 @@ t.test('state survives a restart of the daemon', async (t) => {
   const daemon = new EdgeDaemon({
     config,
     poller: silent,
-    hasher: createDeviceHasher(Buffer.alloc(32, 1)),
+    hasher: testHasher(),
     zones,
     ledger: first.ledger,
     metrics: createEdgeMetrics({ aps: [], zones: [] }, { defaults: false }),

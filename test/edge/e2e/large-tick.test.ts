@@ -4,18 +4,13 @@
  * The APs answer through a scripted poller port (plain data); SNMP and SSH polling are tested elsewhere.
  */
 import t from 'tap';
-import { join } from 'node:path';
 import { MAX_READINGS_PER_BATCH } from '../../../shared/catalog/validate.js';
-import { silentLogger } from '../../../shared/logger.js';
-import { EdgeDaemon, batchesOf, type DaemonConfig, type TickReport } from '../../../edge/src/daemon.js';
-import { createEdgeMetrics } from '../../../edge/src/metrics.js';
+import { batchesOf, type DaemonConfig } from '../../../edge/src/daemon.js';
 import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
-import { openLedger } from '../../../edge/src/report/ledger.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
-import { createDeviceHasher } from '../../../edge/src/zones/device-key.js';
-import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
 import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { SHARED_SECRET, countRows, startHarness } from '../../cloud/telemetry/support/harness.js';
+import { setupDaemon } from '../support/daemon.js';
 
 t.test('batchesOf: one batch under the tick id when the readings fit, numbered slices when not', async (t) => {
   t.same(batchesOf('hq@t', [1, 2, 3], 3), [{ batchId: 'hq@t', readings: [1, 2, 3] }]);
@@ -51,28 +46,9 @@ t.test('a tick of 7,800 readings goes as two batches, both stored by the real in
     stations: [{ mac: `3c:22:fb:${String((i >> 8) & 0xff).padStart(2, '0')}:${(i & 0xff).toString(16).padStart(2, '0')}:01`, rssiDbm: -50 }],
   }));
   const poller: Poller = { pollAll: async () => answers, close: async () => undefined };
-  const dir = t.testdir({});
-  const zones = openSqliteZoneStore(join(dir, 'zones.sqlite'));
-  const ledger = openLedger(join(dir, 'ledger.sqlite'));
   const poster = createBatchPoster({ url: `${h.url}/ingest`, secret: SHARED_SECRET, timeoutMs: 10_000 });
-  const reports: TickReport[] = [];
-  const daemon = new EdgeDaemon({
-    config,
-    poller,
-    hasher: createDeviceHasher(Buffer.alloc(32, 7)),
-    zones,
-    ledger,
-    poster,
-    metrics: createEdgeMetrics({ aps: aps.map((ap) => ap.name), zones: zoneIds }, { defaults: false }),
-    logger: silentLogger(),
-    onTick: (r) => reports.push(r),
-  });
-  t.teardown(async () => {
-    await daemon.stop();
-    await poster.close();
-    zones.close();
-    ledger.close();
-  });
+  t.teardown(() => poster.close());
+  const { daemon, ledger } = setupDaemon(t, config, poller, { poster });
 
   const report = await daemon.tick();
   t.equal(report.batch.readings, 3 * ZONES);

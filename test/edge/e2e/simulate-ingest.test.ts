@@ -9,14 +9,11 @@ import Database from 'better-sqlite3';
 import { validateReading } from '../../../shared/catalog/validate.js';
 import { verify } from '../../../shared/hmac.js';
 import { main } from '../../../edge/src/commands/main.js';
-import { simulate } from '../../../edge/src/commands/simulate.js';
-import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
-import type { SimulatedBuilding } from '../../../edge/src/simulate/types.js';
-import type { Poller } from '../../../edge/src/poll/types.js';
 import { auditBody } from '../../../edge/src/report/audit.js';
 import { chainHash } from '../../../edge/src/report/chain.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { captureIo, spellings } from '../support/cli-io.js';
+import { runSimulate } from '../support/simulate-run.js';
 
 const TICKS = 20;
 const INTERVAL_MS = 500;
@@ -27,28 +24,18 @@ const MAX_ERROR_RATE = 0.2;
 t.test('simulate posts signed aggregate batches that match the ground truth and carry no identifier', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'the-shared-key-is-not-this-gateways', 'gw-e2e': SECRET });
   const stateDir = t.testdir({});
-  const macsSeen = new Set<string>();
-  let building: SimulatedBuilding | undefined;
-  const { out, io } = captureIo();
-
-  const { exitCode, summary } = await simulate(
-    { intervalMs: INTERVAL_MS, ticks: TICKS, seed: 42, devices: 30, accessPoints: 7, rebootRate: 0.05, ingest: { url: ingest.url, secret: SECRET, keyId: 'gw-e2e' }, stateDir, output: 'json', devicesPerPerson: 1.5 },
-    io,
-    {
-      startBuilding: async (options) => {
-        building = await startSimulatedBuilding(options);
-        return building;
-      },
-      wrapPoller: (poller: Poller): Poller => ({
-        async pollAll(aps, timeoutMs) {
-          const results = await poller.pollAll(aps, timeoutMs);
-          for (const r of results) if (r.ok) for (const s of r.stations) macsSeen.add(s.mac);
-          return results;
-        },
-        close: () => poller.close(),
-      }),
-    },
-  );
+  const { exitCode, summary, out, building, macsSeen } = await runSimulate({
+    intervalMs: INTERVAL_MS,
+    ticks: TICKS,
+    seed: 42,
+    devices: 30,
+    accessPoints: 7,
+    rebootRate: 0.05,
+    ingest: { url: ingest.url, secret: SECRET, keyId: 'gw-e2e' },
+    stateDir,
+    output: 'json',
+    devicesPerPerson: 1.5,
+  });
   t.equal(exitCode, 0);
   t.ok(building, 'a building ran');
   const ticks = out.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => 'tick' in l) as Array<{

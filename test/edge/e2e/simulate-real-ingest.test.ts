@@ -20,12 +20,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { simulate } from '../../../edge/src/commands/simulate.js';
-import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
-import type { SimulatedBuilding } from '../../../edge/src/simulate/types.js';
-import type { Poller } from '../../../edge/src/poll/types.js';
 import { countRows, startHarness, subscribe, until } from '../../cloud/telemetry/support/harness.js';
-import { captureIo, spellings } from '../support/cli-io.js';
+import { spellings } from '../support/cli-io.js';
+import { runSimulate } from '../support/simulate-run.js';
 
 const TICKS = 7;
 const INTERVAL_MS = 400;
@@ -77,11 +74,7 @@ t.test('simulate posts to the real telemetry ingest with a per-gateway key: ever
   t.teardown(() => void unsubscribeChannel('undici:request:headers', onHeaders));
 
   const stateDir = t.testdir({});
-  const macsSeen = new Set<string>();
-  let building: SimulatedBuilding | undefined;
-  const { out, io } = captureIo();
-
-  const { exitCode, summary } = await simulate(
+  const { exitCode, summary, out, building, macsSeen } = await runSimulate(
     {
       intervalMs: INTERVAL_MS,
       ticks: TICKS,
@@ -94,23 +87,8 @@ t.test('simulate posts to the real telemetry ingest with a per-gateway key: ever
       output: 'json',
       devicesPerPerson: 1.5,
     },
-    io,
-    {
-      startBuilding: async (options) => {
-        building = await startSimulatedBuilding(options);
-        // One AP silent for the first ticks, so some batches lack its apClients reading.
-        building.reboot(building.accessPoints[0]!.name, 3);
-        return building;
-      },
-      wrapPoller: (poller: Poller): Poller => ({
-        async pollAll(aps, timeoutMs) {
-          const results = await poller.pollAll(aps, timeoutMs);
-          for (const r of results) if (r.ok) for (const s of r.stations) macsSeen.add(s.mac);
-          return results;
-        },
-        close: () => poller.close(),
-      }),
-    },
+    // One AP silent for the first ticks, so some batches lack its apClients reading.
+    (started) => started.reboot(started.accessPoints[0]!.name, 3),
   );
   t.equal(exitCode, 0);
   t.ok(building, 'a building ran');

@@ -1,6 +1,7 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { createServer } from 'node:http';
 import { listen, closeServer } from '../../../shared/lifecycle.js';
+import { startFakeDevice } from '../../support/fake-device.js';
 import {
   DeviceCommandError,
   createDeviceAdapter,
@@ -33,61 +34,8 @@ t.test('planDeviceRequest: anything but http(s) is a vague 500', async (t) => {
   }
 });
 
-interface DeviceCall {
-  method: string;
-  path: string;
-  contentType: string | undefined;
-  body: unknown;
-}
-
-/**
- * A device on 127.0.0.1 port 0 with a route table: `on(method, path, status)` sets what it answers, with a
- * body carrying a device detail that must never reach an error message. It records each routed call
- * (method, path, content type, JSON body); a call to a route it was not set up for answers 500 and is
- * recorded in `unexpected`, which fails the test at teardown.
- */
-async function device(t: Test) {
-  const routes = new Map<string, { status: number; headers: Record<string, string> }>();
-  const calls: DeviceCall[] = [];
-  const unexpected: string[] = [];
-  // Registered first, so it runs last (tap runs teardowns last-registered first), after the server closed.
-  t.teardown(() => {
-    if (unexpected.length > 0) throw new Error(`the fake device got calls it was not set up for: ${unexpected.join(' | ')}`);
-  });
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const key = `${req.method} ${req.url}`;
-      const route = routes.get(key);
-      if (!route) {
-        unexpected.push(key);
-        res.writeHead(500).end('unexpected');
-        return;
-      }
-      const text = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = text;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        // kept as text; the test asserts on it
-      }
-      calls.push({ method: req.method ?? '', path: req.url ?? '', contentType: req.headers['content-type'], body });
-      res.writeHead(route.status, { 'content-type': 'application/json', ...route.headers }).end('{"secretDeviceDetail":"firmware 1.2.3"}');
-    });
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return {
-    calls,
-    unexpected,
-    endpoint: `http://127.0.0.1:${port}`,
-    /** Answers `status` (with extra `headers`) to `method path`. */
-    on(method: string, path: string, status: number, headers: Record<string, string> = {}) {
-      routes.set(`${method} ${path}`, { status, headers });
-    },
-  };
-}
+/** What every route of the fake device answers with: a device detail that must never reach an error message. */
+const DETAIL = '{"secretDeviceDetail":"firmware 1.2.3"}';
 
 function lookup(sensors: RegisteredSensor[]): SensorLookup & { asked: string[] } {
   const asked: string[] = [];
@@ -103,10 +51,10 @@ function lookup(sensors: RegisteredSensor[]): SensorLookup & { asked: string[] }
 const command: DeviceCommand = { metric: 'temperature', buildingId: 'b1', roomId: 'r1', sensorId: 's1', action: 'setTarget', arguments: { target: 21.5 } };
 
 t.test('execute: validated, resolved, renamed, sent as JSON; 2xx is accepted', async (t) => {
-  const dev = await device(t);
-  dev.on('POST', '/api/v1/thermostat/hold', 204);
-  dev.on('POST', '/api/v1/thermostat/setpoint/up', 204);
-  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: dev.endpoint }]);
+  const dev = await startFakeDevice(t);
+  dev.on('POST', '/api/v1/thermostat/hold', 204, DETAIL);
+  dev.on('POST', '/api/v1/thermostat/setpoint/up', 204, DETAIL);
+  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: dev.url }]);
   const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
   t.same(await adapter.execute(command), { accepted: true });
   t.same(await adapter.execute({ ...command, action: 'increase', arguments: {} }), { accepted: true });
@@ -118,13 +66,13 @@ t.test('execute: validated, resolved, renamed, sent as JSON; 2xx is accepted', a
 });
 
 t.test('execute: each failure has its code and status, and no device detail', async (t) => {
-  const failing = await device(t);
-  failing.on('PATCH', '/setpoint', 500);
+  const failing = await startFakeDevice(t);
+  failing.on('PATCH', '/setpoint', 500, DETAIL);
   const catalog = await loadBindingCatalog();
   const sensors = lookup([
-    { sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'honeywell-lcc-thermostat', endpoint: failing.endpoint },
-    { sensorId: 's2', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'unknown-stat', endpoint: failing.endpoint },
-    { sensorId: 'p1', buildingId: 'b1', roomId: 'r1', metric: 'peopleCount', driver: 'honeywell-lcc-thermostat', endpoint: failing.endpoint },
+    { sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'honeywell-lcc-thermostat', endpoint: failing.url },
+    { sensorId: 's2', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'unknown-stat', endpoint: failing.url },
+    { sensorId: 'p1', buildingId: 'b1', roomId: 'r1', metric: 'peopleCount', driver: 'honeywell-lcc-thermostat', endpoint: failing.url },
     { sensorId: 's3', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'honeywell-lcc-thermostat', endpoint: 'file:///etc/passwd' },
   ]);
   const adapter = createDeviceAdapter({ catalog, sensors, timeoutMs: 1000 });
@@ -179,12 +127,12 @@ t.test('execute: an unreachable device and a device that never answers are 502',
 });
 
 t.test('execute: a redirect from the device is not followed', async (t) => {
-  const target = await device(t);
-  target.on('POST', '/stolen', 200);
-  target.on('GET', '/stolen', 200);
-  const redirecting = await device(t);
-  redirecting.on('POST', '/api/v1/thermostat/hold', 307, { location: `${target.endpoint}/stolen` });
-  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: redirecting.endpoint }]);
+  const target = await startFakeDevice(t);
+  target.on('POST', '/stolen', 200, DETAIL);
+  target.on('GET', '/stolen', 200, DETAIL);
+  const redirecting = await startFakeDevice(t);
+  redirecting.on('POST', '/api/v1/thermostat/hold', 307, DETAIL, { location: `${target.url}/stolen` });
+  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: redirecting.url }]);
   const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
   await t.rejects(adapter.execute(command), { code: 'device_rejected', status: 502 });
   t.same(redirecting.calls, [{ method: 'POST', path: '/api/v1/thermostat/hold', contentType: 'application/json', body: { holdTemp: 21.5 } }]);
