@@ -5,18 +5,15 @@
  * socket.io client standing in for a browser; and signed ingest. Everything is stopped or removed at
  * teardown.
  */
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { io as connect, type Socket } from 'socket.io-client';
 import { request } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
 import { sign } from '../../../shared/hmac.js';
+import { startServiceProcess, type ServiceProcess, type ServiceProcessOptions } from '../../support/service-process.js';
 import { stackEnv, uniqueName, type Teardown } from '../../support/stack.js';
-
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+import { startRelayProcess } from '../../cloud/relay/support/relay-process.js';
 
 /**
  * The names the services meet on, each unique to one test. The contract's names (CONTRACTS.md,
@@ -55,151 +52,50 @@ export function pipelineNames(): PipelineNames {
 
 // --- Processes ----------------------------------------------------------------------------------------
 
-export interface ServiceProcess {
-  name: string;
-  url: string;
-  /** Its JSON log lines, parsed, as they arrive. */
-  logs: Array<Record<string, unknown>>;
-  /** Resolves with the first log line with this message (already seen or still to come). */
-  logged(message: string, timeoutMs?: number): Promise<Record<string, unknown>>;
-}
-
 /**
- * Starts `node --import tsx <script>` with only PATH, HOME and `env`, waits for the log line
- * `listening` (which must carry the bound `port`), then for each of `ready` in turn. At teardown it
- * is sent SIGTERM and given 10 s to stop before SIGKILL.
+ * A service of the pipeline on the shared stack's Redis and Kafka, looking buildings up in the
+ * directory at `directoryUrl`; `env` adds what is particular to it.
  */
-export async function startService(
-  t: Teardown,
-  name: string,
-  script: string,
-  env: Record<string, string>,
-  messages: { listening: string; ready?: string[] },
-): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', LOG_LEVEL: 'info', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Array<Record<string, unknown>> = [];
-  const listeners = new Set<() => void>();
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    try {
-      logs.push(JSON.parse(line) as Record<string, unknown>);
-    } catch {
-      logs.push({ msg: line });
-    }
-    for (const listener of listeners) listener();
-  });
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      for (const listener of listeners) listener();
-      resolve();
-    }),
-  );
-  const running = () => child.exitCode === null && child.signalCode === null;
-  t.teardown(async () => {
-    if (!running()) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  });
-
-  const describe = () => `stderr: ${stderr.slice(0, 1000) || '(empty)'}; last log lines: ${JSON.stringify(logs.slice(-5))}`;
-  function logged(message: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const line = logs.find((l) => l.msg === message);
-        if (line) {
-          done();
-          resolve(line);
-        } else if (!running()) {
-          done();
-          reject(new Error(`${name} exited before logging "${message}"; ${describe()}`));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(new Error(`${name} did not log "${message}" within ${timeoutMs} ms; ${describe()}`));
-      }, timeoutMs);
-      const done = () => {
-        clearTimeout(timer);
-        listeners.delete(check);
-      };
-      listeners.add(check);
-      check();
-    });
-  }
-
-  const listening = await logged(messages.listening);
-  if (typeof listening.port !== 'number') throw new Error(`${name} logged "${messages.listening}" without a port`);
-  for (const message of messages.ready ?? []) await logged(message);
-  return { name, url: `http://127.0.0.1:${listening.port}`, logs, logged };
+function startOnStack(t: Teardown, service: Omit<ServiceProcessOptions, 'env'>, directoryUrl: string, env: Record<string, string>): Promise<ServiceProcess> {
+  const { REDIS_URL, KAFKA_BROKERS } = stackEnv();
+  return startServiceProcess(t, { ...service, env: { REDIS_URL, KAFKA_BROKERS, DIGITAL_TWIN_URL: directoryUrl, ...env } });
 }
 
 /** The telemetry service (cloud/telemetry/main.ts) on a database of its own, with the shared key `secret`. */
 export function startTelemetry(t: Teardown, options: { names: PipelineNames; databaseUrl: string; directoryUrl: string; secret: string }): Promise<ServiceProcess> {
   const { names } = options;
-  const stack = stackEnv();
-  return startService(
-    t,
-    'telemetry',
-    'cloud/telemetry/main.ts',
-    {
-      DATABASE_URL: options.databaseUrl,
-      REDIS_URL: stack.REDIS_URL,
-      KAFKA_BROKERS: stack.KAFKA_BROKERS,
-      DIGITAL_TWIN_URL: options.directoryUrl,
-      INGEST_SIGNING_SECRET: options.secret,
-      ALERTS_TOPIC: names.alertsTopic,
-      REGISTRATIONS_TOPIC: names.registrationsTopic,
-      REGISTRATIONS_GROUP: names.registrationsGroup,
-      RAW_CHANNEL: names.rawChannel,
-      FILTERED_CHANNEL_PREFIX: names.filteredPrefix,
-    },
-    { listening: 'telemetry listening' },
-  );
+  return startOnStack(t, { name: 'telemetry', script: 'cloud/telemetry/main.ts', listening: 'telemetry listening' }, options.directoryUrl, {
+    DATABASE_URL: options.databaseUrl,
+    INGEST_SIGNING_SECRET: options.secret,
+    ALERTS_TOPIC: names.alertsTopic,
+    REGISTRATIONS_TOPIC: names.registrationsTopic,
+    REGISTRATIONS_GROUP: names.registrationsGroup,
+    RAW_CHANNEL: names.rawChannel,
+    FILTERED_CHANNEL_PREFIX: names.filteredPrefix,
+  });
 }
 
 /** The notification service (cloud/notification/main.ts), once its alert consumer has joined its group. */
 export function startNotification(t: Teardown, options: { names: PipelineNames; mongoUri: string; directoryUrl: string }): Promise<ServiceProcess> {
-  const { names } = options;
-  const stack = stackEnv();
-  return startService(
-    t,
-    'notification',
-    'cloud/notification/main.ts',
-    {
-      MONGO_URI: options.mongoUri,
-      REDIS_URL: stack.REDIS_URL,
-      KAFKA_BROKERS: stack.KAFKA_BROKERS,
-      DIGITAL_TWIN_URL: options.directoryUrl,
-      NOTIFICATIONS_CHANNEL: names.notificationsChannel,
-      ALERTS_TOPIC: names.alertsTopic,
-      ALERTS_GROUP: names.alertsGroup,
-    },
-    { listening: 'notification service listening', ready: ['alert consumer running'] },
-  );
+  const service = { name: 'notification', script: 'cloud/notification/main.ts', listening: 'notification service listening', ready: ['alert consumer running'] };
+  const { notificationsChannel, alertsTopic, alertsGroup } = options.names;
+  return startOnStack(t, service, options.directoryUrl, {
+    MONGO_URI: options.mongoUri,
+    NOTIFICATIONS_CHANNEL: notificationsChannel,
+    ALERTS_TOPIC: alertsTopic,
+    ALERTS_GROUP: alertsGroup,
+  });
 }
 
-/** The socket relay (cloud/relay/main.ts), once its broker subscriptions are live. */
+/** The socket relay (cloud/relay/main.ts), once its broker subscriptions are live (no Kafka: it uses none). */
 export function startRelay(t: Teardown, options: { names: PipelineNames; directoryUrl: string }): Promise<ServiceProcess> {
   const { names } = options;
-  return startService(
-    t,
-    'relay',
-    'cloud/relay/main.ts',
-    {
-      REDIS_URL: stackEnv().REDIS_URL,
-      DIGITAL_TWIN_URL: options.directoryUrl,
-      NOTIFICATIONS_CHANNEL: names.notificationsChannel,
-      TELEMETRY_CHANNEL_PREFIX: names.filteredPrefix,
-    },
-    { listening: 'listening', ready: ['broker subscribed'] },
-  );
+  return startRelayProcess(t, {
+    REDIS_URL: stackEnv().REDIS_URL,
+    DIGITAL_TWIN_URL: options.directoryUrl,
+    NOTIFICATIONS_CHANNEL: names.notificationsChannel,
+    TELEMETRY_CHANNEL_PREFIX: names.filteredPrefix,
+  });
 }
 
 // --- Kafka --------------------------------------------------------------------------------------------
@@ -332,8 +228,8 @@ export interface Answer {
   json: unknown;
 }
 
-async function send(url: string, method: 'POST' | 'PUT', body: string, headers: Record<string, string>): Promise<Answer> {
-  const res = await request(url, { method, headers: { 'content-type': 'application/json', ...headers }, body });
+async function send(url: string, method: 'GET' | 'POST' | 'PUT', body: string | undefined, headers: Record<string, string>): Promise<Answer> {
+  const res = await request(url, { method, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers }, body });
   const text = await res.body.text();
   let json: unknown = text;
   try {
@@ -355,10 +251,27 @@ export function callAs(url: string, claims: string, method: 'POST' | 'PUT', body
   return send(url, method, JSON.stringify(body), { 'x-gateway-claims': claims });
 }
 
+/**
+ * The value of the sample of `metric` on a service's GET /metrics (Prometheus text) whose labels include
+ * `labels` (services add labels of their own, such as `service`); undefined when there is none.
+ */
+export async function metricValue(serviceUrl: string, metric: string, labels: Record<string, string>): Promise<number | undefined> {
+  const { status, json: text } = await send(`${serviceUrl}/metrics`, 'GET', undefined, {});
+  if (status !== 200 || typeof text !== 'string') throw new Error(`GET ${serviceUrl}/metrics answered ${status}`);
+  const wanted = Object.entries(labels).map(([name, value]) => `${name}=${JSON.stringify(value)}`);
+  for (const line of text.split('\n')) {
+    const sample = /^([a-zA-Z_:][\w:]*)\{(.*)\} (\S+)$/.exec(line);
+    if (sample?.[1] !== metric) continue;
+    const have = new Set((sample[2] ?? '').split(','));
+    if (wanted.every((label) => have.has(label))) return Number(sample[3]);
+  }
+  return undefined;
+}
+
 /** Polls until `check` holds, or fails after `timeoutMs` naming `what`. */
-export async function waitFor(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
+export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
