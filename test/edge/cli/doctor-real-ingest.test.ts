@@ -1,6 +1,6 @@
 /**
  * `lintel-edge doctor` against the real telemetry ingest (test/cloud/telemetry/support/harness.ts): with
- * the gateway's own key the ingest line passes and nothing is stored; with a key id the service does not
+ * the gateway's own key, or the shared key and no key id, the ingest line passes and nothing is stored; with a key id the service does not
  * know, or the right id and another secret, it fails and names the key.
  */
 import t from 'tap';
@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { doctor } from '../../../edge/src/commands/doctor.js';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
-import { countRows, startHarness } from '../../cloud/telemetry/support/harness.js';
+import { SHARED_SECRET, countRows, startHarness } from '../../cloud/telemetry/support/harness.js';
 import { writeBuildingConfig } from './building-config.js';
 
 const KEY_ID = 'gw-doctor';
@@ -41,6 +41,13 @@ t.test('doctor proves URL, key and key id against the real ingest without storin
   t.match(good.stdout, /ok {3}clock/);
   t.equal(await countRows(h.pool, 'readings'), 0, 'the probe stored no reading');
   t.equal(await countRows(h.pool, 'ingest_batches'), 0, 'and claimed no batch id');
+
+  // Without a key id, the gateway signs with the shared ring, the contract's fallback.
+  const sharedFile = join(dir, 'shared.key');
+  writeFileSync(sharedFile, `${SHARED_SECRET}\n`, { mode: 0o600 });
+  const shared = await run('shared', { secretFile: sharedFile });
+  t.equal(shared.code, 0, 'the shared key passes too');
+  t.match(shared.stdout, /ok {3}ingest {4}http:\/\/[^ ]+\/ingest: reachable ✓ {2}signature accepted ✓ \(400/);
 
   const unknownId = await run('unknown-id', { secretFile, keyId: 'gw-nobody' });
   t.equal(unknownId.code, 1);
