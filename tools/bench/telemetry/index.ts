@@ -6,6 +6,9 @@
  * - the limit: the same rows written into the same table with PostgreSQL COPY FROM STDIN, from 8
  *   connections, one COPY per 500-row batch (the same batching), and once more as one bulk COPY per
  *   connection;
+ * - the store path alone: the same batches through the service's PostgreSQL adapter
+ *   (`PgReadingsStore.store`, the same transaction as ingest) from 8 connections, without HTTP, the
+ *   signature, parsing, validation or Redis; it tells the service's own cost from the database's;
  * - prints the CPU seconds each side spent (service, its PostgreSQL backends, Redis; from /proc), which
  *   explains the ratio on a small machine;
  * - prints `ratio:` (ingest readings/s over batched COPY rows/s) last.
@@ -21,6 +24,7 @@ import { validateReading } from '../../../shared/catalog/validate.js';
 import { sign } from '../../../shared/hmac.js';
 import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
 import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
+import { PgReadingsStore } from '../../../cloud/telemetry/store/readings.js';
 import { cpuSeconds } from './cpu.js';
 import { nearestRank } from '../report.js';
 
@@ -144,6 +148,31 @@ async function copyPhase(pool: pg.Pool, perClient: Batch[][], bulk: boolean): Pr
   return { rows, seconds };
 }
 
+/**
+ * The measured batches through the service's storage adapter alone, each under a new batch id, into an
+ * emptied table. The metrics with bounds are named as ingest names them, so the thresholds are read.
+ */
+async function storePhase(pool: pg.Pool, perClient: Batch[][]): Promise<{ rows: number; seconds: number }> {
+  await pool.query('TRUNCATE readings');
+  const store = new PgReadingsStore(pool);
+  const started = performance.now();
+  const stored = await Promise.all(
+    perClient.map(async (batches, c) => {
+      let rows = 0;
+      for (const [b, batch] of batches.entries()) {
+        const outcome = await store.store({ keyId: 'bench-store', batchId: `store-${c}-${b}`, rows: batch.rows, boundedMetrics: ['peopleCount', 'temperature'], alertsFor: () => [] });
+        if (outcome.kind !== 'stored') throw new Error(`the store path answered ${outcome.kind}`);
+        rows += outcome.inserted;
+      }
+      return rows;
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const rows = stored.reduce((a, b) => a + b, 0);
+  if (rows !== (await count(pool))) throw new Error('the store path row count does not match the table');
+  return { rows, seconds };
+}
+
 async function main(): Promise<void> {
   const dbName = `bench_telemetry_${process.pid}_${randomUUID().replace(/-/g, '').slice(0, 8)}`;
   const admin = new pg.Client({ connectionString: env.DATABASE_URL });
@@ -188,6 +217,9 @@ async function main(): Promise<void> {
     latencies.sort((a, b) => a - b);
     const ingestRate = stored / seconds;
 
+    const storeCpuBefore = cpu().postgres;
+    const direct = await storePhase(pool, measured);
+    const storeCpu = cpu().postgres - storeCpuBefore;
     const copyCpuBefore = cpu().postgres;
     const batched = await copyPhase(pool, measured, false);
     const copyCpu = cpu().postgres - copyCpuBefore;
@@ -203,6 +235,8 @@ async function main(): Promise<void> {
     console.log(`ingest_cpu_service: ${(cpuAfter.service - cpuBefore.service).toFixed(2)} s`);
     console.log(`ingest_cpu_postgres: ${(cpuAfter.postgres - cpuBefore.postgres).toFixed(2)} s`);
     console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
+    console.log(`store_path_throughput: ${(direct.rows / direct.seconds).toFixed(0)} rows/s`);
+    console.log(`store_path_cpu_postgres: ${storeCpu.toFixed(2)} s`);
     console.log(`copy_batched_throughput: ${copyRate.toFixed(0)} rows/s`);
     console.log(`copy_batched_cpu_postgres: ${copyCpu.toFixed(2)} s`);
     console.log(`copy_bulk_throughput: ${(bulk.rows / bulk.seconds).toFixed(0)} rows/s`);
