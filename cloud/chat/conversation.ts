@@ -99,7 +99,6 @@ export function contentProblem(content: string): string | undefined {
   return undefined;
 }
 
-
 /** Why a title is refused, or undefined: 1 to 120 characters once trimmed. */
 export function titleProblem(title: string): string | undefined {
   const length = characterCount(title.trim());

@@ -59,16 +59,16 @@ export interface SubscriptionDeps {
 }
 
 /**
- * Registers the two room events on a connected socket. Calls for the same building run in the order the
- * client sent them, so an unsubscribe sent while a subscribe's lookup is pending still wins.
- */
-/**
  * Buildings one socket may have waiting on a lookup at once. More are refused at once with
  * `lookup_failed`, so one client cannot open thousands of directory calls (empty answers are never
  * cached, so repeating them would keep working).
  */
 export const MAX_PENDING_SUBSCRIPTIONS = 16;
 
+/**
+ * Registers the two room events on a connected socket. Calls for the same building run in the order the
+ * client sent them, so an unsubscribe sent while a subscribe's lookup is pending still wins.
+ */
 export function attachSubscriptions(socket: Socket, identity: SocketIdentity, deps: SubscriptionDeps): void {
   const { directory, metrics, logger } = deps;
   const queues = new Map<string, Promise<void>>();

@@ -4,8 +4,9 @@
  * `bind` confines an existing key, including one made before keys named buildings (which may write any).
  */
 import { parseArgs } from 'node:util';
+import { KEY_ID } from '../../shared/hmac.js';
 import { checkBuildingList } from './domain/building-scope.js';
-import { KEY_ID, type ListedIngestKey } from './store/ingest-keys.js';
+import type { ListedIngestKey } from './store/ingest-keys.js';
 
 export const USAGE = `usage: keys-cli.ts add <keyId> --building <buildingId> [--building <buildingId> …] [note]
        keys-cli.ts bind <keyId> --building <buildingId> [--building <buildingId> …]

@@ -3,10 +3,10 @@
  * key named by `X-Key-Id` (from the `ingest_keys` table, with its buildings), or the shared ring from
  * INGEST_SIGNING_SECRET when no key id is sent (any building, the contract's fallback).
  */
+import { KEY_ID } from '../../shared/hmac.js';
 import { TtlCache, systemClock, type Clock } from '../../shared/ttl-cache.js';
 import type { IngestKeyScope } from './domain/building-scope.js';
 import type { IngestKeyStore } from './store/ingest-keys.js';
-import { KEY_ID } from './store/ingest-keys.js';
 
 /** The key ring for a request, the scope its batch ids are unique in ('' for the shared ring), and its buildings. */
 export interface ChosenKey extends IngestKeyScope {

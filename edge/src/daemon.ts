@@ -3,6 +3,7 @@
  * that cannot write, an ingest that refuses: each is logged and counted, and the next tick runs anyway.
  */
 import type { Logger } from 'pino';
+import { MAX_READINGS_PER_BATCH } from '../../shared/catalog/validate.js';
 import { describeError } from '../../shared/describe-error.js';
 import type { EdgeConfig } from './config/load.js';
 import type { EdgeMetrics } from './metrics.js';
@@ -10,7 +11,6 @@ import type { ApPollResult, Poller } from './poll/types.js';
 import type { Ledger, Delivery } from './report/ledger.js';
 import type { BatchPoster } from './report/poster.js';
 import { redactIdentifiers } from './report/identifiers.js';
-import { MAX_READINGS_PER_BATCH } from '../../shared/catalog/validate.js';
 import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
 import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
@@ -199,13 +199,14 @@ export class EdgeDaemon {
     }
     const batchId = batchIdOf(config.buildingId, timestamp);
     const parts = batchesOf(batchId, built.readings);
-    let batch: BatchDelivery | undefined;
+    const deliveries: BatchDelivery[] = [];
     for (const part of parts) {
       const delivered = await this.deliver(encodeBatch(part.batchId, part.readings), timestamp);
       metrics.batches.inc({ delivery: delivered.delivery });
-      batch = batch === undefined ? delivered : worstOf(batch, delivered);
+      deliveries.push(delivered);
     }
-    if (batch === undefined) throw new Error('a tick always has at least one batch');
+    // batchesOf gives at least one part.
+    const batch = deliveries.reduce(worstOf);
 
     const frozen = frozenCount(outcome.state);
     const durationMs = performance.now() - started;

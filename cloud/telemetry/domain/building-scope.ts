@@ -3,7 +3,7 @@
  * with it that holds a reading for any other building is refused whole. The shared ring, and a
  * per-gateway key made before keys named buildings, may write any building.
  */
-import { describeValue } from '../../../shared/kinds.js';
+import { MAX_NAME_LENGTH, describeValue } from '../../../shared/kinds.js';
 import { MAX_REPORTED_ERRORS, type ReadingError } from './batch.js';
 
 /** 'any': the shared ring, or a key from before keys named buildings. A set: exactly those. */
@@ -52,7 +52,7 @@ export function checkBuildingList(values: readonly unknown[], label = 'buildings
  */
 function buildingIdProblem(id: string): string | undefined {
   if (id.trim() === '') return `expected a building id, got ${id === '' ? 'an empty string' : 'only whitespace'}`;
-  if (id.length > 256) return `a building id has at most 256 characters, got ${id.length}`;
+  if (id.length > MAX_NAME_LENGTH) return `a building id has at most ${MAX_NAME_LENGTH} characters, got ${id.length}`;
   if (id.includes('\u0000')) return `${describeValue(id)} holds NUL (\\u0000), which no reading's building id can`;
   if (id.trim() !== id) return `${JSON.stringify(id)} has surrounding whitespace; building ids are matched exactly`;
   return undefined;

@@ -51,9 +51,16 @@ export function parseBoundsPatch(metric: MetricDeclaration, scope: string, input
   return patch;
 }
 
-/** The errors answered: the first {@link MAX_REPORTED_ERRORS}, as for readings, each scope (caller input) cut at 64 characters. */
-function reported(errors: readonly ThresholdError[]): ThresholdError[] {
-  return errors.slice(0, MAX_REPORTED_ERRORS).map((e) => (e.scope.length > 64 ? { ...e, scope: `${e.scope.slice(0, 64)}…` } : e));
+/**
+ * A refused patch: the message, saying when only the first {@link MAX_REPORTED_ERRORS} problems are
+ * listed (as for readings), and those problems, each scope (caller input) cut at 64 characters.
+ */
+function refused(message: string, errors: readonly ThresholdError[]): { ok: false; message: string; errors: ThresholdError[] } {
+  return {
+    ok: false,
+    message: errors.length > MAX_REPORTED_ERRORS ? `${message} (the first ${MAX_REPORTED_ERRORS} of ${errors.length} problems are listed)` : message,
+    errors: errors.slice(0, MAX_REPORTED_ERRORS).map((e) => (e.scope.length > 64 ? { ...e, scope: `${e.scope.slice(0, 64)}…` } : e)),
+  };
 }
 
 /**
@@ -72,10 +79,7 @@ export function parseRoomsPatch(metric: MetricDeclaration, body: unknown): Parse
     if (!NonEmptyString.is(roomId)) errors.push({ scope: roomId, field: '(room)', message: 'a room id is a non-empty string of at most 256 characters, without NUL (\\u0000)' });
     return { roomId, patch: parseBoundsPatch(metric, roomId, bounds, errors) };
   });
-  if (errors.length > 0) {
-    const message = `${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`;
-    return { ok: false, message: errors.length > MAX_REPORTED_ERRORS ? `${message} (the first ${MAX_REPORTED_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
-  }
+  if (errors.length > 0) return refused(`${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`, errors);
   return { ok: true, value: rooms };
 }
 
@@ -99,9 +103,6 @@ export function parseBuildingPut(body: unknown): Parsed<Array<{ metric: string; 
     }
     metrics.push({ metric: metric.key, patch: parseBoundsPatch(metric, key, bounds, errors) });
   }
-  if (errors.length > 0) {
-    const message = 'invalid thresholds; nothing was stored';
-    return { ok: false, message: errors.length > MAX_REPORTED_ERRORS ? `${message} (the first ${MAX_REPORTED_ERRORS} of ${errors.length} problems are listed)` : message, errors: reported(errors) };
-  }
+  if (errors.length > 0) return refused('invalid thresholds; nothing was stored', errors);
   return { ok: true, value: metrics };
 }

@@ -7,9 +7,6 @@ import type { Pool } from 'pg';
 import { KEY_ID } from '../../../shared/hmac.js';
 import { checkBuildingList } from '../domain/building-scope.js';
 
-/** The key id rule of `X-Key-Id` (shared/hmac.ts); the table's CHECK says the same. */
-export { KEY_ID };
-
 export interface ActiveIngestKey {
   secret: string;
   /** null: any building (a key made before keys named buildings). Empty: none. */

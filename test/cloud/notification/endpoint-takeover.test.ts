@@ -3,12 +3,11 @@
  * browser's own p256dh and auth keys are presented; otherwise it is 409 and nothing changes, so the
  * owner keeps receiving (decryptable) pushes. The owner may always replace its keys (key rotation).
  */
-import { createECDH, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { startFakeDirectory } from './support/fake-directory.js';
-import { call, claims, startHarness } from './support/harness.js';
+import { browserKeys, call, claims, member, startHarness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { uniqueName } from './support/stack.js';
 
@@ -16,17 +15,6 @@ const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const h = await startHarness(t, { directory });
 const twin = claims('system:digital-twin', 'digital-twin');
-
-function otherKeys(): { p256dh: string; auth: string } {
-  const ecdh = createECDH('prime256v1');
-  ecdh.generateKeys();
-  return { p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
-}
-
-function member(domainName: string): { account: string; header: string } {
-  const account = uniqueName('user');
-  return { account, header: claims(`sub-${account}`, account, [{ domainName, role: 'member' }]) };
-}
 
 async function deviceOf(endpoint: string) {
   return h.db.collection(COLLECTIONS.devices).findOne({ endpoint }, { projection: { _id: 0, accountName: 1, keys: 1 } });
@@ -42,9 +30,9 @@ t.test('another account presenting other keys gets 409 and changes nothing; the 
   t.equal((await call(h.url, 'POST', '/subscribe', { claims: ana.header, body: { subscription: phone, domainName: acme } })).status, 201);
 
   for (const [what, keys] of [
-    ['fresh keys', otherKeys()],
-    ['the right p256dh with another auth', { p256dh: phone.keys.p256dh, auth: otherKeys().auth }],
-    ['another p256dh with the right auth', { p256dh: otherKeys().p256dh, auth: phone.keys.auth }],
+    ['fresh keys', browserKeys()],
+    ['the right p256dh with another auth', { p256dh: phone.keys.p256dh, auth: browserKeys().auth }],
+    ['another p256dh with the right auth', { p256dh: browserKeys().p256dh, auth: phone.keys.auth }],
   ] as const) {
     const res = await call(h.url, 'POST', '/subscribe', { claims: mallory.header, body: { subscription: { endpoint: phone.endpoint, keys }, domainName: acme } });
     t.equal(res.status, 409, what);
@@ -77,7 +65,7 @@ t.test('the same account re-subscribing with new keys (key rotation) replaces th
   const ana = member(uniqueName('acme'));
   const phone = await push.subscribe(h.vapid!.publicKey);
   t.equal((await call(h.url, 'POST', '/subscribe', { claims: ana.header, body: { subscription: phone } })).status, 201);
-  const rotated = otherKeys();
+  const rotated = browserKeys();
   const res = await call(h.url, 'POST', '/subscribe', { claims: ana.header, body: { subscription: { endpoint: phone.endpoint, keys: rotated } } });
   t.equal(res.status, 201);
   t.same(await deviceOf(phone.endpoint), { accountName: ana.account, keys: rotated });
@@ -87,7 +75,7 @@ t.test('the same account re-subscribing with new keys (key rotation) replaces th
 t.test('two accounts subscribing a new endpoint at once with different keys: one owns it, the other gets 409', async (t) => {
   const acme = uniqueName('acme');
   const endpoint = `https://push.example.com/${uniqueName('race')}`;
-  const racers = [member(acme), member(acme)].map((m) => ({ ...m, keys: otherKeys() }));
+  const racers = [member(acme), member(acme)].map((m) => ({ ...m, keys: browserKeys() }));
   const results = await Promise.all(racers.map((r) => call(h.url, 'POST', '/subscribe', { claims: r.header, body: { subscription: { endpoint, keys: r.keys } } })));
   t.same(results.map((r) => r.status).sort(), [201, 409]);
   const winner = racers[results.findIndex((r) => r.status === 201)];

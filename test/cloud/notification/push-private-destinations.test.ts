@@ -7,30 +7,17 @@
  * That server is a fake push host (support/fake-push-host.ts): it takes only well-formed Web Push
  * requests to the subscribed paths and fails the test on anything else.
  */
-import { createECDH, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { createLogger } from '../../../shared/logger.js';
 import { isPrivateAddress } from '../../../cloud/notification/destinations.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
-import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
+import { browserKeys, call, claims, counterValue, member, newVapid, startHarness } from './support/harness.js';
 import { uniqueName } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
 const twin = claims('system:digital-twin', 'digital-twin');
-
-/** Keys a browser would hold: web-push can encrypt for them, so a push gets as far as connecting. */
-function browserKeys(): { p256dh: string; auth: string } {
-  const ecdh = createECDH('prime256v1');
-  ecdh.generateKeys();
-  return { p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
-}
-
-function member(domainName: string): { account: string; header: string } {
-  const account = uniqueName('ana');
-  return { account, header: claims(`sub-${account}`, account, [{ domainName, role: 'member' }]) };
-}
 
 t.test('isPrivateAddress: loopback, RFC 1918, link-local, unique-local, unspecified and their IPv4-mapped forms', async (t) => {
   const refused = [
@@ -47,7 +34,7 @@ t.test('isPrivateAddress: loopback, RFC 1918, link-local, unique-local, unspecif
 t.test('allowance off: /subscribe refuses an endpoint on a private IP literal with 400 naming the address, storing nothing', async (t) => {
   const h = await startHarness(t, { directory, allowPrivateDestinations: false });
   const acme = uniqueName('acme');
-  const ana = member(acme);
+  const ana = member(acme, 'ana');
   const keys = browserKeys();
   const cases: Array<[string, string]> = [
     ['https://169.254.169.254/latest/meta-data', '169.254.169.254'],
@@ -89,7 +76,7 @@ t.test('allowance off: a push to a private destination never leaves; /trigger re
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
-  const ana = member(acme);
+  const ana = member(acme, 'ana');
   const keys = browserKeys();
   // A host name passes /subscribe and resolves to loopback only when the push connects.
   const byName = trap.subscribe('/push/by-name', 201, { host: 'localhost' });
@@ -123,7 +110,7 @@ t.test('allowance on: the same loopback destinations are reached (local push ser
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
-  const ana = member(acme);
+  const ana = member(acme, 'ana');
   for (const endpoint of [local.subscribe('/push/a', 201, { host: 'localhost' }), local.subscribe('/push/b', 201)]) {
     const sub = await call(h.url, 'POST', '/subscribe', { claims: ana.header, body: { subscription: { endpoint, keys: browserKeys() }, domainName: acme } });
     t.equal(sub.status, 201, endpoint);

@@ -3,13 +3,10 @@
  * reading for any other building is refused whole (403), so one gateway's key cannot write readings,
  * raise alerts or push live telemetry into another tenant's building. The shared key is unchanged.
  */
-import { copyFile, mkdir, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import pg from 'pg';
+import { readdir } from 'node:fs/promises';
 import t from 'tap';
 import { MIGRATIONS_DIR, migrate } from '../../../cloud/telemetry/store/migrate.js';
-import { runMigrations } from '../../../shared/pg-migrations.js';
-import { freshPgDatabase, quietAtTeardown } from './support/database.js';
+import { poolMigratedBefore } from './support/database.js';
 import { countRows, postSigned, startHarness, subscribe, temperatureReading, until, type Harness } from './support/harness.js';
 
 async function batchOutcomes(h: Harness): Promise<Record<string, number>> {
@@ -147,14 +144,8 @@ t.test('bad building lists are refused with every problem named, and store nothi
 });
 
 t.test('migration 0004: keys made before it keep writing any building; rows added by hand later write none', async (t) => {
-  const url = await freshPgDatabase(t);
-  const pool = quietAtTeardown(new pg.Pool({ connectionString: url, max: 10 }));
-  t.teardown(() => pool.end());
-  // The schema as deployed before keys named buildings: every migration before 0004.
-  const before = join(t.testdir(), 'migrations');
-  await mkdir(before, { recursive: true });
-  for (const file of (await readdir(MIGRATIONS_DIR)).filter((f) => f < '0004')) await copyFile(join(MIGRATIONS_DIR, file), join(before, file));
-  await runMigrations(pool, 'telemetry', before);
+  // The schema as deployed before keys named buildings.
+  const pool = await poolMigratedBefore(t, '0004');
   await pool.query("INSERT INTO ingest_keys (key_id, secret, note) VALUES ('gw-old', 'old-gateway-secret-0123', 'made before 0004')");
 
   const upgrade = (await readdir(MIGRATIONS_DIR)).filter((f) => f >= '0004' && f.endsWith('.sql')).map((f) => f.replace(/\.sql$/, '')).sort();

@@ -3,14 +3,10 @@
  * zone from two others in the same instant are two readings, both stored, both rolled up into the
  * destination's hour. A re-sent transition is still stored once.
  */
-import { copyFile, mkdir, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import pg from 'pg';
 import t from 'tap';
-import { MIGRATIONS_DIR, migrate } from '../../../cloud/telemetry/store/migrate.js';
+import { migrate } from '../../../cloud/telemetry/store/migrate.js';
 import { PgReadingsStore } from '../../../cloud/telemetry/store/readings.js';
-import { runMigrations } from '../../../shared/pg-migrations.js';
-import { freshPgDatabase, quietAtTeardown } from './support/database.js';
+import { poolMigratedBefore } from './support/database.js';
 import { RetentionJob } from '../../../cloud/telemetry/retention.js';
 import { PgRetentionStore } from '../../../cloud/telemetry/store/retention.js';
 import { silentLogger } from '../../../shared/logger.js';
@@ -97,14 +93,7 @@ t.test('the key of the readings table is the four seed columns and the origin', 
 });
 
 t.test('migration 0005 keeps every stored row and gives stored transitions their origin, from the payload', async (t) => {
-  const url = await freshPgDatabase(t);
-  const pool = quietAtTeardown(new pg.Pool({ connectionString: url, max: 4 }));
-  t.teardown(() => pool.end());
-  // The schema as deployed before: every migration before 0005.
-  const before = join(t.testdir(), 'migrations');
-  await mkdir(before, { recursive: true });
-  for (const file of (await readdir(MIGRATIONS_DIR)).filter((f) => f < '0005')) await copyFile(join(MIGRATIONS_DIR, file), join(before, file));
-  await runMigrations(pool, 'telemetry', before);
+  const pool = await poolMigratedBefore(t, '0005');
   const now = Date.now();
   await new PgReadingsStore(pool).ensurePartitions([now]);
   await pool.query(

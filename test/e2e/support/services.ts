@@ -13,6 +13,7 @@ import { encodeClaims } from '../../../shared/claims.js';
 import { sign } from '../../../shared/hmac.js';
 import { startServiceProcess, type ServiceProcess, type ServiceProcessOptions } from '../../support/service-process.js';
 import { stackEnv, uniqueName, type Teardown } from '../../support/stack.js';
+import { jsonOrText } from '../../support/http.js';
 import { startRelayProcess } from '../../cloud/relay/support/relay-process.js';
 
 /**
@@ -230,14 +231,7 @@ export interface Answer {
 
 async function send(url: string, method: 'GET' | 'POST' | 'PUT', body: string | undefined, headers: Record<string, string>): Promise<Answer> {
   const res = await request(url, { method, headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers }, body });
-  const text = await res.body.text();
-  let json: unknown = text;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // keep the text
-  }
-  return { status: res.statusCode, json };
+  return { status: res.statusCode, json: jsonOrText(await res.body.text()) };
 }
 
 /** POST /ingest with `X-Signature` over the exact body, with the shared key (CONTRACTS.md, Telemetry). */

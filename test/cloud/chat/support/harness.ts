@@ -16,6 +16,7 @@ import { createChatMetrics } from '../../../../cloud/chat/metrics.js';
 import { MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
 import type { MessageWire } from '../../../../cloud/chat/wire.js';
 import { closeServer, listen } from '../../../../shared/lifecycle.js';
+import { jsonOrText } from '../../../support/http.js';
 import { freshChatDatabase } from './mongo.js';
 import { FakeAgent } from './fake-agent.js';
 
@@ -101,13 +102,7 @@ export async function call(url: string, method: string, path: string, sub: strin
   if (body !== undefined) headers['content-type'] = 'application/json';
   const res = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}) });
   const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    // not JSON: keep the text
-  }
-  return { status: res.status, headers: res.headers as unknown as Headers, body: parsed };
+  return { status: res.status, headers: res.headers as unknown as Headers, body: text ? jsonOrText(text) : undefined };
 }
 
 export interface ConversationWire {

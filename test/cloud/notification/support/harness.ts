@@ -3,6 +3,7 @@
  * database, a unique channel and cooldown prefix, and the given directory and push keys. Plain-http push
  * endpoints are accepted, and so are private destinations unless a test turns them off.
  */
+import { createECDH, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Db } from 'mongodb';
 import { request } from 'undici';
@@ -23,6 +24,7 @@ import { coalesceLookups } from '../../../../cloud/notification/single-flight.js
 import { MongoNotificationStore } from '../../../../cloud/notification/store.js';
 import type { FakeDirectory } from './fake-directory.js';
 import { STACK, deleteKeys, freshMongo, redisClient, uniqueName, type Teardown } from './stack.js';
+import { jsonOrText } from '../../../support/http.js';
 
 export function newVapid(): VapidKeys {
   const keys = webpush.generateVAPIDKeys();
@@ -126,6 +128,19 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   };
 }
 
+/** Subscription keys as a browser holds them: web-push can encrypt for them. */
+export function browserKeys(): { p256dh: string; auth: string } {
+  const ecdh = createECDH('prime256v1');
+  ecdh.generateKeys();
+  return { p256dh: ecdh.getPublicKey().toString('base64url'), auth: randomBytes(16).toString('base64url') };
+}
+
+/** A fresh account (its name starts with `prefix`) that is a member of `domainName`, and its claims header. */
+export function member(domainName: string, prefix = 'user'): { account: string; header: string } {
+  const account = uniqueName(prefix);
+  return { account, header: claims(`sub-${account}`, account, [{ domainName, role: 'member' }]) };
+}
+
 /** An encoded claims header. */
 export function claims(sub: string, accountName: string | undefined, memberships: MembershipClaim[] = []): string {
   return encodeClaims({ sub, ...(accountName !== undefined ? { accountName } : {}), memberships });
@@ -146,14 +161,7 @@ export async function call(
     headers,
     body: options.rawBody ?? (options.body !== undefined ? JSON.stringify(options.body) : undefined),
   });
-  const text = await response.body.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    // keep the text
-  }
-  return { status: response.statusCode, body };
+  return { status: response.statusCode, body: jsonOrText(await response.body.text()) };
 }
 
 /** A counter's value for one label set. */

@@ -3,8 +3,11 @@
  * with a TimeZone set on the database so every session of the service runs in it (the +05:30 and DST
  * cases).
  */
+import { copyFile, mkdir, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import pg from 'pg';
-import { migrate } from '../../../../cloud/telemetry/store/migrate.js';
+import { MIGRATIONS_DIR, migrate } from '../../../../cloud/telemetry/store/migrate.js';
+import { runMigrations } from '../../../../shared/pg-migrations.js';
 import { freshPgDatabase as freshDatabase, stackEnv, type Teardown } from '../../../support/stack.js';
 
 export async function freshPgDatabase(t: Teardown, options: { timeZone?: string } = {}): Promise<string> {
@@ -37,5 +40,21 @@ export async function migratedPool(t: Teardown, options: { timeZone?: string } =
   const pool = quietAtTeardown(new pg.Pool({ connectionString: url, max: 10 }));
   t.teardown(() => pool.end());
   await migrate(pool);
+  return pool;
+}
+
+/**
+ * A pool on a fresh database holding the schema as deployed before migration `version` (e.g. '0005'):
+ * every migration file before it, applied by the kernel's runner from a copy in the test's directory.
+ * Ended at teardown. The test then inserts old rows and runs `migrate` to upgrade.
+ */
+export async function poolMigratedBefore(t: Teardown & { testdir(): string }, version: string): Promise<pg.Pool> {
+  const url = await freshPgDatabase(t);
+  const pool = quietAtTeardown(new pg.Pool({ connectionString: url, max: 10 }));
+  t.teardown(() => pool.end());
+  const before = join(t.testdir(), 'migrations');
+  await mkdir(before, { recursive: true });
+  for (const file of (await readdir(MIGRATIONS_DIR)).filter((f) => f < version)) await copyFile(join(MIGRATIONS_DIR, file), join(before, file));
+  await runMigrations(pool, 'telemetry', before);
   return pool;
 }
