@@ -5,18 +5,28 @@
 import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
 
-/** A string with at least one non-blank character, at most 256 characters long, and no NUL. */
+/**
+ * A name or id: at least one non-blank character, at most 256 characters, and no control character
+ * (see {@link CONTROL_CHARACTERS}).
+ */
 export interface NonEmptyStringBrand {
   readonly NonEmptyString: unique symbol;
 }
 /** Longest name or id a NonEmptyString holds: building, room and sensor ids, batch ids, labels. */
 export const MAX_NAME_LENGTH = 256;
 
+/**
+ * C0 and C1 control characters, DEL, and the Unicode line and paragraph separators. No id may hold
+ * one: NUL cannot be stored at all (PostgreSQL text and jsonb, FerretDB included, refuse it), and the
+ * others break log lines, COPY text and room names, which is why the relay refuses building ids that
+ * hold them; an id telemetry accepted and the relay refused would be stored but never reach a browser.
+ */
+// eslint-disable-next-line no-control-regex
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
 export const NonEmptyString = t.brand(
   t.string,
-  // NUL is refused: PostgreSQL text and jsonb (FerretDB included) cannot hold it, so a string that
-  // passed here would fail only when stored.
-  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= MAX_NAME_LENGTH && !s.includes('\u0000'),
+  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTERS.test(s),
   'NonEmptyString',
 );
 export type NonEmptyString = t.TypeOf<typeof NonEmptyString>;
@@ -39,13 +49,16 @@ export const NonNegativeInt = t.brand(
 );
 export type NonNegativeInt = t.TypeOf<typeof NonNegativeInt>;
 
+/** What a NonEmptyString is, in the words every refusal of one uses. */
+export const NAME_EXPECTATION = 'a non-empty string of at most 256 characters, without NUL (\\u0000) or other control characters';
+
 /** The kinds a metric field or an action parameter may declare, by name. */
 export const kinds = { NonEmptyString, Finite, NonNegativeInt } as const;
 export type KindName = keyof typeof kinds;
 
 /** What the reporter says a kind expects, in words a reader acts on. */
 const expectations: Record<string, string> = {
-  NonEmptyString: 'a non-empty string of at most 256 characters, without NUL (\\u0000)',
+  NonEmptyString: NAME_EXPECTATION,
   Finite: 'a finite number',
   NonNegativeInt: 'a non-negative integer',
   string: 'a string',
@@ -94,7 +107,7 @@ function renderPath(context: t.Context, root: string): string {
  *
  * @example
  * formatErrors(codec.decode({ accessPoints: [{ host: '' }] }).left)
- * // ['accessPoints[0].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000), got ""']
+ * // ['accessPoints[0].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000) or other control characters, got ""']
  */
 export function formatErrors(errors: t.Errors, root = ''): string[] {
   const lines = new Set<string>();

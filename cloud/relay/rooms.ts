@@ -3,14 +3,10 @@
  * joins a socket to; a client chooses none of them directly.
  */
 
-import { MAX_NAME_LENGTH } from '../../shared/kinds.js';
+import { MAX_NAME_LENGTH, NonEmptyString } from '../../shared/kinds.js';
 
 /** Longest building id a client may send: the longest telemetry accepts and publishes. */
 export const MAX_BUILDING_ID_LENGTH = MAX_NAME_LENGTH;
-
-// C0 and C1 control characters, DEL, and the Unicode line/paragraph separators.
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 /** The room a membership of domain `name` puts a socket in at connect. */
 export function domainRoom(name: string): string {
@@ -32,12 +28,9 @@ export function buildingRoom(buildingId: string): string {
  * isValidBuildingId(17); // false
  */
 export function isValidBuildingId(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value.trim().length > 0 &&
-    value.length <= MAX_BUILDING_ID_LENGTH &&
-    !CONTROL_CHARACTERS.test(value)
-  );
+  // The rule of every id telemetry accepts (a reading's buildingId is a NonEmptyString): an id it
+  // stores and publishes is one a browser can subscribe to.
+  return NonEmptyString.is(value);
 }
 
 /** True when the account holds at least one of the building's domains. */

@@ -2,7 +2,7 @@
  * Checks readings and action arguments against their declarations, and finds threshold breaches.
  * The same field check serves ingest, device actions and the edge's reading builder.
  */
-import { kinds, describeValue } from '../kinds.js';
+import { NAME_EXPECTATION, kinds, describeValue } from '../kinds.js';
 import type { ActionSpec, FieldSpec, MetricDeclaration } from './declaration.js';
 import { metricOf, METRICS } from './metrics.js';
 
@@ -19,7 +19,7 @@ export interface FieldError {
 }
 
 const kindWords: Record<string, string> = {
-  NonEmptyString: 'a non-empty string of at most 256 characters, without NUL (\\u0000)',
+  NonEmptyString: NAME_EXPECTATION,
   Finite: 'a finite number',
   NonNegativeInt: 'a non-negative integer',
 };

@@ -4,7 +4,7 @@
  */
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
 import { MAX_READINGS_PER_BATCH, validateReading, type Reading } from '../../../shared/catalog/validate.js';
-import { NonEmptyString, describeValue } from '../../../shared/kinds.js';
+import { NAME_EXPECTATION, NonEmptyString, describeValue } from '../../../shared/kinds.js';
 import { DAY_MS, HOUR_MS } from './utc.js';
 
 /** One problem of one reading; `index` is null for a problem of the batch itself. */
@@ -52,7 +52,7 @@ export function shapeOfBatch(body: unknown, limits: BatchLimits = DEFAULT_LIMITS
     if (key !== 'batchId' && key !== 'readings') errors.push({ index: null, field: key, message: 'not a batch field (batchId, readings)' });
   }
   if (record.batchId !== undefined && !NonEmptyString.is(record.batchId)) {
-    errors.push({ index: null, field: 'batchId', message: `expected a non-empty string of at most 256 characters, without NUL (\\u0000), got ${describeValue(record.batchId)}` });
+    errors.push({ index: null, field: 'batchId', message: `expected ${NAME_EXPECTATION}, got ${describeValue(record.batchId)}` });
   }
   if (!Array.isArray(record.readings)) {
     errors.push({ index: null, field: 'readings', message: `expected an array of readings, got ${describeValue(record.readings)}` });

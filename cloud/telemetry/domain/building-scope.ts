@@ -3,7 +3,7 @@
  * with it that holds a reading for any other building is refused whole. The shared ring, and a
  * per-gateway key made before keys named buildings, may write any building.
  */
-import { MAX_NAME_LENGTH, describeValue } from '../../../shared/kinds.js';
+import { CONTROL_CHARACTERS, MAX_NAME_LENGTH, describeValue } from '../../../shared/kinds.js';
 import { MAX_REPORTED_ERRORS, type ReadingError } from './batch.js';
 
 /** 'any': the shared ring, or a key from before keys named buildings. A set: exactly those. */
@@ -54,6 +54,7 @@ function buildingIdProblem(id: string): string | undefined {
   if (id.trim() === '') return `expected a building id, got ${id === '' ? 'an empty string' : 'only whitespace'}`;
   if (id.length > MAX_NAME_LENGTH) return `a building id has at most ${MAX_NAME_LENGTH} characters, got ${id.length}`;
   if (id.includes('\u0000')) return `${describeValue(id)} holds NUL (\\u0000), which no reading's building id can`;
+  if (CONTROL_CHARACTERS.test(id)) return `${describeValue(id)} holds a control character, which no reading's building id can`;
   if (id.trim() !== id) return `${JSON.stringify(id)} has surrounding whitespace; building ids are matched exactly`;
   return undefined;
 }

@@ -6,7 +6,7 @@
  */
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
 import { metricOf, METRICS } from '../../../shared/catalog/metrics.js';
-import { NonEmptyString, describeValue } from '../../../shared/kinds.js';
+import { NAME_EXPECTATION, NonEmptyString, describeValue } from '../../../shared/kinds.js';
 import { MAX_REPORTED_ERRORS } from './batch.js';
 
 /** What one edit does to one row. */
@@ -76,7 +76,7 @@ export function parseRoomsPatch(metric: MetricDeclaration, body: unknown): Parse
   }
   const errors: ThresholdError[] = [];
   const rooms = Object.entries(body).map(([roomId, bounds]) => {
-    if (!NonEmptyString.is(roomId)) errors.push({ scope: roomId, field: '(room)', message: 'a room id is a non-empty string of at most 256 characters, without NUL (\\u0000)' });
+    if (!NonEmptyString.is(roomId)) errors.push({ scope: roomId, field: '(room)', message: `a room id is ${NAME_EXPECTATION}` });
     return { roomId, patch: parseBoundsPatch(metric, roomId, bounds, errors) };
   });
   if (errors.length > 0) return refused(`${new Set(errors.map((e) => e.scope)).size} of ${rooms.length} rooms have invalid bounds; nothing was stored`, errors);

@@ -98,6 +98,18 @@ t.test('NaN, Infinity, a negative count and a missing field are each a 400 namin
     [1, 'sensorId'],
   ]);
   t.match(nul.json, { errors: [{ message: /without NUL \(\\u0000\)/ }] });
+  // Nor any other control character: the relay could not route such a building id to a browser, and
+  // line breaks and tabs in ids break logs and room names.
+  const control = await postSigned(h, {
+    readings: [good, temperatureReading('b\n1', 'r1', now + 3, 21), temperatureReading('b1', 'r\t1', now + 4, 21), temperatureReading('b1', 'r1', now + 5, 21, { sensorId: 's\u2028' })],
+  });
+  t.equal(control.status, 400, 'control characters in ids');
+  t.same((control.json as { errors: Array<{ index: number; field: string }> }).errors.map((e) => [e.index, e.field]), [
+    [1, 'buildingId'],
+    [2, 'roomId'],
+    [3, 'sensorId'],
+  ]);
+  t.match(control.json, { errors: [{ message: /or other control characters, got "b\\n1"/ }] });
   const nulBatchId = await postSigned(h, { batchId: 'b\u0000x', readings: [good] });
   t.match(nulBatchId, { status: 400, json: { errors: [{ index: null, field: 'batchId', message: /without NUL/ }] } });
 

@@ -127,13 +127,14 @@ t.test('bind replaces a key\'s buildings and keeps its secret; a revoked key com
 t.test('bad building lists are refused with every problem named, and store nothing', async (t) => {
   const h = await startHarness(t);
   await t.rejects(h.keys.add('gw-1', []), { message: 'buildings: name at least one building the key may write' });
-  const err = (await h.keys.add('gw-1', ['b1', '', ' b2', 'b1', 'x'.repeat(257), 'a\u0000b']).catch((e: unknown) => e)) as Error;
+  const err = (await h.keys.add('gw-1', ['b1', '', ' b2', 'b1', 'x'.repeat(257), 'a\u0000b', 'b\t3']).catch((e: unknown) => e)) as Error;
   t.same(err.message.split('\n'), [
     'buildings[1]: expected a building id, got an empty string',
     'buildings[2]: " b2" has surrounding whitespace; building ids are matched exactly',
     'buildings[3]: "b1" is already named at buildings[0]',
     'buildings[4]: a building id has at most 256 characters, got 257',
     'buildings[5]: "a\\u0000b" holds NUL (\\u0000), which no reading\'s building id can',
+    'buildings[6]: "b\\t3" holds a control character, which no reading\'s building id can',
   ]);
   t.same(await h.keys.list(), [], 'nothing stored');
   await h.keys.add('gw-1', ['b1']);
