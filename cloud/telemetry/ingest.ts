@@ -113,7 +113,10 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
       metrics.alertsEnqueued.inc(outcome.alerts);
       options.onAlerts?.();
     }
-    publishLater(readings);
+    // A batch that repeated readings stored before publishes only the ones it stored: subscribers saw
+    // the others when they were first accepted.
+    const fresh = outcome.storedIndexes === undefined ? readings : outcome.storedIndexes.map((i) => readings[i]!);
+    if (fresh.length > 0) publishLater(fresh);
     return { accepted: outcome.accepted };
   }
 

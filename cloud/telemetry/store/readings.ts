@@ -9,7 +9,7 @@
  * fromRoomId, generated from the payload, '' for every other metric. A batch holding a reading stored
  * before (a re-sent reading under a new batch id, or the same key twice) fails the COPY on the key; it
  * is then written again whole in one statement with ON CONFLICT DO NOTHING, which keeps the first copy
- * of each reading.
+ * of each reading, and tells which of the batch's readings it stored (only those are published).
  */
 import type { Pool, PoolClient } from 'pg';
 import pg from 'pg';
@@ -33,7 +33,17 @@ export interface StoredBatch {
 }
 
 export type StoreOutcome =
-  | { kind: 'stored'; accepted: number; inserted: number; alerts: number }
+  | {
+      kind: 'stored';
+      accepted: number;
+      inserted: number;
+      alerts: number;
+      /**
+       * Indexes into the batch's rows of the readings this batch stored, ascending, when it repeated
+       * readings stored before (only those are new to subscribers); absent when every row was stored.
+       */
+      storedIndexes?: number[];
+    }
   | { kind: 'duplicate'; accepted: number }
   /** Some rows are older than the raw data still kept (their day was already dropped). */
   | { kind: 'too_old'; indexes: number[] };
@@ -70,7 +80,15 @@ WITH state AS (
   SELECT e->>0, e->>1, e->>2, to_timestamp((e->>3)::float8 / 1000.0), (e->>4)::float8, e->5
   FROM jsonb_array_elements($4::jsonb) AS e
   WHERE EXISTS (SELECT 1 FROM go)
-  ${readingConflicts} RETURNING 1
+  ${readingConflicts} RETURNING building_id, room_id, metric, ts, from_room_id
+), stored_elements AS (
+  -- The element each stored row came from: the first of its key, as INSERT … SELECT inserts in
+  -- order and keeps the first of a key repeated within the statement.
+  SELECT min(e.i) AS i
+  FROM ins JOIN jsonb_array_elements($4::jsonb) WITH ORDINALITY AS e(v, i)
+    ON ins.building_id = e.v->>0 AND ins.room_id = e.v->>1 AND ins.metric = e.v->>2
+   AND ins.ts = to_timestamp((e.v->>3)::float8 / 1000.0) AND ins.from_room_id = coalesce(e.v->5->>'fromRoomId', '')
+  GROUP BY ins.building_id, ins.room_id, ins.metric, ins.ts, ins.from_room_id
 ), alerts AS (
   INSERT INTO alert_outbox (alert_id, message_key, payload)
   SELECT a, k, p FROM unnest($7::text[], $8::text[], $9::jsonb[]) AS u(a, k, p)
@@ -86,7 +104,8 @@ WITH state AS (
 SELECT (SELECT ok FROM fresh) AS fresh,
        EXISTS (SELECT 1 FROM go) AS stored,
        (SELECT count(*) FROM ins)::int AS inserted,
-       (SELECT count(*) FROM alerts)::int AS alerts`;
+       (SELECT count(*) FROM alerts)::int AS alerts,
+       (SELECT coalesce(array_agg(i::int ORDER BY i), '{}') FROM stored_elements) AS stored_elements`;
 }
 
 const INGEST_KEEPING_FIRST = ingestSql('ON CONFLICT DO NOTHING');
@@ -324,7 +343,9 @@ export class PgReadingsStore implements ReadingsStore {
 
   private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<{ outcome: StoreOutcome; committed: boolean }> {
     const buildings = [...new Set(batch.rows.map((r) => r.buildingId))];
-    const rows = [...batch.rows].sort(byKey);
+    // Positions in the batch, in key order (batch order among equal keys): rows[k] is batch.rows[order[k]].
+    const order = batch.rows.map((_, i) => i).sort((a, b) => byKey(batch.rows[a]!, batch.rows[b]!) || a - b);
+    const rows = order.map((i) => batch.rows[i]!);
     let oldest = Infinity;
     // The earliest instant of each UTC hour the batch touches: enough to find the late hours.
     const earliestOfHour = new Map<number, number>();
@@ -354,7 +375,7 @@ export class PgReadingsStore implements ReadingsStore {
     const alerts = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
       a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0,
     );
-    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, oldest, [...earliestOfHour.values()], alerts), committed: false };
+    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, order, oldest, [...earliestOfHour.values()], alerts), committed: false };
     const closing = closingSql(alerts, [...earliestOfHour.values()], oldest);
     const tags = await copyIn(client, closing.sql, [copyRows(rows)]);
     return {
@@ -371,11 +392,12 @@ export class PgReadingsStore implements ReadingsStore {
     client: PoolClient,
     batch: StoredBatch,
     rows: readonly ReadingRow[],
+    order: readonly number[],
     oldest: number,
     hourStarts: number[],
     alerts: readonly AlertEvent[],
   ): Promise<StoreOutcome> {
-    const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number }>({
+    const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number; stored_elements: number[] }>({
       name: 'telemetry-ingest-batch-keep-first',
       text: INGEST_KEEPING_FIRST,
       values: [
@@ -391,6 +413,8 @@ export class PgReadingsStore implements ReadingsStore {
       ],
     });
     const outcome = result.rows[0];
-    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome?.inserted ?? 0, alerts: outcome?.alerts ?? 0 };
+    // Elements are numbered from 1, in key order.
+    const storedIndexes = (outcome?.stored_elements ?? []).map((element) => order[element - 1]!).sort((a, b) => a - b);
+    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome?.inserted ?? 0, alerts: outcome?.alerts ?? 0, storedIndexes };
   }
 }

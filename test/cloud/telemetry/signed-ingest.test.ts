@@ -61,6 +61,46 @@ t.test('published messages keep batch order across buildings and survive text th
   t.same(rows.map((r) => r.room_id).sort(), [...tricky].sort(), 'stored with the same text');
 });
 
+t.test('a batch repeating stored readings publishes only the readings it stored, in batch order', async (t) => {
+  const h = await startHarness(t);
+  const messages = await subscribe(t, h.redisUrl, [h.channels.raw, `${h.channels.filteredPrefix}b1`]);
+  const now = h.clock.now;
+  const first = [temperatureReading('b1', 'r1', now - 4000, 21), temperatureReading('b1', 'r2', now - 3000, 22)];
+  t.equal((await postSigned(h, { batchId: 'first', readings: first })).status, 200);
+  // A new batch id: r1 again (another value: the stored copy is kept), a new reading, and a reading
+  // repeated within the batch (its first copy is stored).
+  const repeat = [
+    temperatureReading('b1', 'r3', now - 2000, 23),
+    temperatureReading('b1', 'r1', now - 4000, 99),
+    temperatureReading('b1', 'r4', now - 1000, 1),
+    temperatureReading('b1', 'r4', now - 1000, 2),
+  ];
+  const again = await postSigned(h, { batchId: 'repeat', readings: repeat });
+  t.match(again, { status: 200, json: { accepted: 4 } }, 'the batch is accepted whole');
+  const stored = await h.pool.query<{ room_id: string; value: number }>('SELECT room_id, value FROM readings ORDER BY room_id');
+  t.same(stored.rows, [
+    { room_id: 'r1', value: 21 },
+    { room_id: 'r2', value: 22 },
+    { room_id: 'r3', value: 23 },
+    { room_id: 'r4', value: 1 },
+  ]);
+  // Publications keep batch order, so once a later batch's reading arrives nothing else of this one can.
+  const last = temperatureReading('b1', 'r5', now, 25);
+  t.equal((await postSigned(h, { batchId: 'last', readings: [last] })).status, 200);
+  await until(() => messages.some((m) => m.channel === h.channels.raw && (m.message as { roomId?: string }).roomId === 'r5'), 5000, 'the last batch');
+  await until(() => messages.filter((m) => m.channel === `${h.channels.filteredPrefix}b1`).length === 5, 5000, 'the filtered copies');
+  const expected = [...first, repeat[0], repeat[2], last];
+  t.same(messages.filter((m) => m.channel === h.channels.raw).map((m) => m.message), expected, 'the repeat of r1 and the second r4 were not published');
+  t.same(messages.filter((m) => m.channel === `${h.channels.filteredPrefix}b1`).map((m) => m.message), expected);
+
+  const allRepeats = await postSigned(h, { batchId: 'all-repeats', readings: [first[0], first[1]] });
+  t.match(allRepeats, { status: 200, json: { accepted: 2 } });
+  const after = temperatureReading('b1', 'r6', now, 26);
+  t.equal((await postSigned(h, { batchId: 'after', readings: [after] })).status, 200);
+  await until(() => messages.some((m) => (m.message as { roomId?: string }).roomId === 'r6' && m.channel === h.channels.raw), 5000, 'the batch after');
+  t.same(messages.filter((m) => m.channel === h.channels.raw).map((m) => m.message), [...expected, after], 'a batch of repeats alone publishes nothing');
+});
+
 t.test('the alias path /telemetry/ingest is the same route', async (t) => {
   const h = await startHarness(t);
   const answer = await postSigned(h, { readings: [peopleReading('b1', 'r1', h.clock.now, 4)] }, { path: '/telemetry/ingest' });
