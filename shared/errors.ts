@@ -1,7 +1,7 @@
 /**
  * One error body for every service: `{type, message}`, with the type fixed by the status.
  */
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import express from 'express';
 import type { Logger } from 'pino';
 import { describeError } from './describe-error.js';
@@ -113,6 +113,8 @@ interface BodyParserError {
   type?: string;
   status?: number;
   statusCode?: number;
+  /** zlib's code (`Z_DATA_ERROR`, …) when a compressed body cannot be inflated. */
+  code?: string;
 }
 
 /**
@@ -148,14 +150,28 @@ export function errorHandler(logger?: Logger): ErrorRequestHandler {
       sendError(res, 400, 'request body was truncated');
       return;
     }
+    // body-parser inflates a gzip or deflate body and marks zlib's refusal with status 400.
+    if (parserError?.status === 400 && parserError.code?.startsWith('Z_')) {
+      sendError(res, 400, 'request body is not valid for its Content-Encoding');
+      return;
+    }
     // Express's router marks a route parameter it cannot percent-decode with status 400: bad input.
     if (err instanceof URIError && parserError.status === 400) {
       sendError(res, 400, 'the URL path is not valid percent-encoding');
       return;
     }
-    logger?.error({ method: req.method, path: req.path, error: describeError(err) }, 'unhandled error');
+    logger?.error({ method: req.method, path: loggedPathOf(req), error: describeError(err) }, 'unhandled error');
     sendError(res, 500, 'internal error');
   };
+}
+
+/**
+ * The path a log line names: the matched route's pattern (`/invite-codes/:code/redeem`) when a route
+ * matched, since a path parameter may be a bearer secret such as an invite code; the path otherwise.
+ */
+function loggedPathOf(req: Request): string {
+  const pattern = (req.route as { path?: unknown } | undefined)?.path;
+  return typeof pattern === 'string' ? `${req.baseUrl}${pattern}` : req.path;
 }
 
 /** Answers 404 in the shared body for any route no router matched. */

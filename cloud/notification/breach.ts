@@ -4,10 +4,11 @@
  * Records are settled a slice at a time. Parsing, the alertable check and repeats of a key this
  * process armed itself are settled synchronously; only the first record of each other key asks the
  * shared store, which marks its alertId seen and, when it was not seen before, arms its cooldown. A
- * duplicate alertId or a key already armed is suppressed; only a record that armed its key has its
- * building looked up and is delivered. The answer says how many leading records are settled: a record
- * that could not be settled (the cooldown or the channel unreachable) and everything after it are left
- * for the consumer to read again, so nothing is committed unsettled.
+ * duplicate alertId or a key already armed is suppressed; a duplicate leaves the key untouched, so the
+ * next record of the slice with that key then asks in its place. Only a record that armed its key has
+ * its building looked up and is delivered. The answer says how many leading records are settled: a
+ * record that could not be settled (the cooldown or the channel unreachable) and everything after it
+ * are left for the consumer to read again, so nothing is committed unsettled.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -102,8 +103,10 @@ export class BreachHandler {
     const where = (index: number): Partial<RecordPosition> => ({ ...source, offset: records[index]?.offset });
     const now = performance.now();
     const outcomes = new Array<AlertOutcome | undefined>(records.length);
-    const asking = new Set<string>();
     const pending: Pending[] = [];
+    // Per cooldown key, the later records of the slice: suppressed once an earlier record armed the key
+    // or found it armed, but asked in its place when the earlier one was a duplicate (key untouched).
+    const waiting = new Map<string, Pending[]>();
     for (let index = 0; index < records.length; index++) {
       const parsed = parseAlertRecord(records[index]?.value ?? null);
       if (!parsed.ok) {
@@ -118,18 +121,25 @@ export class BreachHandler {
         continue;
       }
       const key = cooldownKey(alert);
-      // Armed by this process and still live, or asked for by an earlier record of this slice: either
-      // way the key is armed by the time this record would ask.
-      if (cooldown.armedHere(key, now) || asking.has(key)) {
+      // Armed by this process and still live: suppressed without a round trip.
+      if (cooldown.armedHere(key, now)) {
         outcomes[index] = 'suppressed';
         continue;
       }
-      asking.add(key);
-      pending.push({ index, alert, keys: { cooldown: key, seen: seenKey(alert) } });
+      const record: Pending = { index, alert, keys: { cooldown: key, seen: seenKey(alert) } };
+      const queue = waiting.get(key);
+      if (queue) {
+        record.outcome = 'suppressed';
+        queue.push(record);
+        continue;
+      }
+      waiting.set(key, []);
+      pending.push(record);
     }
 
-    const failures = await this.armAndDeliver(pending, where);
-    for (const p of pending) if (!failures.has(p.index)) outcomes[p.index] = p.outcome;
+    const asked = [...pending, ...[...waiting.values()].flat()];
+    const failures = await this.armAndDeliver(pending, waiting, where);
+    for (const p of asked) if (!failures.has(p.index)) outcomes[p.index] = p.outcome;
     let error: unknown;
     let firstFailure = records.length;
     for (const [index, failure] of failures) {
@@ -153,27 +163,38 @@ export class BreachHandler {
    * Arms the cooldown of every pending record in one round trip, then looks up the buildings of those
    * that armed it and delivers them: every in-app notification is published in one round trip, and the
    * pushes go out in the background. A record whose alertId was already seen, or whose key was already
-   * armed, is suppressed and never looked up. Sets each record's outcome; answers the records that could
-   * not be settled, with why. A record whose publish failed has its cooldown and seen mark released.
+   * armed, is suppressed and never looked up; a duplicate leaves its key untouched, so the next record
+   * waiting on that key asks in its place, in one more round trip. Sets each record's outcome; answers
+   * the records that could not be settled, with why. A record whose publish failed has its cooldown and
+   * seen mark released.
    */
-  private async armAndDeliver(pending: readonly Pending[], where: (index: number) => Partial<RecordPosition>): Promise<Map<number, unknown>> {
+  private async armAndDeliver(
+    pending: readonly Pending[],
+    waiting: ReadonlyMap<string, Pending[]>,
+    where: (index: number) => Partial<RecordPosition>,
+  ): Promise<Map<number, unknown>> {
     const { logger, cooldown, delivery } = this.deps;
     const failures = new Map<number, unknown>();
-    if (pending.length === 0) return failures;
-    let armed: Array<Arming | Error>;
-    try {
-      armed = await cooldown.armAll(pending.map((p) => p.keys));
-    } catch (err) {
-      for (const { index } of pending) failures.set(index, err);
-      return failures;
-    }
     const won: Pending[] = [];
-    pending.forEach((p, i) => {
-      const result = armed[i];
-      if (result === 'armed') won.push(p);
-      else if (result === 'cooling' || result === 'duplicate') p.outcome = 'suppressed';
-      else failures.set(p.index, result ?? new Error('no reply from redis'));
-    });
+    for (let asking = pending; asking.length > 0; ) {
+      let armed: Array<Arming | Error>;
+      try {
+        armed = await cooldown.armAll(asking.map((p) => p.keys));
+      } catch (err) {
+        for (const { index } of asking) failures.set(index, err);
+        break;
+      }
+      const next: Pending[] = [];
+      asking.forEach((p, i) => {
+        const result = armed[i];
+        if (result === 'armed') won.push(p);
+        else if (result === 'cooling' || result === 'duplicate') p.outcome = 'suppressed';
+        else failures.set(p.index, result ?? new Error('no reply from redis'));
+        const follower = result === 'duplicate' ? waiting.get(p.keys.cooldown)?.shift() : undefined;
+        if (follower) next.push(follower);
+      });
+      asking = next;
+    }
     if (won.length === 0) return failures;
     const domainsByBuilding = await this.routesOf(won);
 

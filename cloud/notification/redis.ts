@@ -73,8 +73,9 @@ export type Arming = 'armed' | 'cooling' | 'duplicate';
 export interface Cooldown {
   /**
    * Per alert, in order: marks its alertId seen and, when it was not seen before, arms its cooldown.
-   * One script call per five hundred alerts. Answers an error for an alert Redis gave no answer for;
-   * rejects when Redis cannot be reached or refuses the call.
+   * One script call per five hundred alerts. Answers an error for an alert Redis gave no answer for,
+   * and for every alert from a call that failed after an earlier one succeeded (the alerts that call
+   * armed are then still delivered); rejects when the first call fails.
    */
   armAll(alerts: readonly AlertKeys[]): Promise<Array<Arming | Error>>;
   /**
@@ -151,17 +152,26 @@ export class RedisCooldown implements Cooldown {
     if (alerts.length === 0) return [];
     const sentAt = performance.now();
     const replies: unknown[] = [];
+    let failure: Error | undefined;
     const lifetimes = [String(this.seconds), String(this.seenSeconds)];
     for (let start = 0; start < alerts.length; start += ALERTS_PER_CALL) {
       const keys = alerts.slice(start, start + ALERTS_PER_CALL).flatMap((a) => [`${this.prefix}${a.seen}`, `${this.prefix}${a.cooldown}`]);
-      replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes)));
+      try {
+        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes)));
+      } catch (err) {
+        // The earlier calls marked their alerts seen: rejecting would have them read again as
+        // duplicates and never delivered. Only this call's alerts and the ones after it fail.
+        if (start === 0) throw err;
+        failure = err instanceof Error ? err : new Error('redis refused the call');
+        break;
+      }
     }
     const until = sentAt + this.seconds * 1000;
     return alerts.map(({ cooldown }, i) => {
       const reply = replies[i];
       if (reply === 2) return 'duplicate';
       if (reply === 0) return 'cooling';
-      if (reply !== 1) return new Error('no reply from redis');
+      if (reply !== 1) return failure ?? new Error('no reply from redis');
       if (this.remember) {
         this.armed.delete(cooldown);
         this.armed.set(cooldown, until);

@@ -22,10 +22,21 @@ function oneOf<const V extends readonly string[]>(values: V): t.Type<V[number], 
 const MAX_TEXT = 256;
 const MAX_DETAIL = 4096;
 
-/** A string codec; every stored string refuses NUL, which a PostgreSQL text column cannot hold. */
+/** Half of a surrogate pair on its own (JSON may escape one): it has no UTF-8 form. */
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
+
+/**
+ * A string codec; every stored string refuses NUL, which a PostgreSQL text column cannot hold, and an
+ * unpaired surrogate, which would be stored as U+FFFD instead of what was sent.
+ */
 function storedString(description: string, accept: (s: string) => boolean): t.Type<string, string, unknown> {
-  const is = (u: unknown): u is string => typeof u === 'string' && !u.includes('\u0000') && accept(u);
-  return new t.Type<string, string, unknown>(`${description}, without NUL (\\u0000)`, is, (u, c) => (is(u) ? t.success(u) : t.failure(u, c)), t.identity);
+  const is = (u: unknown): u is string => typeof u === 'string' && !u.includes('\u0000') && !UNPAIRED_SURROGATE.test(u) && accept(u);
+  return new t.Type<string, string, unknown>(
+    `${description}, without NUL (\\u0000) or unpaired surrogates`,
+    is,
+    (u, c) => (is(u) ? t.success(u) : t.failure(u, c)),
+    t.identity,
+  );
 }
 
 const Name = storedString(`a non-empty string of at most ${MAX_TEXT} characters`, (s) => s.trim().length > 0 && s.length <= MAX_TEXT);

@@ -67,8 +67,9 @@ export interface TenancyStore {
   /** Creates a domain (under `parentName` when given) and makes `creatorId` its business_admin. */
   createDomain(input: NewDomain & { parentName?: string }, creatorId: string): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found'>>;
   /**
-   * Idempotent create for internal callers: an identical domain that already exists is returned as is;
-   * one that exists with other attributes is a conflict. The admin membership is ensured either way.
+   * Idempotent create for internal callers: an identical domain that an earlier internal call created
+   * is returned as is; one with other attributes, or one an end user created, is a conflict. The admin
+   * membership is ensured either way.
    */
   ensureDomain(
     input: NewDomain & { parentName?: string; adminAccountId?: string },

@@ -166,13 +166,14 @@ export class PgTenancyStore implements TenancyStore {
     return parent.rows[0]?.id;
   }
 
-  private async insertDomain(client: PoolClient, input: NewDomain, parentId: string | null): Promise<Domain | undefined> {
+  /** Inserts a domain; `provisioned` marks one an internal caller created (see ensureDomain). */
+  private async insertDomain(client: PoolClient, input: NewDomain, parentId: string | null, provisioned: boolean): Promise<Domain | undefined> {
     const inserted = await client.query<DomainRow>(
-      `INSERT INTO domains AS d (name, display_name, join_policy, is_public, parent_id)
-       VALUES ($1, $2, $3, $4, $5)
+      `INSERT INTO domains AS d (name, display_name, join_policy, is_public, parent_id, provisioned)
+       VALUES ($1, $2, $3, $4, $5, $6)
        ON CONFLICT (name) DO NOTHING
        RETURNING ${DOMAIN_COLUMNS}`,
-      [input.name, input.displayName, input.joinPolicy, input.isPublic, parentId],
+      [input.name, input.displayName, input.joinPolicy, input.isPublic, parentId, provisioned],
     );
     const row = inserted.rows[0];
     return row ? domainOf(row) : undefined;
@@ -182,7 +183,7 @@ export class PgTenancyStore implements TenancyStore {
     return this.transaction(async (client) => {
       const parentId = await this.parentIdOf(client, input.parentName);
       if (parentId === undefined) return fail('parent_not_found');
-      const domain = await this.insertDomain(client, input, parentId);
+      const domain = await this.insertDomain(client, input, parentId, false);
       if (!domain) return fail('name_taken');
       await client.query(INSERT_MEMBERSHIP_SQL, [creatorId, domain.id, 'business_admin', null, 'local']);
       return ok(domain);
@@ -195,14 +196,16 @@ export class PgTenancyStore implements TenancyStore {
     return this.transaction(async (client) => {
       const parentId = await this.parentIdOf(client, input.parentName);
       if (parentId === undefined) return fail('parent_not_found');
-      let domain = await this.insertDomain(client, input, parentId);
+      let domain = await this.insertDomain(client, input, parentId, true);
       if (!domain) {
-        // A concurrent or earlier identical call created it; ON CONFLICT waited for that to commit.
-        const existing = await client.query<DomainRow>(`SELECT ${DOMAIN_COLUMNS} FROM domains d WHERE d.name = $1`, [input.name]);
+        // A concurrent or earlier call created it; ON CONFLICT waited for that to commit.
+        const existing = await client.query<DomainRow & { provisioned: boolean }>(`SELECT ${DOMAIN_COLUMNS}, d.provisioned FROM domains d WHERE d.name = $1`, [input.name]);
         const row = existing.rows[0];
         if (!row) throw new Error('domain vanished between insert and select');
         domain = domainOf(row);
-        if (!sameDomain(domain, input, parentId)) return fail('conflicting_domain');
+        // Only a domain an internal call created is a replay: one an end user created under this name
+        // is theirs, and must not be handed (with its administrator) to the caller's organization.
+        if (!row.provisioned || !sameDomain(domain, input, parentId)) return fail('conflicting_domain');
       }
       if (input.adminAccountId !== undefined) {
         await client.query(INSERT_MEMBERSHIP_SQL, [input.adminAccountId, domain.id, 'business_admin', null, 'local']);

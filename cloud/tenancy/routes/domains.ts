@@ -48,6 +48,8 @@ export function domainRoutes(store: TenancyStore): Router {
     const creator = accountIdOf(caller);
     if (creator === undefined) throw new HttpError(403, 'only an account may create a domain');
     const body = parseBody(CreateDomainBody, 'CreateDomainBody', req.body);
+    // Checked before the lookup: a name holding NUL would fail in PostgreSQL as a 500.
+    if (!isDomainName(parent)) throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
     const created = await store.createDomain(
       { name: body.name, displayName: body.displayName, joinPolicy: body.joinPolicy ?? 'invite-only', isPublic: body.isPublic ?? false, parentName: parent },
       creator,

@@ -38,7 +38,7 @@ export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
       adminAccountId: body.adminAccountId?.toLowerCase(),
     });
     if (!ensured.ok && ensured.reason === 'parent_not_found') throw new HttpError(404, `parent domain ${JSON.stringify(body.parentName)} not found`);
-    if (!ensured.ok) throw new HttpError(409, `domain ${JSON.stringify(body.name)} already exists with different attributes`);
+    if (!ensured.ok) throw new HttpError(409, `domain ${JSON.stringify(body.name)} already exists, with different attributes or created by an end user`);
     res.json(domainJson(ensured.value));
   });
 

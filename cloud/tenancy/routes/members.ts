@@ -37,6 +37,8 @@ export function memberRoutes(store: TenancyStore): Router {
     if (!canManageDomain(caller.memberships, name)) throw new HttpError(403, `you may not manage domain ${JSON.stringify(name)}`);
     const body = parseBody(InviteBody, 'InviteBody', req.body);
     if (!mayGrantRole(caller.memberships, name, body.role)) throw new HttpError(403, `you may not grant the role ${body.role}`);
+    // Checked before the lookup: a name holding NUL would fail in PostgreSQL as a 500.
+    if (!isDomainName(name)) throw domainNotFound(name);
     const added = await store.addMember(name, { accountId: body.accountId.toLowerCase(), role: body.role, joinedVia: 'invite' }, 'refuse');
     if (!added.ok && added.reason === 'already_member') throw new HttpError(409, `account ${body.accountId} is already a member of ${name}`);
     if (!added.ok) throw domainNotFound(name);

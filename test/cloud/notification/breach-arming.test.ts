@@ -1,0 +1,71 @@
+/**
+ * Arming a slice's alerts on a real Redis: a duplicate alertId leaves its cooldown key untouched, so a
+ * new alert of the same key later in the slice is still delivered; when one of a slice's script calls
+ * fails after an earlier one succeeded, the alerts the earlier call armed (and marked seen) are
+ * delivered rather than read again as duplicates and lost.
+ */
+import { Redis } from 'ioredis';
+import t from 'tap';
+import { RedisCooldown } from '../../../cloud/notification/redis.js';
+import { startFakeDirectory } from './support/fake-directory.js';
+import { startHarness } from './support/harness.js';
+import { STACK, channelRecorder, deleteKeys, freshMongo, redisClient, uniqueName, waitFor } from './support/stack.js';
+
+const directory = await startFakeDirectory(t);
+const redis = redisClient(t);
+
+function alert(buildingId: string, roomId: string, extra: Record<string, unknown> = {}): Buffer {
+  return Buffer.from(JSON.stringify({ alertId: uniqueName('alert'), type: 'temperature', field: 'temperature', buildingId, roomId, value: 31, bound: 'maxTemperature', threshold: 28, ...extra }));
+}
+
+t.test('a resent alertId ahead of a new alert of the same key, in one slice, does not suppress the new one', async (t) => {
+  const h = await startHarness(t, { directory });
+  const channel = await channelRecorder(t, h.channel);
+  const building = uniqueName('b');
+  directory.set(building, [uniqueName('acme')]);
+  // Two resent alerts, delivered more than 300 s ago: their alertIds are seen, the cooldown has expired.
+  const resent = [uniqueName('alert'), uniqueName('alert')];
+  for (const alertId of resent) await redis.set(`${h.keyPrefix}alert-seen:${alertId}`, '1', 'EX', 3600);
+  const settled = await h.breach.settle([
+    { value: alert(building, 'r1', { alertId: resent[0] }) },
+    { value: alert(building, 'r1', { alertId: resent[1] }) },
+    { value: alert(building, 'r1') },
+    { value: alert(building, 'r1') },
+  ]);
+  t.same(settled.outcomes, ['suppressed', 'suppressed', 'delivered', 'suppressed'], 'the resends are duplicates; the first new alert finds the key free, the next one finds it armed');
+  t.equal(await redis.exists(`${h.keyPrefix}alert:temperature:temperature:${building}:r1`), 1, 'the new alert armed the cooldown');
+  await waitFor('the notification', () => channel.raw.length === 1);
+});
+
+t.test('a slice arming in several script calls: when a later call fails, the alerts the earlier calls armed are delivered, not lost', async (t) => {
+  // A real Redis user that may not touch the cooldown keys of one building: the script call holding
+  // that building's alert is refused (NOPERM), as a call cut by a failover would fail.
+  const user = uniqueName('notif-acl');
+  const allowed = uniqueName('b-ok');
+  const refused = uniqueName('b-refused');
+  const keyPrefix = `${uniqueName('notif-test')}:`;
+  t.teardown(() => deleteKeys(redis, keyPrefix));
+  await redis.call('ACL', 'SETUSER', user, 'on', '>pw', '+@all', `~${keyPrefix}alert-seen:*`, `~${keyPrefix}alert:temperature:temperature:${allowed}:*`);
+  t.teardown(() => redis.call('ACL', 'DELUSER', user));
+  const restricted = new Redis(STACK.redisUrl, { username: user, password: 'pw' });
+  t.teardown(() => restricted.quit().catch(() => restricted.disconnect()));
+  const shared = { db: (await freshMongo(t)).db, channel: uniqueName('notifications'), keyPrefix };
+  const h = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(restricted, { keyPrefix }) });
+  const channel = await channelRecorder(t, h.channel);
+  directory.set(allowed, [uniqueName('acme')]);
+  const records = Array.from({ length: 500 }, (_, i) => ({ value: alert(allowed, `r${i}`) }));
+  records.push({ value: alert(refused, 'r1') });
+
+  const first = await h.breach.settle(records);
+  t.equal(first.settled, 500, 'the 500 alerts of the first call are settled; the refused one is not');
+  t.ok(first.outcomes.slice(0, 500).every((o) => o === 'delivered'), 'and delivered');
+  t.equal(first.outcomes[500], undefined);
+  await waitFor('500 notifications', () => channel.raw.length === 500);
+  // The consumer reads the unsettled record again; the settled ones are committed and never come back.
+  const again = await h.breach.settle(records.slice(500));
+  t.equal(again.settled, 0, 'the refused alert is still unsettled, so it is read again later');
+});
+
+t.test('the directory got no call it was not set up for', async (t) => {
+  t.same(directory.unexpected, []);
+});

@@ -1,0 +1,26 @@
+import t from 'tap';
+import { createLogger } from '../../../shared/logger.js';
+import { createDomain, newAccount, startTenancy } from './support/harness.js';
+
+t.test('a redemption that fails in the database logs the failure, never the code it carried', async (t) => {
+  const lines: string[] = [];
+  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+  const app = await startTenancy(t, { logger });
+  const owner = newAccount();
+  await createDomain(app, owner, { name: 'acme' });
+  const created = await app.call('POST', '/domains/acme/invite-codes', { as: { sub: owner, memberships: [{ domainName: 'acme', role: 'business_admin' }] }, body: { role: 'member' } });
+  const code = (created.json as { code: string }).code;
+
+  // A real failure of the real database: the table is gone while the service runs.
+  await app.pool.query('ALTER TABLE invite_codes RENAME TO invite_codes_away');
+  const failed = await app.call('POST', `/invite-codes/${code}/redeem`, { as: { sub: newAccount() } });
+  t.equal(failed.status, 500);
+  t.same(failed.json, { type: 'Internal Server Error', message: 'internal error' });
+  const logged = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((l) => l.msg === 'unhandled error');
+  t.equal(logged.length, 1, 'the failure is logged');
+  t.match(logged[0], { method: 'POST', path: '/invite-codes/:code/redeem', error: /\(42P01\)/ });
+  t.notOk(lines.join('\n').includes(code), 'the code, a bearer secret, is in no log line');
+
+  await app.pool.query('ALTER TABLE invite_codes_away RENAME TO invite_codes');
+  t.equal((await app.call('POST', `/invite-codes/${code}/redeem`, { as: { sub: newAccount() } })).status, 201, 'the code was not used up');
+});
