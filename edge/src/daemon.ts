@@ -16,7 +16,7 @@ import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
 import type { ZoneStore } from './zones/store.js';
 import { applyPoll, frozenCount, transitionWindow, zoneCounts } from './zones/tracker.js';
-import type { PollStats, TrackerState, ZonePairCount } from './zones/types.js';
+import type { PollOutcome, PollStats, TrackerState, ZonePairCount } from './zones/types.js';
 
 export type DaemonConfig = Pick<EdgeConfig, 'buildingId' | 'pollIntervalMs' | 'requestTimeoutMs' | 'zones' | 'tracker' | 'accessPoints' | 'reportNames'>;
 
@@ -30,7 +30,7 @@ export interface DaemonDeps {
   poster?: BatchPoster;
   metrics: EdgeMetrics;
   logger: Logger;
-  /** Epoch ms; injectable for tests. */
+  /** Epoch ms, for the ticks' timestamps (the schedule keeps to the monotonic clock); injectable for tests. */
   clock?: () => number;
   /** Ledger entries older than this are pruned (checked hourly). Default 30 days. */
   ledgerRetentionMs?: number;
@@ -104,8 +104,12 @@ export class EdgeDaemon {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private stopped = true;
+  /** Set by stop() until the next start(): the stop in progress, which later calls share. */
+  private stopping: Promise<void> | undefined;
   private lastPrune = 0;
   private readonly apDown = new Map<string, boolean>();
+  /** Removals of polls whose save failed, written by the next save that succeeds. */
+  private unsavedRemovals: PollOutcome['removed'] = [];
 
   constructor(private readonly deps: DaemonDeps) {}
 
@@ -113,16 +117,27 @@ export class EdgeDaemon {
   async start(): Promise<void> {
     this.load();
     this.stopped = false;
+    this.stopping = undefined;
     const head = this.deps.ledger.head();
     this.deps.logger.info(
       { aps: this.deps.config.accessPoints.length, zones: this.deps.config.zones.length, tracked: this.state?.devices.size ?? 0, ledgerSeq: head.seq, ledgerHead: head.hash },
       'collector started',
     );
-    this.schedule(this.now());
+    this.schedule(performance.now());
   }
 
-  /** Stops ticking, after the tick in flight (if any) completes. */
-  async stop(): Promise<void> {
+  /**
+   * Stops ticking, after the tick in flight (if any) completes. A poll in flight that the poller's
+   * closing cuts short is dropped, not counted: its APs were cut off, not silent, and counting them
+   * would age every device one poll towards frozen and send a batch without their stations. So close
+   * the poller after calling this, and await both.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopTicking();
+    return this.stopping;
+  }
+
+  private async stopTicking(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
@@ -144,20 +159,25 @@ export class EdgeDaemon {
     return this.state;
   }
 
+  /**
+   * Runs a tick at `slot` and schedules the next one. Slots are on the monotonic clock: the wall clock
+   * may be stepped (NTP), and a step back would otherwise hold the next tick back by the step.
+   */
   private schedule(slot: number): void {
     if (this.stopped) return;
-    const delay = Math.max(0, slot - this.now());
+    const delay = Math.max(0, slot - performance.now());
     this.timer = setTimeout(() => {
-      const started = this.now();
-      const run = this.tick().catch((err) => this.deps.logger.error({ error: describeError(err) }, 'tick failed'));
+      const started = performance.now();
+      const run = this.scheduledTick().catch((err) => this.deps.logger.error({ error: describeError(err) }, 'tick failed'));
       this.running = run;
       void run.then(() => {
         const interval = this.deps.config.pollIntervalMs;
         let next = slot + interval;
-        if (this.now() > next) {
+        const now = performance.now();
+        if (now > next) {
           this.deps.metrics.tickOverruns.inc();
-          this.deps.logger.warn({ tookMs: this.now() - started, intervalMs: interval }, 'tick took longer than the poll interval');
-          next = this.now();
+          this.deps.logger.warn({ tookMs: Math.round(now - started), intervalMs: interval }, 'tick took longer than the poll interval');
+          next = now;
         }
         this.schedule(next);
       });
@@ -166,21 +186,32 @@ export class EdgeDaemon {
 
   /** Runs one tick: poll, track, report. Never rejects for an AP, store or ingest failure. */
   async tick(): Promise<TickReport> {
-    const { config, metrics, logger } = this.deps;
     const started = performance.now();
     const timestamp = this.now();
-    const state = this.load();
+    return this.settle(await this.pollAll(), started, timestamp);
+  }
 
+  /** A tick of the schedule: the same, unless the collector began stopping during the poll. */
+  private async scheduledTick(): Promise<void> {
+    const started = performance.now();
+    const timestamp = this.now();
     const results = await this.pollAll();
+    if (this.stopping) {
+      this.deps.logger.info({ aps: results.length }, 'the poll in flight when stopping was dropped');
+      return;
+    }
+    await this.settle(results, started, timestamp);
+  }
+
+  /** Tracks one poll's results, then reports and delivers the tick's batch. */
+  private async settle(results: ApPollResult[], started: number, timestamp: number): Promise<TickReport> {
+    const { config, metrics, logger } = this.deps;
+    const state = this.load();
     const apStatus = this.noteAps(results);
 
     const outcome = applyPoll(state, observe(results, this.deps.hasher), config.tracker);
     this.state = outcome.state;
-    try {
-      this.deps.zones.save(outcome);
-    } catch (err) {
-      logger.error({ error: describeError(err) }, 'cannot save the zone state; counting continues in memory');
-    }
+    this.save(outcome);
     const zoneIds = config.zones.map((z) => z.id);
     const counts = zoneCounts(outcome.state, zoneIds);
     const transitions = transitionWindow(outcome.state, config.tracker);
@@ -247,6 +278,23 @@ export class EdgeDaemon {
     this.pruneLedger(timestamp);
     this.deps.onTick?.(report);
     return report;
+  }
+
+  /**
+   * Saves one poll. Every device of the state is in each poll's `changed`, so the next save rewrites
+   * what a failed one missed, except its removals: those are carried over, or a device gone during the
+   * failure would come back at the next start (unless it has since returned).
+   */
+  private save(outcome: PollOutcome): void {
+    const carried = this.unsavedRemovals.filter(({ device }) => !outcome.state.devices.has(device));
+    const removed = carried.length === 0 ? outcome.removed : [...carried, ...outcome.removed];
+    try {
+      this.deps.zones.save(removed === outcome.removed ? outcome : { ...outcome, removed });
+      this.unsavedRemovals = [];
+    } catch (err) {
+      this.unsavedRemovals = removed;
+      this.deps.logger.error({ error: describeError(err) }, 'cannot save the zone state; counting continues in memory');
+    }
   }
 
   private async pollAll(): Promise<ApPollResult[]> {

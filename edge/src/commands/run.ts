@@ -63,8 +63,11 @@ export async function runCollector(options: RunOptions, io: CommandIo): Promise<
     process.exit(1);
   }, 10_000);
   deadline.unref();
-  // Closing the poller first ends a poll in flight at once, so stopping never waits out a timeout.
+  // Closing the poller ends a poll in flight at once, so stopping never waits out a timeout; the
+  // daemon, told first, drops that cut-short poll instead of counting every AP as silent.
+  const stopping = gateway.daemon.stop();
   await poller.close();
+  await stopping;
   await metricsServer?.close();
   await gateway.close();
   clearTimeout(deadline);

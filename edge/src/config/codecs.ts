@@ -152,14 +152,35 @@ export const ExportedName = kind(
   (s) => NAME.test(s) && !looksLikeIdentifier(s),
 );
 
-export const HttpUrl = kind('an http:// or https:// URL', t.string, (s) => {
+const httpUrlOf = (s: string): URL | undefined => {
   try {
     const url = new URL(s);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '';
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
   } catch {
-    return false;
+    return undefined;
   }
-});
+};
+
+/**
+ * An http:// or https:// URL without a user or password. One with them is refused for that reason and
+ * not echoed, since the password is an inline secret and error lines reach the journal.
+ */
+export const HttpUrl = new t.Type<string, string, unknown>(
+  'an http:// or https:// URL',
+  (u): u is string => {
+    const url = typeof u === 'string' ? httpUrlOf(u) : undefined;
+    return url !== undefined && url.username === '' && url.password === '';
+  },
+  (u, c) => {
+    const url = typeof u === 'string' ? httpUrlOf(u) : undefined;
+    if (url === undefined) return t.failure(u, c);
+    if (url.username !== '' || url.password !== '') {
+      return t.failure(u, c, `${pathOf(c)}: expected an http:// or https:// URL without a user or password, got one with them (not shown: a password is a secret)`);
+    }
+    return t.success(u as string);
+  },
+  t.identity,
+);
 
 /** `host:port` for a local listener, e.g. 127.0.0.1:9464. */
 export const ListenAddress = kind('an address as host:port, e.g. 127.0.0.1:9464', t.string, (s) => {

@@ -45,7 +45,9 @@ const toEntry = (r: Row): LedgerEntry => ({ seq: r.seq, createdAt: r.created_at,
  * const entry = ledger.append(body, Date.now());
  */
 export function openLedger(path: string, options: { readonly?: boolean } = {}): Ledger {
-  const db: SqliteDatabase = openDatabase(path, ledgerMigrations(), { readonly: options.readonly ?? false });
+  // Durable: an entry is appended before its batch is posted, so a power cut must never leave a batch
+  // at the ingest that the ledger lost (its sequence number would then be reused for another body).
+  const db: SqliteDatabase = openDatabase(path, ledgerMigrations(), { readonly: options.readonly ?? false, durable: true });
   const last = db.prepare('SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1');
   const checkpoint = db.prepare('SELECT seq, hash FROM ledger_checkpoint WHERE id = 1');
   const insert = options.readonly ? undefined : db.prepare('INSERT INTO ledger_entries (seq, created_at, prev_hash, hash, body) VALUES (?, ?, ?, ?, ?)');

@@ -36,6 +36,11 @@ export interface OpenOptions {
   readonly?: boolean;
   /** Fail rather than create a new file. */
   mustExist?: boolean;
+  /**
+   * Every commit reaches the disk before it returns (`synchronous = FULL`), for a file whose last
+   * commits must survive a power cut; the default (`NORMAL` in WAL mode) may lose them, never corrupt.
+   */
+  durable?: boolean;
 }
 
 /** A database file that cannot be opened or migrated; the message names the file and the step. */
@@ -71,7 +76,7 @@ export function openDatabase(path: string, migrations: readonly Migration[], opt
   if (options.readonly) return db;
   try {
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
+    db.pragma(options.durable ? 'synchronous = FULL' : 'synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     applyMigrations(db, migrations);
   } catch (err) {

@@ -4,7 +4,7 @@
  * stored id cannot be tied back to a MAC (not even by hashing every possible MAC).
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fstatSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export const DEVICE_KEY_BYTES = 32;
@@ -18,8 +18,12 @@ export class DeviceKeyError extends Error {
 }
 
 /**
- * Reads the device key, creating it (32 random bytes, mode 0600, exclusive create) on first start. A key
- * file readable by group or others is tightened to 0600 and reported through `onWarning`.
+ * Reads the device key, creating it (32 random bytes, mode 0600) on first start. A key file readable by
+ * group or others is tightened to 0600 and reported through `onWarning`.
+ *
+ * The key is written whole to a file of its own, synced, then linked to `path` (which fails if another
+ * start created it first) and the directory synced: a power cut at any point leaves either no key
+ * file or the complete one, never an empty file that would stop every later start.
  *
  * @example
  * const key = loadOrCreateDeviceKey('/var/lib/lintel-edge/device.key');
@@ -31,16 +35,10 @@ export function loadOrCreateDeviceKey(path: string, onWarning: (message: string)
     throw new DeviceKeyError(`cannot create the directory of the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
   }
   let created = false;
-  try {
-    const fd = openSync(path, 'wx', 0o600);
+  if (!exists(path)) {
     try {
-      writeSync(fd, randomBytes(DEVICE_KEY_BYTES));
-      created = true;
-    } finally {
-      closeSync(fd);
-    }
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      created = createWhole(path, randomBytes(DEVICE_KEY_BYTES));
+    } catch (err) {
       throw new DeviceKeyError(`cannot create the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
     }
   }
@@ -66,6 +64,47 @@ export function loadOrCreateDeviceKey(path: string, onWarning: (message: string)
     );
   }
   return key;
+}
+
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Writes `bytes` to a new 0600 file at `path`, whole or not at all (see loadOrCreateDeviceKey). Answers
+ * false when another process created `path` first; that file is kept.
+ */
+function createWhole(path: string, bytes: Buffer): boolean {
+  const staged = `${path}.${randomBytes(6).toString('hex')}.new`;
+  const fd = openSync(staged, 'wx', 0o600);
+  try {
+    try {
+      writeSync(fd, bytes);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      linkSync(staged, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw err;
+    }
+  } finally {
+    unlinkSync(staged);
+  }
+  const dir = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+  return true;
 }
 
 /** The mode bits of a file, e.g. 0o600. */

@@ -333,3 +333,18 @@ t.test('SNMPv3 privProtocol without privKeyFile, and an empty SSH username, are 
     'accessPoints[1].ssh.username: expected a non-empty string, got ""',
   ]);
 });
+
+t.test('a URL with a user or password in it is refused for that reason, without echoing it', async (t) => {
+  const dir = secrets(t, { community: 'public', 'keys/ingest': 'k3y' });
+  const text = minimal(`ingest: { url: "https://gw:hunter2@telemetry.example.net/ingest", secretFile: keys/ingest }
+sensors:
+  - { sensorId: s1, zone: lobby, metric: temperature, driver: x, endpoint: "http://admin:pa55word@10.20.1.40:8089" }
+`);
+  const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  t.match(result.errors, [/^ingest\.url: .*user or password/, /^sensors\[0\]\.endpoint: .*user or password/]);
+  const all = result.errors.join('\n');
+  t.notOk(all.includes('hunter2'), 'the ingest password is not echoed');
+  t.notOk(all.includes('pa55word'), 'the device password is not echoed');
+});

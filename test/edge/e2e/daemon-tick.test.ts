@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import { createLogger } from '../../../shared/logger.js';
 import { validateReading } from '../../../shared/catalog/validate.js';
 import { EdgeDaemon, type DaemonConfig } from '../../../edge/src/daemon.js';
@@ -211,4 +212,85 @@ t.test('start() ticks on the interval until stop()', async (t) => {
   t.ok(after >= 3, `ticked ${after} times`);
   await new Promise((r) => setTimeout(r, 250));
   t.equal(poller.calls, after, 'no tick after stop');
+});
+
+t.test('a wall clock set back an hour does not hold the next tick back an hour', { timeout: 30_000 }, async (t) => {
+  const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
+  let offset = 0;
+  const { daemon, reports } = setupDaemon(t, config, poller, { clock: () => Date.now() + offset });
+  await daemon.start();
+  while (reports.length < 1) await new Promise((r) => setTimeout(r, 20));
+  // NTP steps the clock back, as on a gateway that booted with its clock ahead
+  offset = -3_600_000;
+  // no wall-clock deadline: a stalled daemon fails by the test's timeout
+  while (reports.length < 4) await new Promise((r) => setTimeout(r, 20));
+  await daemon.stop();
+  t.ok(reports[3]!.timestamp < reports[0]!.timestamp, 'the later ticks carry the corrected time');
+});
+
+t.test('stopping drops the poll the closing poller cut short, instead of counting every AP as silent', async (t) => {
+  const answers = [ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [[MACS[1]!, -50]])];
+  // The real poller answers a poll in flight when it is closed with every AP failed; this one does the same.
+  let cutShort: (() => void) | undefined;
+  const poller = {
+    calls: 0,
+    async pollAll(): Promise<ApPollResult[]> {
+      poller.calls++;
+      if (poller.calls === 1) return answers;
+      await new Promise<void>((resolve) => (cutShort = resolve));
+      return APS.map((ap) => ({ ap: ap.name, zone: ap.zone, ok: false, error: 'poller closed', durationMs: 1, reason: 'error' }) as ApPollResult);
+    },
+    async close() {
+      cutShort?.();
+    },
+  };
+  const { daemon, zones, ledger, lines, reports } = setup(t, poller);
+  await daemon.start();
+  while (poller.calls < 2) await new Promise((r) => setTimeout(r, 10));
+  // As `lintel-edge run` stops: the daemon is told first, then the poller closed.
+  const stopping = daemon.stop();
+  await poller.close();
+  await stopping;
+  t.equal(reports.length, 1, 'only the first tick was reported');
+  t.equal(ledger.head().seq, 1, 'and only its batch recorded');
+  const saved = zones.load();
+  t.equal(saved.poll, 1, 'the saved state is the first poll');
+  t.same([...saved.devices.values()].map((d) => d.frozenPolls), [0, 0], 'no device aged towards frozen');
+  t.ok(lines.some((l) => l.includes('the poll in flight when stopping was dropped')));
+  t.equal(daemon.stop(), daemon.stop(), 'a second stop shares the first');
+});
+
+t.test('a zone save that failed is caught up by the next one: a device gone meanwhile stays gone after a restart', async (t) => {
+  const both = [ok('ap-lobby', 'lobby', [[MACS[0]!, -50], [MACS[1]!, -50]]), ok('ap-cafe', 'cafe', [])];
+  const one = [ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])];
+  const poller = scriptedPoller([both, one, one, one]);
+  const { daemon, zones, ledger, dir, lines } = setup(t, poller);
+  await daemon.tick();
+  await daemon.tick();
+  // another process (an operator's sqlite3 shell) holds the write lock through the tick that drops MACS[1]
+  const other = new Database(join(dir, 'zones.sqlite'));
+  t.teardown(() => other.close());
+  other.exec('BEGIN IMMEDIATE');
+  const dropped = await daemon.tick();
+  t.same(dropped.counts, { lobby: 1, cafe: 0 });
+  t.ok(lines.some((l) => l.includes('cannot save the zone state')), 'the failed save is logged');
+  other.exec('ROLLBACK');
+  await daemon.tick();
+
+  zones.close();
+  const reopened = openSqliteZoneStore(join(dir, 'zones.sqlite'));
+  t.teardown(() => reopened.close());
+  t.equal(reopened.load().devices.size, 1, 'the stored state holds the one device still there');
+  const daemonAfterRestart = new EdgeDaemon({
+    config,
+    // the lobby AP reboots just after the restart: what the store holds is what is counted
+    poller: scriptedPoller([[failed('ap-lobby', 'lobby'), ok('ap-cafe', 'cafe', [])]]),
+    hasher: testHasher(),
+    zones: reopened,
+    ledger,
+    metrics: createEdgeMetrics({ aps: [], zones: [] }, { defaults: false }),
+    logger: capture().logger,
+  });
+  const report = await daemonAfterRestart.tick();
+  t.same(report.counts, { lobby: 1, cafe: 0 }, 'the device that left before the restart is not counted again');
 });

@@ -23,6 +23,8 @@ export interface DaemonOptions {
   ledger?: Ledger;
   /** Default: silent. */
   logger?: Logger;
+  /** The daemon's wall clock (epoch ms); default Date.now. */
+  clock?: () => number;
 }
 
 /**
@@ -48,6 +50,7 @@ export function setupDaemon(t: Test, config: DaemonConfig, poller: Poller, optio
     ...(options.poster ? { poster: options.poster } : {}),
     metrics,
     logger: options.logger ?? silentLogger(),
+    ...(options.clock ? { clock: options.clock } : {}),
     onTick: (r) => reports.push(r),
   });
   t.teardown(async () => {

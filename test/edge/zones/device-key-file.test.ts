@@ -3,7 +3,7 @@
  * the same key on every later start, and a broken key file refused with what to do.
  */
 import t from 'tap';
-import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEVICE_KEY_BYTES, loadOrCreateDeviceKey } from '../../../edge/src/zones/device-key.js';
 
@@ -14,10 +14,18 @@ t.test('first start generates 32 random bytes in a new 0600 file; later starts r
   t.equal(key.length, DEVICE_KEY_BYTES);
   t.equal(statSync(path).mode & 0o777, 0o600, 'owner read/write only');
   t.same(readFileSync(path), key, 'the file holds the key');
+  t.same(readdirSync(join(path, '..')), ['device.key'], 'the file the key was staged in is gone');
   t.same(loadOrCreateDeviceKey(path, (w) => warnings.push(w)), key, 'a restart keeps the key (and so the stored ids)');
   t.same(warnings, []);
   const other = loadOrCreateDeviceKey(join(t.testdir({}), 'device.key'));
   t.not(other.toString('hex'), key.toString('hex'), 'another gateway, another key');
+});
+
+t.test('a file staged by a start that was cut off is left alone, and the key is made beside it', async (t) => {
+  const dir = t.testdir({ 'device.key.0a1b2c3d4e5f.new': '' });
+  const key = loadOrCreateDeviceKey(join(dir, 'device.key'));
+  t.same(readFileSync(join(dir, 'device.key')), key);
+  t.same(readdirSync(dir).sort(), ['device.key', 'device.key.0a1b2c3d4e5f.new']);
 });
 
 t.test('a key file others can read is tightened to 0600, with a warning that holds no key material', async (t) => {

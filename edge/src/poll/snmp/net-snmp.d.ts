@@ -113,6 +113,8 @@ declare module 'net-snmp' {
     const AuthProtocols: Record<'md5' | 'sha' | 'sha224' | 'sha256' | 'sha384' | 'sha512', string>;
     const PrivProtocols: Record<'des' | 'aes' | 'aes256b' | 'aes256r', string>;
     const ObjectType: Record<string, number>;
+    /** The `code` of a ResponseInvalidError, by name (ECommunityNoMatch, EAuthFailure, …). */
+    const ResponseInvalidCode: Record<string, number>;
     const MibProviderType: { Scalar: number; Table: number };
     const MaxAccess: Record<string, number>;
 

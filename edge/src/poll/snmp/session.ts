@@ -44,6 +44,16 @@ function userOf(target: SnmpTarget): snmp.User {
 }
 
 /**
+ * net-snmp's error for an answer under another community quotes the community it sent, a secret; this
+ * one says the same without it. Every other error is passed on as it is.
+ */
+function withoutCommunity(error: Error): Error {
+  const code = (error as Error & { code?: unknown }).code;
+  if (error.name !== 'ResponseInvalidError' || code !== snmp.ResponseInvalidCode.ECommunityNoMatch) return error;
+  return Object.assign(new Error('the agent answered under another community than the one sent'), { name: error.name, code });
+}
+
+/**
  * The net-snmp adapter. The version is always explicit (net-snmp defaults to SNMPv1, which has no
  * GETBULK): `2c` uses the community, `3` uses USM with the level implied by the keys given.
  */
@@ -82,7 +92,7 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
           if (settled) return;
           settled = true;
           failWalks.delete(fail);
-          if (error) reject(error);
+          if (error) reject(withoutCommunity(error));
           else resolve(cells);
         };
         const fail = (error: Error) => settle(error);

@@ -1,0 +1,19 @@
+import t from 'tap';
+import { join } from 'node:path';
+import { openDatabase } from '../../../edge/src/storage/sqlite.js';
+
+const migrations = [{ id: '0001', sql: 'CREATE TABLE things (id INTEGER PRIMARY KEY)' }];
+
+t.test('files open in WAL mode; a durable one syncs every commit, the others only at checkpoints', async (t) => {
+  const dir = t.testdir({});
+  const plain = openDatabase(join(dir, 'zones.sqlite'), migrations);
+  t.teardown(() => plain.close());
+  const durable = openDatabase(join(dir, 'ledger.sqlite'), migrations, { durable: true });
+  t.teardown(() => durable.close());
+  t.equal(plain.pragma('journal_mode', { simple: true }), 'wal');
+  t.equal(durable.pragma('journal_mode', { simple: true }), 'wal');
+  // SQLite's codes: 1 = NORMAL, 2 = FULL.
+  t.equal(plain.pragma('synchronous', { simple: true }), 1);
+  t.equal(durable.pragma('synchronous', { simple: true }), 2);
+  t.same(durable.prepare('SELECT id FROM schema_migrations').all(), [{ id: '0001' }], 'and migrated like any other');
+});
