@@ -4,6 +4,7 @@
  */
 import { request, type Dispatcher } from 'undici';
 import { CLAIMS_HEADER } from './claims.js';
+import { NonEmptyString } from './kinds.js';
 import { TtlCache, systemClock, type Clock } from './ttl-cache.js';
 
 export type DirectoryErrorCode = 'timeout' | 'unreachable' | 'bad_status' | 'bad_body';
@@ -86,7 +87,9 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
       throw new DirectoryError('bad_body', 'building directory answered something that is not JSON');
     }
     const list = Array.isArray(body) ? body : (body as { domains?: unknown })?.domains;
-    if (!Array.isArray(list) || !list.every((d): d is string => typeof d === 'string')) {
+    // Every entry a name (non-blank, no control characters): an empty one would route a notification
+    // to no room and a socket to nothing, while counting as an answer.
+    if (!Array.isArray(list) || !list.every((d): d is string => NonEmptyString.is(d))) {
       throw new DirectoryError('bad_body', 'building directory answer is not a list of domain names');
     }
     return [...new Set(list)];

@@ -65,6 +65,9 @@ t.test('typed errors: timeout, unreachable, bad body', async (t) => {
     '/domain/html': (_req, res) => { res.writeHead(200).end('<html>'); },
     '/domain/obj': json({ nope: true }),
     '/domain/mixed': json(['a', 3]),
+    '/domain/empty-name': json(['acme', '']),
+    '/domain/blank-name': json({ domains: ['  '] }),
+    '/domain/control-name': json(['ac\nme']),
     '/domain/cut': (_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '64' }).write('["ac');
       setImmediate(() => res.socket?.destroy());
@@ -79,6 +82,9 @@ t.test('typed errors: timeout, unreachable, bad body', async (t) => {
   await t.rejects(dir.domainsOf('html', claims), { code: 'bad_body' });
   await t.rejects(dir.domainsOf('obj', claims), { code: 'bad_body' });
   await t.rejects(dir.domainsOf('mixed', claims), { code: 'bad_body' });
+  for (const building of ['empty-name', 'blank-name', 'control-name']) {
+    await t.rejects(dir.domainsOf(building, claims), { code: 'bad_body', message: 'building directory answer is not a list of domain names' }, `${building}: a domain that is no name`);
+  }
   const cut = await dir.domainsOf('cut', claims).catch((e: unknown) => e);
   t.match(cut, { name: 'DirectoryError', code: 'unreachable' }, 'a connection cut mid-body is not called a timeout');
   await t.rejects(dir.domainsOf('stall', claims), { code: 'timeout' }, 'the timeout also covers a body that stops coming');
