@@ -31,7 +31,7 @@ export interface IngestService {
    * one holding a reading of a building the key may not write.
    */
   ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }>;
-  /** Waits for the Redis publications still in flight. */
+  /** Waits for the batches still being stored, then for the Redis publications still in flight. */
   drain(): Promise<void>;
 }
 
@@ -39,6 +39,9 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
   const { store, publisher, metrics, logger } = options;
   const limits = options.limits ?? DEFAULT_LIMITS;
   const inFlight = new Set<Promise<void>>();
+  // Batches still being stored: one may commit during shutdown (the HTTP server gives up on its
+  // request after a grace period), and its readings must still be published before Redis is closed.
+  const storing = new Set<Promise<unknown>>();
 
   function publishLater(readings: Parameters<ReadingPublisher['publish']>[0]): void {
     const publication = publisher
@@ -53,9 +56,12 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
 
   async function ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
     const done = metrics.ingestSeconds.startTimer();
+    const batch = ingestBatch(key, body);
+    storing.add(batch);
     try {
-      return await ingestBatch(key, body);
+      return await batch;
     } finally {
+      storing.delete(batch);
       done();
     }
   }
@@ -123,6 +129,7 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
   return {
     ingest,
     async drain() {
+      await Promise.allSettled([...storing]);
       await Promise.all([...inFlight]);
     },
   };

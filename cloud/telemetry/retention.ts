@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { COUNT_METRICS } from '../../shared/catalog/metrics.js';
 import { describeError } from '../../shared/errors.js';
 import type { Clock } from '../../shared/ttl-cache.js';
+import { DEFAULT_LIMITS } from './domain/batch.js';
 import { DAY_MS } from './domain/utc.js';
 import type { TelemetryMetrics } from './metrics.js';
 import type { RetentionPolicy, RetentionReport } from './store/retention.js';
@@ -49,7 +50,9 @@ export class RetentionJob {
       retentionMs,
       privacyFloor: this.options.privacyFloor,
       countMetrics: COUNT_METRICS,
-      bookkeepingMs: retentionMs,
+      // A relayed alert or a batch id is needed while a reading it covers may still be accepted: for
+      // the raw retention after the reading's timestamp, which may lie ahead of its arrival.
+      bookkeepingMs: retentionMs + DEFAULT_LIMITS.maxFutureMs,
     });
     for (const name of report.dropped) this.options.onDropped?.(name);
     this.options.metrics?.partitionsDropped.inc(report.dropped.length);

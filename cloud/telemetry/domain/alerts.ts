@@ -68,12 +68,14 @@ export interface AlertEvent {
 /**
  * A stable id for one bound breached by one reading: the same reading sent again (a retried batch, a
  * replayed gateway buffer) gives the same id, so the outbox stores it once and consumers de-duplicate.
+ * A zoneTransition's origin (`fromRoomId`) is part of its reading's key (decision 005), so it is part
+ * of the id too: two transitions into one zone at one instant are two breaches. Readings without an
+ * origin keep the ids they always had.
  */
-export function alertIdOf(reading: { buildingId: string; roomId: string; type: string; timestamp: number }, bound: string): string {
-  return createHash('sha256')
-    .update(JSON.stringify([reading.buildingId, reading.roomId, reading.type, reading.timestamp, bound]))
-    .digest('hex')
-    .slice(0, 32);
+export function alertIdOf(reading: { buildingId: string; roomId: string; type: string; timestamp: number; fromRoomId?: unknown }, bound: string): string {
+  const key: unknown[] = [reading.buildingId, reading.roomId, reading.type, reading.timestamp, bound];
+  if (typeof reading.fromRoomId === 'string') key.push(reading.fromRoomId);
+  return createHash('sha256').update(JSON.stringify(key)).digest('hex').slice(0, 32);
 }
 
 /** The Kafka message key: `{buildingId}:{roomId}`, so a room's alerts stay in order on one partition. */

@@ -7,7 +7,20 @@ import { domainsOf as callerDomains, isSystemSubject } from '../../../shared/cla
 import { DirectoryError, type BuildingDirectory } from '../../../shared/directory.js';
 import { HttpError } from '../../../shared/errors.js';
 import { callerOf, rawClaimsOf } from '../../../shared/http.js';
+import { NAME_EXPECTATION, NonEmptyString, describeValue } from '../../../shared/kinds.js';
 import { canEditDomains, isPlatformAdmin } from '../../../shared/roles.js';
+
+/**
+ * A building or room id from the path, by the rule readings carry ids (NonEmptyString); otherwise 400,
+ * before the directory is asked or PostgreSQL, which stores no NUL in text, is handed it.
+ */
+export function pathId(req: Request, name: string): string {
+  const value = req.params[name];
+  if (!NonEmptyString.is(value)) {
+    throw new HttpError(400, `invalid ${name} in the path`, { errors: [{ field: name, message: `expected ${NAME_EXPECTATION}, got ${describeValue(value)}` }] });
+  }
+  return value;
+}
 
 /** The building's domains; a failed lookup is 502 (the directory is an upstream). */
 export async function buildingDomains(directory: BuildingDirectory, buildingId: string, req: Request): Promise<string[]> {

@@ -8,13 +8,13 @@ import { requireClaims } from '../../../shared/http.js';
 import { metricOf } from '../../../shared/catalog/metrics.js';
 import { capabilitiesOf, type BindingCatalog } from '../../../shared/devices/bindings.js';
 import type { BuildingStore } from '../store/buildings.js';
-import { requireRead } from './access.js';
+import { pathId, requireRead } from './access.js';
 
 export function sensorsRouter(deps: { directory: BuildingDirectory; store: Pick<BuildingStore, 'sensorsIn'>; catalog: BindingCatalog }): Router {
   const router = Router();
   router.get('/sensors/buildings/:buildingId/rooms/:roomId', requireClaims(), async (req, res) => {
-    const buildingId = req.params.buildingId as string;
-    const roomId = req.params.roomId as string;
+    const buildingId = pathId(req, 'buildingId');
+    const roomId = pathId(req, 'roomId');
     await requireRead(deps.directory, buildingId, req, res);
     const sensors = (await deps.store.sensorsIn(buildingId, roomId)).map((sensor) => {
       const metric = metricOf(sensor.metric);

@@ -10,13 +10,13 @@ import { requireClaims } from '../../../shared/http.js';
 import { metricOf, METRICS } from '../../../shared/catalog/metrics.js';
 import { parseBuildingPut, parseRoomsPatch } from '../domain/thresholds.js';
 import type { ThresholdStore } from '../store/thresholds.js';
-import { requireEdit } from './access.js';
+import { pathId, requireEdit } from './access.js';
 
 export function thresholdsRouter(deps: { directory: BuildingDirectory; store: ThresholdStore }): Router {
   const router = Router();
 
   router.patch('/thresholds/:sensorType/buildings/:id/rooms', requireClaims(), jsonBody(), async (req, res) => {
-    const buildingId = req.params.id as string;
+    const buildingId = pathId(req, 'id');
     await requireEdit(deps.directory, buildingId, req, res);
     const metric = metricOf(req.params.sensorType as string);
     if (!metric) throw new HttpError(404, `unknown metric ${JSON.stringify(req.params.sensorType)}; known: ${Object.keys(METRICS).join(', ')}`);
@@ -27,7 +27,7 @@ export function thresholdsRouter(deps: { directory: BuildingDirectory; store: Th
   });
 
   router.put('/thresholds/buildings/:id', requireClaims(), jsonBody(), async (req, res) => {
-    const buildingId = req.params.id as string;
+    const buildingId = pathId(req, 'id');
     await requireEdit(deps.directory, buildingId, req, res);
     const parsed = parseBuildingPut(req.body);
     if (!parsed.ok) throw new HttpError(400, parsed.message, { errors: parsed.errors.map((e) => ({ metric: e.scope, field: e.field, message: e.message })) });

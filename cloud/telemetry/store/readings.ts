@@ -153,6 +153,15 @@ const DUPLICATE_KEY = '23505';
 const pad = (n: number, width: number) => String(n).padStart(width, '0');
 
 /**
+ * An instant as stored, to the nearest microsecond (as {@link isoInstants} writes it): a reading a
+ * fraction of a microsecond before midnight UTC is stored at midnight, in the next day's partition.
+ */
+function storedInstant(ms: number): number {
+  const whole = Math.floor(ms);
+  return whole + Math.round((ms - whole) * 1000) / 1000;
+}
+
+/**
  * Formats instants as ISO text with microseconds, as to_timestamp(ms / 1000.0) keeps them. The text
  * of the hour is made once per hour met (a batch spans a few), the rest by arithmetic.
  */
@@ -280,7 +289,7 @@ export class PgReadingsStore implements ReadingsStore {
   async ensurePartitions(instants: Iterable<number>): Promise<void> {
     const days = new Set<number>();
     for (const ms of instants) {
-      const day = Math.floor(ms / DAY_MS);
+      const day = Math.floor(storedInstant(ms) / DAY_MS);
       if (!this.knownDays.has(day)) days.add(day);
     }
     for (const day of days) {

@@ -62,6 +62,21 @@ t.test('a re-sent transition under a new batch id is stored once; the same pair 
   t.equal(await countRows(h.pool, 'readings'), 3);
 });
 
+t.test('two transitions into one zone at one instant, from different zones, each raise their alert; a re-send raises none', async (t) => {
+  const h = await startHarness(t);
+  await h.pool.query(`INSERT INTO thresholds (building_id, room_id, metric, bounds) VALUES ('b1', NULL, 'zoneTransition', '{"maxTransitions": 4}')`);
+  const now = h.clock.now;
+  const tick = [transition('b1', 'lobby', 'cafe', now, 6), transition('b1', 'office', 'cafe', now, 9)];
+  t.equal((await postSigned(h, { batchId: 'tick-1', readings: tick })).status, 200);
+  const alerts = async () =>
+    (await h.pool.query<{ alert_id: string; value: number }>(`SELECT alert_id, (payload->>'value')::float8 AS value FROM alert_outbox ORDER BY value`)).rows;
+  const first = await alerts();
+  t.same(first.map((a) => a.value), [6, 9], 'one alert per breaching reading');
+  t.equal(new Set(first.map((a) => a.alert_id)).size, 2, 'with distinct ids');
+  t.equal((await postSigned(h, { batchId: 'tick-1-resent', readings: tick })).status, 200);
+  t.same(await alerts(), first, 'the re-sent readings keep their ids and are queued once');
+});
+
 t.test("the hourly rollup sums a zone's transitions whatever their origin", async (t) => {
   const h = await startHarness(t, { now: at('2024-06-01T12:00:00Z') });
   const answer = await postSigned(h, {
