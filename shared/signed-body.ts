@@ -38,15 +38,17 @@ function hasBody(req: Request): boolean {
 }
 
 /**
- * Express middleware: reads the raw body (any content type), verifies `X-Signature` over those exact
- * bytes, answers 403 text/plain `invalid signature` on a mismatch, and only then parses JSON. Mount it
+ * Express middleware: reads the raw body (any content type, no Content-Encoding), verifies `X-Signature`
+ * over those exact bytes, answers 403 text/plain `invalid signature` on a mismatch, and only then parses JSON. Mount it
  * before any other body parser: a body already read elsewhere is refused with {@link SignedBodyOrderError}.
  *
  * @example
  * router.post('/internal/domains', ...signedBody({ keys: [secret] }), handler);
  */
 export function signedBody(options: SignedBodyOptions): RequestHandler[] {
-  const raw = express.raw({ type: () => true, limit: options.limit ?? '1mb' });
+  // No inflation: the signature is over the bytes received, and a gzip body's inflated bytes are not
+  // those. A compressed signed body is refused (400 `unsupported body encoding`) before verification.
+  const raw = express.raw({ type: () => true, limit: options.limit ?? '1mb', inflate: false });
   const check: RequestHandler = (req, res, next) => {
     if (!Buffer.isBuffer(req.body) && hasBody(req)) {
       // Another parser read the body first: verifying empty bytes would accept a GET's signature.

@@ -1,6 +1,7 @@
 import t from 'tap';
 import express from 'express';
 import { request } from 'undici';
+import { gzipSync } from 'node:zlib';
 import { sign, verify, keyRingFromEnv } from '../../shared/hmac.js';
 import { signedBody } from '../../shared/signed-body.js';
 import { errorHandler, jsonBody } from '../../shared/errors.js';
@@ -84,6 +85,25 @@ t.test('the middleware verifies the raw bytes before parsing', async (t) => {
   t.equal(r.statusCode, 403, 'an unknown key id');
   await r.body.text();
   t.equal(seen.length, 1, 'rejected requests never reached the handler');
+});
+
+t.test('a compressed signed body is refused: the signature covers the bytes received, never inflated ones', async (t) => {
+  const app = express();
+  let reached = 0;
+  app.post('/internal/x', ...signedBody({ keys: secret }), (_req, res) => {
+    reached++;
+    res.json({ ok: true });
+  });
+  app.use(errorHandler());
+  const { url } = await serve(t, app);
+  const body = '{"name":"acme"}';
+  const gzipped = gzipSync(body);
+  for (const [label, signature] of [['signed over the inflated bytes', sign(body, secret)], ['signed over the bytes sent', sign(gzipped, secret)]] as const) {
+    const r = await request(`${url}/internal/x`, { method: 'POST', body: gzipped, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', 'x-signature': signature } });
+    t.equal(r.statusCode, 400, label);
+    t.same(await r.body.json(), { type: 'Validation Error', message: 'unsupported body encoding' });
+  }
+  t.equal(reached, 0, 'the handler was never reached');
 });
 
 t.test('an oversize signed body is 413 before any verification', async (t) => {
