@@ -35,7 +35,8 @@ export type ClaimsRejection =
   | 'not a JSON object'
   | 'sub missing or not a string'
   | 'malformed memberships'
-  | 'accountName missing';
+  | 'accountName missing'
+  | 'text holds NUL or a lone surrogate';
 
 export type ClaimsResult = { ok: true; claims: Claims } | { ok: false; reason: ClaimsRejection };
 
@@ -85,8 +86,21 @@ export function decodeClaims(
   }
   const claims: Claims = { sub: decoded.value.sub, memberships: decoded.value.memberships ?? [] };
   if (decoded.value.accountName !== undefined) claims.accountName = decoded.value.accountName;
+  const texts = [claims.sub, claims.accountName ?? '', ...claims.memberships.flatMap((m) => [m.domainName, m.role])];
+  if (!texts.every(storableExactly)) return { ok: false, reason: 'text holds NUL or a lone surrogate' };
   if (options.requireAccountName && !claims.accountName) return { ok: false, reason: 'accountName missing' };
   return { ok: true, claims };
+}
+
+/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether a claim survives storage as sent. PostgreSQL and FerretDB refuse NUL, and UTF-8 turns a
+ * lone surrogate into U+FFFD, so `x\ud800` and `x\udc00` would be stored, and matched, as one owner.
+ */
+function storableExactly(text: string): boolean {
+  return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
 }
 
 /**

@@ -6,8 +6,9 @@ import * as t from 'io-ts';
 import { isLeft } from 'fp-ts/lib/Either.js';
 
 /**
- * A name or id: at least one non-blank character, at most 256 characters, and no control character
- * (see {@link CONTROL_CHARACTERS}).
+ * A name or id: at least one non-blank character, at most 256 characters, no control character (see
+ * {@link CONTROL_CHARACTERS}) and no lone surrogate (half of a UTF-16 pair, which JSON can escape):
+ * UTF-8 has no form for one, so it would be stored, published and looked up as U+FFFD instead.
  */
 export interface NonEmptyStringBrand {
   readonly NonEmptyString: unique symbol;
@@ -24,9 +25,13 @@ export const MAX_NAME_LENGTH = 256;
 // eslint-disable-next-line no-control-regex
 export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
+/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
 export const NonEmptyString = t.brand(
   t.string,
-  (s): s is t.Branded<string, NonEmptyStringBrand> => s.trim().length > 0 && s.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTERS.test(s),
+  (s): s is t.Branded<string, NonEmptyStringBrand> =>
+    s.trim().length > 0 && s.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTERS.test(s) && !LONE_SURROGATE.test(s),
   'NonEmptyString',
 );
 export type NonEmptyString = t.TypeOf<typeof NonEmptyString>;
@@ -50,7 +55,7 @@ export const NonNegativeInt = t.brand(
 export type NonNegativeInt = t.TypeOf<typeof NonNegativeInt>;
 
 /** What a NonEmptyString is, in the words every refusal of one uses. */
-export const NAME_EXPECTATION = 'a non-empty string of at most 256 characters, without NUL (\\u0000) or other control characters';
+export const NAME_EXPECTATION = 'a non-empty string of at most 256 characters, without NUL (\\u0000), other control characters or lone surrogates';
 
 /** The kinds a metric field or an action parameter may declare, by name. */
 export const kinds = { NonEmptyString, Finite, NonNegativeInt } as const;
@@ -107,7 +112,7 @@ function renderPath(context: t.Context, root: string): string {
  *
  * @example
  * formatErrors(codec.decode({ accessPoints: [{ host: '' }] }).left)
- * // ['accessPoints[0].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000) or other control characters, got ""']
+ * // ['accessPoints[0].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000), other control characters or lone surrogates, got ""']
  */
 export function formatErrors(errors: t.Errors, root = ''): string[] {
   const lines = new Set<string>();

@@ -86,17 +86,40 @@ function firstCharacters(text: string, limit: number): string {
 /** NUL cannot be stored (the store's PostgreSQL jsonb refuses it), so it is refused before anything runs. */
 const NUL_PROBLEM = (field: string) => `${field}: NUL (\\u0000) cannot be stored`;
 
+/** Half of a surrogate pair on its own (JSON may escape one): it has no UTF-8 form. */
+const UNPAIRED_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether a text holds half of a surrogate pair on its own. The store encodes text as UTF-8, which
+ * turns such a half into U+FFFD, so the text stored would not be the text sent.
+ *
+ * @example
+ * hasUnpairedSurrogate('🔥'); // false
+ * hasUnpairedSurrogate('\ud83d'); // true
+ */
+export function hasUnpairedSurrogate(text: string): boolean {
+  return UNPAIRED_SURROGATE.test(text);
+}
+
+/** Why a text cannot be stored as it is, or undefined: NUL, or half of a surrogate pair. */
+function unstorableProblem(field: string, text: string): string | undefined {
+  if (text.includes('\u0000')) return NUL_PROBLEM(field);
+  const half = UNPAIRED_SURROGATE.exec(text)?.[0];
+  if (half !== undefined) return `${field}: an unpaired surrogate (\\u${half.charCodeAt(0).toString(16)}) cannot be stored`;
+  return undefined;
+}
+
 /**
  * Why a message content is refused, or undefined when it is acceptable: 1 to 8000 characters, as the
- * seed says; whitespace counts, so a single space is a message. NUL is refused: it cannot be stored.
+ * seed says; whitespace counts, so a single space is a message. NUL and half a surrogate pair are
+ * refused: neither can be stored as sent.
  */
 export function contentProblem(content: string): string | undefined {
   const length = characterCount(content);
   if (length < 1 || length > MAX_MESSAGE_LENGTH) {
     return `content: expected 1 to ${MAX_MESSAGE_LENGTH} characters, got ${length}`;
   }
-  if (content.includes('\u0000')) return NUL_PROBLEM('content');
-  return undefined;
+  return unstorableProblem('content', content);
 }
 
 /** Why a title is refused, or undefined: 1 to 120 characters once trimmed. */
@@ -105,8 +128,7 @@ export function titleProblem(title: string): string | undefined {
   if (length < 1 || length > MAX_TITLE_LENGTH) {
     return `title: expected 1 to ${MAX_TITLE_LENGTH} characters, got ${length}`;
   }
-  if (title.includes('\u0000')) return NUL_PROBLEM('title');
-  return undefined;
+  return unstorableProblem('title', title);
 }
 
 /**

@@ -2,7 +2,7 @@
  * The conversation routes: create, list, get, rename, delete. Every lookup is by id and the caller's
  * `sub` together, so another user's id, a deleted id and a malformed id all answer the same 404.
  */
-import express, { type Router } from 'express';
+import express, { type Request, type Router } from 'express';
 import { HttpError } from '../../shared/errors.js';
 import { callerOf } from '../../shared/http.js';
 import { LockTimeoutError } from './conversation-lock.js';
@@ -17,6 +17,9 @@ export const LIST_MAX_LIMIT = 500;
 /** Header carrying the cursor of the next list page, when a page was asked for and more remain. */
 export const NEXT_CURSOR_HEADER = 'x-next-cursor';
 
+/** Whether a request carries body bytes: a length above 0, or chunks. */
+const carriesBody = (req: Request): boolean => req.get('transfer-encoding') !== undefined || Number(req.get('content-length') ?? 0) > 0;
+
 export function conversationsRouter(store: ConversationStore, now: () => Date): Router {
   const router = express.Router();
 
@@ -27,6 +30,8 @@ export function conversationsRouter(store: ConversationStore, now: () => Date): 
   };
 
   router.post('/', async (req, res) => {
+    // A body the JSON parser left unread (another content type) is not an absent body: its title would be lost.
+    if (req.body === undefined && carriesBody(req)) throw new HttpError(400, 'body: expected JSON with content-type application/json');
     const { title } = createBodyOf(req.body);
     const conversation = await store.create(callerOf(res).sub, title ?? DEFAULT_TITLE, now());
     res.status(201).location(`${req.baseUrl}/${conversation.id}`).json(conversationWire(conversation));

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { MongoClient } from 'mongodb';
-import { runUntilSignal, listen, closeServer, exitOnConfigError } from '../../shared/lifecycle.js';
+import { runUntilSignal, listen, exitOnConfigError } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/prom.js';
 import { createChatApp } from './app.js';
@@ -65,11 +65,16 @@ class ChatService {
   }
 
   async stop(): Promise<void> {
-    const closing = closeServer(this.server);
+    // Not closeServer: its forced close after 2 s would cut answer streams before the drain ends, and
+    // their browsers would get neither `done` nor `error`. close() stops taking connections and closes
+    // the idle ones; the streams keep theirs until every answer has sent its last frame.
+    const closing = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const drained = await this.chat.inFlight.drain(DRAIN_MS);
     if (!drained) this.logger.warn({ running: this.chat.inFlight.size }, 'aborting answers still streaming');
     await this.agent.stop();
     await this.chat.inFlight.drain(1_000);
+    // What remains are connections kept alive for a next request (and any request outliving the drain).
+    this.server.closeAllConnections();
     await closing;
     await this.store.stop();
     await this.mongo.close();

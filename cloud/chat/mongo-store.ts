@@ -30,7 +30,12 @@ interface MessageDocument {
   id: string;
   role: 'user' | 'assistant';
   content: string;
-  citations?: Citation[];
+  /**
+   * The citations as JSON text. Their keys and strings are the agent's, and a document cannot hold
+   * every one unchanged: a key with a dot or a leading `$` and a NUL are refused (the whole exchange
+   * with them), half a surrogate pair becomes U+FFFD. Messages stored before are arrays.
+   */
+  citations?: string | Citation[];
   created_at: Date;
 }
 
@@ -74,13 +79,13 @@ function objectIdOf(id: string): ObjectId | undefined {
 
 function messageOf(doc: MessageDocument): ChatMessage {
   const message: ChatMessage = { id: doc.id, role: doc.role, content: doc.content, createdAt: doc.created_at };
-  if (doc.citations !== undefined) message.citations = doc.citations;
+  if (doc.citations !== undefined) message.citations = typeof doc.citations === 'string' ? (JSON.parse(doc.citations) as Citation[]) : doc.citations;
   return message;
 }
 
 function messageDocumentOf(message: ChatMessage): MessageDocument {
   const doc: MessageDocument = { id: message.id, role: message.role, content: message.content, created_at: message.createdAt };
-  if (message.citations !== undefined) doc.citations = message.citations;
+  if (message.citations !== undefined) doc.citations = JSON.stringify(message.citations);
   return doc;
 }
 

@@ -19,6 +19,7 @@ import {
   MAX_MESSAGES,
   characterCount,
   hasRoomForExchange,
+  hasUnpairedSurrogate,
   seedsTitle,
   titleFromQuestion,
   type ChatMessage,
@@ -172,7 +173,10 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     }
     answer.cancel();
     if (length === 0) throw new StreamFailed('answer_invalid', 'the agent returned an empty answer');
-    const saved = await storeExchange(send, text + piece.join(''), final.citations);
+    const answerText = text + piece.join('');
+    // Checked on the whole answer: a token may end on the first half of a pair the next one completes.
+    if (hasUnpairedSurrogate(answerText)) throw new StreamFailed('answer_invalid', 'the answer holds half a surrogate pair and cannot be stored');
+    const saved = await storeExchange(send, answerText, final.citations);
     stream.send({ type: 'done', message: messageWire(saved) });
   };
 

@@ -20,16 +20,17 @@ export function buildingRoom(buildingId: string): string {
 
 /**
  * True for a string a client may name a building with: non-empty, at most 256 characters, no control
- * characters and not only blanks.
+ * characters, no lone surrogates and not only blanks.
  *
  * @example
  * isValidBuildingId('b-17'); // true
  * isValidBuildingId('b\n17'); // false
+ * isValidBuildingId('b\uD800'); // false
  * isValidBuildingId(17); // false
  */
 export function isValidBuildingId(value: unknown): value is string {
   // The rule of every id telemetry accepts (a reading's buildingId is a NonEmptyString): an id it
-  // stores and publishes is one a browser can subscribe to.
+  // stores and publishes is one a browser can subscribe to, and one a directory URL can carry.
   return NonEmptyString.is(value);
 }
 

@@ -59,9 +59,10 @@ export interface SubscriptionDeps {
 }
 
 /**
- * Buildings one socket may have waiting on a lookup at once. More are refused at once with
- * `lookup_failed`, so one client cannot open thousands of directory calls (empty answers are never
- * cached, so repeating them would keep working).
+ * subscribe_building calls one socket may have waiting on a lookup at once, in flight or queued behind
+ * an earlier call for the same building. More are refused with `lookup_failed` without a lookup, so one
+ * client cannot open thousands of directory calls (empty answers are never cached, so repeating them
+ * would keep working) nor queue them without bound.
  */
 export const MAX_PENDING_SUBSCRIPTIONS = 16;
 
@@ -72,6 +73,10 @@ export const MAX_PENDING_SUBSCRIPTIONS = 16;
 export function attachSubscriptions(socket: Socket, identity: SocketIdentity, deps: SubscriptionDeps): void {
   const { directory, metrics, logger } = deps;
   const queues = new Map<string, Promise<void>>();
+  /** subscribe_building calls waiting on a lookup, in flight or queued. */
+  let lookupsWaiting = 0;
+  /** Buildings whose queue ends with a leave that has not run yet. */
+  const leaveQueued = new Set<string>();
 
   function inOrder(buildingId: string, step: () => Promise<void> | void): void {
     const previous = queues.get(buildingId) ?? Promise.resolve();
@@ -108,12 +113,19 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
       return;
     }
     const buildingId = value;
-    if (!queues.has(buildingId) && queues.size >= MAX_PENDING_SUBSCRIPTIONS) {
-      refuse(ack, buildingId, 'lookup_failed', `more than ${MAX_PENDING_SUBSCRIPTIONS} subscriptions waiting on the directory`);
+    if (lookupsWaiting >= MAX_PENDING_SUBSCRIPTIONS) {
+      // Refused at once, without a lookup and without queueing (so a flood holds nothing), and like any
+      // refusal it leaves the room. A subscribe for this building sent earlier may still be pending; its
+      // own ack then tells where the socket ends up.
+      void Promise.resolve(socket.leave(buildingRoom(buildingId))).then(() =>
+        refuse(ack, buildingId, 'lookup_failed', `more than ${MAX_PENDING_SUBSCRIPTIONS} subscriptions waiting on the directory`),
+      );
       return;
     }
+    lookupsWaiting++;
+    leaveQueued.delete(buildingId);
     inOrder(buildingId, async () => {
-      const decision = await decideSubscription(directory, identity, buildingId);
+      const decision = await decideSubscription(directory, identity, buildingId).finally(() => lookupsWaiting--);
       if (!socket.connected) return;
       if (!decision.subscribed) {
         // A refusal leaves the socket outside the room, even one it joined earlier: the building may have
@@ -130,6 +142,13 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
   socket.on('unsubscribe_building', (...args: unknown[]) => {
     const { value } = argumentsOf(args);
     if (!isValidBuildingId(value)) return;
-    inOrder(value, () => socket.leave(buildingRoom(value)));
+    // A leave already last in the building's queue makes this one redundant: unsubscribes queue at
+    // most one per subscribe call waiting, so they are bounded by the cap too.
+    if (leaveQueued.has(value)) return;
+    leaveQueued.add(value);
+    inOrder(value, () => {
+      leaveQueued.delete(value);
+      return socket.leave(buildingRoom(value));
+    });
   });
 }

@@ -41,6 +41,23 @@ t.test('rejections carry a reason and never throw', async (t) => {
   t.same(decodeClaims('x'.repeat(20000)), { ok: false, reason: 'not base64' });
 });
 
+t.test('a claim the stores cannot hold as sent (NUL, a lone surrogate) is refused, so two subjects never meet', async (t) => {
+  // JSON escapes make these valid UTF-8 headers; stored, `x\ud800` and `x\udc00` would both be `x\ufffd`.
+  const refused = 'text holds NUL or a lone surrogate';
+  for (const claims of [
+    { sub: 'x\ud800' },
+    { sub: 'x\udc00' },
+    { sub: 'x\u0000' },
+    { sub: 'u', accountName: 'ana\ud800' },
+    { sub: 'u', memberships: [{ domainName: 'ac\u0000me', role: 'member' }] },
+    { sub: 'u', memberships: [{ domainName: 'acme', role: 'member\udfff' }] },
+  ]) {
+    t.same(decodeClaims(encodeClaims(claims)), { ok: false, reason: refused }, JSON.stringify(claims));
+  }
+  const emoji = decodeClaims(encodeClaims({ sub: 'x\ud83d\ude00' }));
+  t.ok(emoji.ok && emoji.claims.sub === 'x\u{1f600}', 'a whole pair is a character like any other');
+});
+
 t.test('notification-style callers may require an accountName', async (t) => {
   const header = encodeClaims({ sub: 'u1' });
   t.ok(decodeClaims(header).ok);

@@ -31,7 +31,7 @@ t.test('the reporter names each path, what was expected and what came', async (t
   if (!r.ok) {
     t.same(r.errors, [
       'pollIntervalS: expected a non-negative integer, got -5',
-      'accessPoints[2].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000) or other control characters, got ""',
+      'accessPoints[2].host: expected a non-empty string of at most 256 characters, without NUL (\\u0000), other control characters or lone surrogates, got ""',
       'accessPoints[2].transport: expected one of "snmp" | "ssh", got "telnet"',
     ]);
   }

@@ -127,23 +127,16 @@ function byKey(a: ReadingRow, b: ReadingRow): number {
   return fromA < fromB ? -1 : fromA > fromB ? 1 : 0;
 }
 
-/** A lone UTF-16 surrogate: JSON escapes it as \\udXXX, which PostgreSQL's JSON parser refuses. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
-const ESCAPED_SURROGATE = /\\ud[89a-f]/i;
-
 /**
  * Every row, payload included, serialised in one go as one JSON array of
  * `[buildingId, roomId, metric, ts, value, payload]`: PostgreSQL parses it once as jsonb and reads the
  * elements by position, which costs it about what COPY's text parsing does (json_to_recordset and
  * text arrays cost it more, and their encoding costs the service more). JSON numbers carry doubles
- * exactly (shortest round-trip digits). A lone surrogate, which a text parameter would have sent as
- * U+FFFD, is sent as U+FFFD here too.
+ * exactly (shortest round-trip digits). Validation leaves no lone surrogate in any string (ids refuse
+ * them), so no `\\udXXX` escape reaches PostgreSQL's JSON parser, which refuses it.
  */
 function rowsJson(rows: readonly ReadingRow[]): string {
-  const tuples = rows.map((r) => [r.buildingId, r.roomId, r.metric, r.ts, r.value, r.payload]);
-  const json = JSON.stringify(tuples);
-  if (!ESCAPED_SURROGATE.test(json)) return json;
-  return JSON.stringify(tuples, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value));
+  return JSON.stringify(rows.map((r) => [r.buildingId, r.roomId, r.metric, r.ts, r.value, r.payload]));
 }
 
 const RETRYABLE = new Set(['40P01', '40001']);
@@ -189,19 +182,14 @@ function isoInstants(): (ms: number) => string {
 }
 
 /**
- * The rows in COPY's text format (sorted rows, one line each). A lone surrogate in a payload, which
- * JSON escapes as \\udXXX and PostgreSQL's JSON parser refuses, is sent as U+FFFD, as it is in a
- * text column.
+ * The rows in COPY's text format (sorted rows, one line each). As in {@link rowsJson}, no payload
+ * string holds a lone surrogate.
  */
 function copyRows(rows: readonly ReadingRow[]): Buffer {
   const isoInstant = isoInstants();
-  const line = (r: ReadingRow, payload: string) =>
-    `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(payload)}\n`;
   let text = '';
-  for (const r of rows) text += line(r, JSON.stringify(r.payload));
-  if (ESCAPED_SURROGATE.test(text)) {
-    text = '';
-    for (const r of rows) text += line(r, JSON.stringify(r.payload, (_key, value: unknown) => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value)));
+  for (const r of rows) {
+    text += `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(JSON.stringify(r.payload))}\n`;
   }
   return Buffer.from(text, 'utf8');
 }

@@ -157,6 +157,22 @@ t.test('an answer holding NUL, which the store cannot hold: answer_invalid at th
   await nothingStored(t, chat, conversation.id);
 });
 
+t.test('an answer with half a surrogate pair, which the store would turn into U+FFFD: answer_invalid, nothing stored', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['hot ', '\ud83d'] }, { tokens: ['hot ', '\ud83d', '\udd25'] });
+  const broken = await send(chat.url, 'ana', conversation.id, 'q');
+  t.equal(answerOf(broken), 'hot \ud83d', 'relayed as it came');
+  t.same(terminalOf(broken), { type: 'error', error: 'answer_invalid', message: 'the answer holds half a surrogate pair and cannot be stored' });
+  await nothingStored(t, chat, conversation.id);
+
+  const split = await send(chat.url, 'ana', conversation.id, 'q');
+  const done = terminalOf(split);
+  t.match(done, { type: 'done', message: { content: 'hot 🔥' } }, 'a pair split over two tokens is whole in the answer');
+  const stored = await getConversation(chat.url, 'ana', conversation.id);
+  t.same(stored.messages?.[1], done?.type === 'done' && done.message, 'done carries the stored message');
+});
+
 t.test('a store failure at the end: an error frame, and the conversation is as it was', async (t) => {
   const shared = await freshChatDatabase(t);
   const writer = new MongoClient(shared.uri, { serverSelectionTimeoutMS: 5_000 });

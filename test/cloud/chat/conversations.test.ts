@@ -26,6 +26,15 @@ t.test('create: default title, an optional title, camelCase fields and a Locatio
   t.equal(named.title, 'Boiler room', 'trimmed');
 });
 
+t.test('create with a body that is not JSON (fetch sends a string as text/plain) is 400, not a conversation without its title', async (t) => {
+  const chat = await startChat(t);
+  const claims = (await import('./support/harness.js')).claimsOf('ana');
+  const res = await fetch(`${chat.url}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claims }, body: JSON.stringify({ title: 'Boiler room' }) });
+  t.equal(res.status, 400);
+  t.same(await res.json(), { type: 'Validation Error', message: 'body: expected JSON with content-type application/json' });
+  t.same((await call(chat.url, 'GET', '/conversations', 'ana')).body, [], 'nothing created');
+});
+
 t.test('create and rename refuse bad titles with 400 and the shared error body', async (t) => {
   const chat = await startChat(t);
   const conversation = await createConversation(chat.url, 'ana', 'Keep me');
@@ -34,6 +43,9 @@ t.test('create and rename refuse bad titles with 400 and the shared error body',
     [{ title: '   ' }, /title: expected 1 to 120 characters, got 0/],
     [{ title: 'x'.repeat(121) }, /got 121/],
     [{ title: 'a\u0000b' }, /title: NUL \(\\u0000\) cannot be stored/],
+    // Half of a surrogate pair has no UTF-8 form: the store would keep U+FFFD instead of what was sent.
+    ['{"title":"half \\ud83d pair"}', /title: an unpaired surrogate \(\\ud83d\) cannot be stored/],
+    ['{"title":"\\udc00"}', /title: an unpaired surrogate \(\\udc00\) cannot be stored/],
     [{ title: 42 }, /title: expected a string, got 42/],
     [{ title: null }, /title: expected a string, got null/],
     [{ titel: 'typo' }, /titel: unknown field/],

@@ -152,3 +152,37 @@ t.test('npm run chat with a bad environment exits 2 naming every problem', async
   t.match(stderr, /MONGO_URI: required but not set/);
   t.match(stderr, /AGENT_URL: not a http:\/\//);
 });
+
+t.test('SIGTERM while the agent stalls: at the drain limit the browser gets an error frame, nothing is stored, exit 0', async (t) => {
+  const agent = await startFakeAgent(t);
+  const { uri, db } = await freshChatDatabase(t);
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
+    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const base = `http://127.0.0.1:${port}`;
+  let up = false;
+  for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
+    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
+  const { id } = (await created.json()) as { id: string };
+  agent.expect({ tokens: ['never ', 'finished'], holdAfter: 1 });
+  const stream = await openSend(base, 'ana', id, { content: 'will you finish?' });
+  if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status} ${JSON.stringify(stream.body)}`);
+  await stream.until(() => stream.frames.length === 1);
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  child.kill('SIGTERM');
+  await stream.ended;
+  t.same(terminalOf(stream), { type: 'error', error: 'agent_interrupted', message: 'agent connection broke in the middle of the answer' }, 'the stream ends with an error frame, not a cut connection');
+  t.same(stream.frames.map((f) => f.id), ['1', '2']);
+  const [code] = await exited;
+  t.equal(code, 0);
+  const stored = await db.collection('conversations').findOne({});
+  t.same(stored?.messages, [], 'nothing of the exchange is stored');
+});

@@ -38,6 +38,20 @@ t.test('appendExchange: appended, full at the cap, missing for another owner or 
   t.equal(await store.appendExchange(conversation.id, 'ana', exchange(0)), 'missing');
 });
 
+t.test('citations are kept as JSON text, and those stored before as arrays still read back', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  const citations = [{ chunk_id: 'c', document_id: 'd', source: 's', section_path: ['a'], extra: { 'x.y': 1 } }];
+  const conversation = await store.create('ana', 'New chat', new Date());
+  await store.appendExchange(conversation.id, 'ana', { ...exchange(0), answer: { ...message('assistant', 'a0'), citations } });
+  const raw = await db.collection('conversations').findOne({ _id: ObjectId.createFromHexString(conversation.id) });
+  t.equal(typeof raw?.messages[1].citations, 'string');
+  const older = [{ chunk_id: 'o', document_id: 'd', source: 's', section_path: [] }];
+  await db.collection('conversations').updateOne({ _id: ObjectId.createFromHexString(conversation.id) }, { $set: { 'messages.0.citations': older } });
+  const stored = await store.get(conversation.id, 'ana');
+  t.same(stored?.messages.map((m) => m.citations), [older, citations]);
+});
+
 t.test('sendContext: the title, the count and the last messages as role and content, for the owner only', async (t) => {
   const { db } = await freshChatDatabase(t);
   const store = new MongoConversationStore(db);

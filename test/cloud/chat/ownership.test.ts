@@ -86,3 +86,16 @@ t.test('a missing or malformed claims header is 401 on every conversation route'
   }
   t.equal(chat.agent.calls.length, 0);
 });
+
+t.test('a sub the store cannot hold exactly (half a surrogate pair, NUL) is 401: two such subjects never share conversations', async (t) => {
+  const chat = await startChat(t);
+  // Stored as UTF-8, 'x\ud800' and 'x\udc00' would both become 'x\ufffd', one owner for three subjects.
+  for (const sub of ['x\ud800', 'x\udc00', 'x\u0000']) {
+    const created = await call(chat.url, 'POST', '/conversations', sub, {});
+    t.same([created.status, created.body], [401, { type: 'Unauthorized', message: 'x-gateway-claims rejected: text holds NUL or a lone surrogate' }], JSON.stringify(sub));
+    t.equal((await call(chat.url, 'GET', '/conversations', sub)).status, 401);
+  }
+  await createConversation(chat.url, 'x\ufffd', 'Replacement character');
+  t.equal(((await call(chat.url, 'GET', '/conversations', 'x\ufffd')).body as unknown[]).length, 1, 'a sub holding U+FFFD itself is an ordinary owner');
+  t.equal(await chat.db.collection('conversations').countDocuments({}), 1);
+});

@@ -78,6 +78,7 @@ t.test('other bad bodies are 400 with a message naming the problem, and nothing 
     [{ content: 'hi', role: 'assistant' }, /role: unknown field/],
     [[{ content: 'hi' }], /body: expected a JSON object, got an array/],
     [{ content: 'before\u0000after' }, /content: NUL \(\\u0000\) cannot be stored/],
+    ['{"content":"half \\ud800 pair"}', /content: an unpaired surrogate \(\\ud800\) cannot be stored/],
     ['"just a string"', /request body is not valid JSON/],
     ['{"content": "unterminated', /request body is not valid JSON/],
   ];
@@ -88,7 +89,7 @@ t.test('other bad bodies are 400 with a message naming the problem, and nothing 
   }
   t.equal((await getConversation(chat.url, 'ana', conversation.id)).messages?.length, 0);
   t.equal(chat.agent.calls.length, 0);
-  t.equal(await metricValue(chat.registry, 'chat_sends_rejected_total', { reason: 'invalid' }), 6, 'malformed JSON never reaches the handler');
+  t.equal(await metricValue(chat.registry, 'chat_sends_rejected_total', { reason: 'invalid' }), 7, 'malformed JSON never reaches the handler');
 });
 
 t.test('a body over 1 MiB is 413', async (t) => {

@@ -110,6 +110,22 @@ t.test('a final event without citations stores a message without citations; an e
   t.same(stored.messages?.[3]?.citations, []);
 });
 
+t.test('citations the database cannot hold as documents (dotted and $ keys, NUL, half a surrogate pair) are stored unchanged', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  const citations = [
+    { chunk_id: 'c-1', document_id: 'd-1', source: 'manuals/hvac.pdf', section_path: ['Night mode'], metadata: { 'page.number': 12, $score: 0.7 } },
+    { chunk_id: 'c-2', document_id: 'd-2', source: 'odd\u0000name \ud83d.pdf', section_path: ['\udc00'] },
+  ];
+  chat.agent.expect({ tokens: ['Sourced.'], citations });
+  const result = await send(chat.url, 'ana', conversation.id, 'with odd sources');
+  const done = terminalOf(result);
+  t.match(done, { type: 'done', message: { content: 'Sourced.' } }, 'the answer is stored, not lost to its citations');
+  t.same(done?.type === 'done' && done.message.citations, citations);
+  const stored = await getConversation(chat.url, 'ana', conversation.id);
+  t.same(stored.messages?.[1]?.citations, citations, 'reopened exactly as the agent gave them');
+});
+
 t.test('tokens reach the browser before the agent has finished', async (t) => {
   const chat = await startChat(t);
   const conversation = await createConversation(chat.url, 'ana');

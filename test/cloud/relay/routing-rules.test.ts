@@ -64,6 +64,7 @@ t.test('rooms and the building id rule', async (t) => {
   t.ok(isValidBuildingId('b1'));
   t.ok(isValidBuildingId('bâtiment 7 – aile nord'));
   t.ok(isValidBuildingId('b'.repeat(256)));
+  t.ok(isValidBuildingId('tower \uD83C\uDFE2'), 'a surrogate pair is one character');
   const refused: Array<[string, unknown]> = [
     ['empty', ''],
     ['blank', ' '],
@@ -71,6 +72,7 @@ t.test('rooms and the building id rule', async (t) => {
     ['a tab', 'a\tb'],
     ['a C1 control', 'a\u0085b'],
     ['a line separator', 'a\u2028b'],
+    ['a lone surrogate', 'a\uD800b'],
     ['a number', 1],
     ['null', null],
     ['undefined', undefined],

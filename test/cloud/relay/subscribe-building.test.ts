@@ -231,3 +231,50 @@ t.test(`one socket has at most ${MAX_PENDING_SUBSCRIPTIONS} subscriptions waitin
   for (const answer of await Promise.all(pending)) t.equal(answer.reason, 'lookup_failed', `${answer.buildingId} timed out`);
   t.same(await subscribe(ana, extra), { subscribed: true, buildingId: extra }, 'once they settle, the socket subscribes again');
 });
+
+t.test('a subscribe_building refused at the pending cap also leaves the building room', async (t) => {
+  const { directory, acme, ana, readingsAfter } = await setup(t);
+  const joined = uniqueName('b-joined');
+  const fence = uniqueName('b-fence');
+  directory.set(joined, [acme]);
+  directory.set(fence, [acme]);
+  t.same(await subscribe(ana, joined), { subscribed: true, buildingId: joined });
+  t.same(await subscribe(ana, fence), { subscribed: true, buildingId: fence });
+  const hanging = Array.from({ length: MAX_PENDING_SUBSCRIPTIONS }, () => uniqueName('b-hang'));
+  for (const b of hanging) directory.set(b, 'hang');
+  const pending = hanging.map((b) => subscribe(ana, b));
+  await waitFor(() => hanging.every((b) => directory.callsFor(b) === 1), 'every lookup in flight');
+  t.same(await subscribe(ana, joined), { subscribed: false, buildingId: joined, reason: 'lookup_failed' }, 'refused at the cap');
+  t.same(await readingsAfter(ana, [joined], fence), [fence], 'the ack said "not subscribed", so no reading of that building follows');
+  await Promise.all(pending);
+});
+
+t.test(`repeated subscribe_building calls for one building count against the cap of ${MAX_PENDING_SUBSCRIPTIONS} waiting lookups`, async (t) => {
+  const { directory, relay, ana } = await setup(t);
+  const slow = uniqueName('b-slow');
+  directory.set(slow, 'hang');
+  const calls = Array.from({ length: MAX_PENDING_SUBSCRIPTIONS + 1 }, () => ana.socket.emitWithAck('subscribe_building', slow) as Promise<{ reason?: string }>);
+  // The first lookup hangs until its 2 s timeout; every later call for the building waits behind it.
+  await waitFor(() => directory.callsFor(slow) === 1, 'the first lookup in flight');
+  directory.set(slow, []);
+  const acks = await Promise.all(calls);
+  t.equal(acks[0]?.reason, 'lookup_failed', 'the first lookup timed out');
+  t.same(acks.slice(1, -1).map((a) => a.reason), Array(MAX_PENDING_SUBSCRIPTIONS - 1).fill('forbidden'), 'the calls within the cap were looked up, in order');
+  t.same(acks.at(-1), { subscribed: false, buildingId: slow, reason: 'lookup_failed' }, 'the call past the cap is refused');
+  t.equal(directory.callsFor(slow), MAX_PENDING_SUBSCRIPTIONS, 'without a directory call of its own');
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 2);
+});
+
+t.test('a building id with a lone surrogate is refused as forbidden without a lookup, not counted as a directory failure', async (t) => {
+  const { directory, relay, acme, ana } = await setup(t);
+  // Not encodable in a directory URL nor in a UTF-8 channel name: no building's readings can carry it.
+  for (const id of ['b\uD800', '\uDE00b', `${uniqueName('b')}\uDBFF`]) {
+    t.same(await subscribe(ana, id), { subscribed: false, buildingId: id, reason: 'forbidden' }, JSON.stringify(id));
+  }
+  t.equal(await metric(relay.url, FORBIDDEN), 3);
+  t.equal(await metric(relay.url, LOOKUP_FAILED), 0, 'the directory did not fail: it was never asked');
+  const emoji = `${uniqueName('b')}-\uD83C\uDFE2`;
+  directory.set(emoji, [acme]);
+  t.same(await subscribe(ana, emoji), { subscribed: true, buildingId: emoji }, 'a well-formed pair is an ordinary character');
+  t.same(directory.calls.map((c) => c.buildingId), [emoji]);
+});

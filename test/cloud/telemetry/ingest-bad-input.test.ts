@@ -109,7 +109,7 @@ t.test('NaN, Infinity, a negative count and a missing field are each a 400 namin
     [2, 'roomId'],
     [3, 'sensorId'],
   ]);
-  t.match(control.json, { errors: [{ message: /or other control characters, got "b\\n1"/ }] });
+  t.match(control.json, { errors: [{ message: /other control characters or lone surrogates, got "b\\n1"/ }] });
   const nulBatchId = await postSigned(h, { batchId: 'b\u0000x', readings: [good] });
   t.match(nulBatchId, { status: 400, json: { errors: [{ index: null, field: 'batchId', message: /without NUL/ }] } });
 

@@ -209,12 +209,15 @@ t.test('a batch repeating a stored reading under a new batch id keeps the stored
   t.same(again.json, { accepted: 3 }, 'the second batch id is claimed too');
 });
 
-t.test('text with a lone surrogate is stored as U+FFFD, like any text parameter, not refused by PostgreSQL', async (t) => {
+t.test('an id holding a lone surrogate is refused, not stored as U+FFFD', async (t) => {
   const h = await startHarness(t);
-  const answer = await postSigned(h, { readings: [temperatureReading('b1', 'r\ud800', h.clock.now, 20, { sensorId: 'stat\udc00-1' })] });
-  t.equal(answer.status, 200);
-  const { rows } = await h.pool.query<{ room_id: string; payload: Record<string, unknown> }>('SELECT room_id, payload FROM readings');
-  t.same(rows, [{ room_id: 'r\ufffd', payload: { sensorId: 'stat\ufffd-1' } }]);
+  const answer = await postSigned(h, { readings: [temperatureReading('b1', 'r\ud800', h.clock.now, 20, { sensorId: 'stat\udc00-1' }), temperatureReading('b1', 'r\ud83d\ude00', h.clock.now, 21)] });
+  t.equal(answer.status, 400);
+  t.same((answer.json as { errors: Array<{ index: number; field: string }> }).errors.map((e) => [e.index, e.field]), [
+    [0, 'roomId'],
+    [0, 'sensorId'],
+  ], 'a whole pair (an emoji) is fine');
+  t.equal(await countRows(h.pool, 'readings'), 0);
 });
 
 t.test('backslashes, COPY\'s \\N and quotes in text, and sub-millisecond timestamps, are stored exactly', async (t) => {

@@ -29,7 +29,7 @@ t.test('bad readings name every bad field', async (t) => {
   t.notOk(r.ok);
   if (!r.ok) {
     t.same(r.errors, [
-      { field: 'buildingId', message: 'expected a non-empty string of at most 256 characters, without NUL (\\u0000) or other control characters, got ""' },
+      { field: 'buildingId', message: 'expected a non-empty string of at most 256 characters, without NUL (\\u0000), other control characters or lone surrogates, got ""' },
       { field: 'peopleCount', message: 'expected a non-negative integer, got -1' },
       { field: 'mac', message: 'not a declared field of this metric' },
     ]);
