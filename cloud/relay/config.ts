@@ -1,7 +1,7 @@
 /**
  * The relay's environment, read once at start. Every problem is reported at once.
  */
-import { int, readEnv, str, url } from '../../shared/env.js';
+import { ConfigError, int, readEnv, str, url } from '../../shared/env.js';
 import { DEFAULT_CHANNELS, type BrokerChannels } from './routing.js';
 
 export const RELAY_ENV = {
@@ -36,6 +36,13 @@ export interface RelayConfig {
  */
 export function readRelayConfig(source: NodeJS.ProcessEnv = process.env): RelayConfig {
   const env = readEnv(RELAY_ENV, source);
+  // The telemetry subscription is a pattern, the prefix followed by anything: a notifications channel it
+  // also matches would reach the relay twice, and every notification would be relayed twice.
+  if (env.NOTIFICATIONS_CHANNEL.startsWith(env.TELEMETRY_CHANNEL_PREFIX)) {
+    throw new ConfigError([
+      `NOTIFICATIONS_CHANNEL: ${JSON.stringify(env.NOTIFICATIONS_CHANNEL)} starts with TELEMETRY_CHANNEL_PREFIX ${JSON.stringify(env.TELEMETRY_CHANNEL_PREFIX)}, so the telemetry pattern would match it too`,
+    ]);
+  }
   return {
     port: env.PORT,
     redisUrl: env.REDIS_URL,

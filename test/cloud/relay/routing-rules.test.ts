@@ -111,4 +111,9 @@ t.test('configuration: defaults, and every problem at once', async (t) => {
     'DIGITAL_TWIN_URL: not a http:// URL',
     'SOCKET_MAX_LIFETIME_SECS: expected at least 1, got 0',
   ]);
+  t.throws(
+    () => readRelayConfig({ REDIS_URL: 'redis://r', NOTIFICATIONS_CHANNEL: 'telemetry:filtered:alerts' }),
+    { name: 'ConfigError', problems: ['NOTIFICATIONS_CHANNEL: "telemetry:filtered:alerts" starts with TELEMETRY_CHANNEL_PREFIX "telemetry:filtered:", so the telemetry pattern would match it too'] },
+    'a notifications channel the telemetry pattern matches would deliver every notification twice',
+  );
 });
