@@ -40,12 +40,13 @@ export class PgThresholdStore implements ThresholdStore {
 
   patchRooms(buildingId: string, metric: string, rooms: ReadonlyArray<{ roomId: string; patch: BoundsPatch }>) {
     return inTransaction(this.pool, async (client) => {
-      const out: Record<string, Record<string, number>> = {};
+      const out: Array<[string, Record<string, number>]> = [];
       for (const { roomId, patch } of rooms) {
         const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_ROOM, [buildingId, roomId, metric, JSON.stringify(patch.set), patch.clear]);
-        out[roomId] = rows[0]?.bounds ?? {};
+        out.push([roomId, rows[0]?.bounds ?? {}]);
       }
-      return out;
+      // fromEntries makes every room an own key, "__proto__" too (an assignment would set the prototype).
+      return Object.fromEntries(out);
     });
   }
 

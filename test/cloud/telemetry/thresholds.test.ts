@@ -34,6 +34,23 @@ t.test('PATCH sets bounds per room, null clears one, others are left as they are
   t.same(h.directory.unexpected, []);
 });
 
+t.test('a room named like an object key of JavaScript is a room like any other', async (t) => {
+  const h = await startHarness(t);
+  h.directory.set('b1', ['acme']);
+  // JSON.parse makes "__proto__" an own key, as it is in the request body.
+  const body = JSON.parse('{"__proto__": {"maxTemperature": 21}, "constructor": {"maxTemperature": 22}}') as Record<string, unknown>;
+  const answer = await callAs(h, manager, 'PATCH', '/thresholds/temperature/buildings/b1/rooms', body);
+  t.equal(answer.status, 200);
+  t.same(Object.entries((answer.json as { rooms: object }).rooms), [
+    ['__proto__', { maxTemperature: 21 }],
+    ['constructor', { maxTemperature: 22 }],
+  ], 'both rooms answered');
+  t.same(await thresholdRows(h), [
+    { room_id: '__proto__', metric: 'temperature', bounds: { maxTemperature: 21 } },
+    { room_id: 'constructor', metric: 'temperature', bounds: { maxTemperature: 22 } },
+  ]);
+});
+
 t.test('a patch where one of three rooms is bad is 400 and stores nothing', async (t) => {
   const h = await startHarness(t);
   h.directory.set('b1', ['acme']);
