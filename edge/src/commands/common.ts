@@ -12,12 +12,18 @@ export interface CommandIo {
   err(text: string): void;
   /** Whether `out` is an interactive terminal (live redraws). */
   isTty?: boolean;
+  /** The terminal's width, when `out` is one. */
+  readonly columns?: number | undefined;
 }
 
 export const processIo: CommandIo = {
   out: (text) => void process.stdout.write(text),
   err: (text) => void process.stderr.write(text),
   isTty: process.stdout.isTTY === true,
+  // Read at each redraw: the terminal may be resized while the table runs.
+  get columns() {
+    return process.stdout.columns;
+  },
 };
 
 /** The shipped dialects, or undefined after printing every problem in them. */

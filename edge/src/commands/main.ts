@@ -53,13 +53,20 @@ class UsageError extends Error {}
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 
-function parse(args: string[], options: ParseArgsConfig['options']): { values: Values; positionals: string[] } {
+/**
+ * Parses a command's options. Arguments beyond `maxPositionals` are refused: dropped, a forgotten
+ * `--arg` (`action … increase step=3`) would send the command without it.
+ */
+function parse(args: string[], options: ParseArgsConfig['options'], maxPositionals = 0): { values: Values; positionals: string[] } {
+  let parsed;
   try {
-    const { values, positionals } = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
-    return { values: values as Values, positionals };
+    parsed = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  const { values, positionals } = parsed;
+  if (positionals.length > maxPositionals) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[maxPositionals])}`);
+  return { values: values as Values, positionals };
 }
 
 function integer(values: Values, name: string, min = 1): number | undefined {
@@ -120,11 +127,10 @@ async function runCommand(argv: string[], io: CommandIo): Promise<number> {
         'state-dir': { type: 'string' },
         ledger: { type: 'string' },
         'from-seq': { type: 'string' },
-      });
+      }, 1);
       if (values.help) return help(io);
       const action = positionals[0];
       if (action !== 'verify' && action !== 'audit' && action !== 'export') throw new UsageError('ledger needs an action: verify, audit or export');
-      if (positionals.length > 1) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[1])}`);
       const path = ledgerPath(values, io);
       if (!path) return 2;
       const { ledgerCommand } = await import('./ledger.js');
@@ -210,6 +216,8 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     } catch {
       throw new UsageError(`--ingest: expected an http:// or https:// URL, got ${JSON.stringify(values.ingest)}`);
     }
+    // Not echoed: the password is an inline secret, and the URL is shown on every tick.
+    if (url.username !== '' || url.password !== '') throw new UsageError('--ingest: a URL with a user or password is refused (the key goes in --ingest-secret-file)');
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--ingest: expected an http:// or https:// URL, got ${JSON.stringify(values.ingest)}`);
     const secretFile = values['ingest-secret-file'];
     if (typeof secretFile !== 'string') throw new UsageError('--ingest needs --ingest-secret-file <file> (the HMAC key; secrets are never given inline)');

@@ -158,13 +158,14 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
   }
 
   const destination = options.ingest ? `to ${options.ingest.url}` : 'no --ingest given';
-  const region = createLiveRegion(io.out);
+  const region = createLiveRegion(io.out, () => io.columns);
   const deliveries: Record<string, number> = {};
   let absolute = 0;
   let truthTotal = 0;
   let ticks = 0;
   let next = Date.now();
   let ledgerHead = { seq: 0, hash: '' };
+  let lastFailure: string | undefined;
   if (options.output === 'table' || options.output === 'lines') {
     io.out(`simulated building: ${building.accessPoints.length} access points, ${building.zones.length} zones; state in ${stateDir}${temporary ? ' (temporary)' : ''}\n`);
   }
@@ -179,6 +180,7 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
       absolute += error.absolute;
       truthTotal += error.truth;
       deliveries[report.batch.delivery] = (deliveries[report.batch.delivery] ?? 0) + 1;
+      if (report.batch.delivery !== 'accepted') lastFailure = report.batch.reason ?? report.batch.delivery;
       show(options, io, region, {
         report,
         truth,
@@ -217,6 +219,14 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
     );
   }
   if (temporary) rmSync(stateDir, { recursive: true, force: true });
+  // Losing a batch now and then is normal (the next tick supersedes it); an ingest that took none means
+  // the run did not do what --ingest asked, which a script running the demo must be able to see.
+  if (options.ingest && ticks > 0 && !deliveries.accepted) {
+    io.err(
+      `lintel-edge: the ingest at ${options.ingest.url} accepted none of ${ticks} batches (last: ${lastFailure ?? 'none'}); check --ingest, --ingest-secret-file and --key-id\n`,
+    );
+    return { exitCode: 1, summary };
+  }
   return { exitCode: 0, summary };
 }
 

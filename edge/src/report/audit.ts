@@ -3,12 +3,13 @@
  * - it is canonical JSON (exactly what JSON.stringify gives back), so no duplicate key, escape or
  *   whitespace can hide bytes that a parser would not show;
  * - it is `{batchId, readings}`, and every reading is a catalog metric with only its declared fields;
- * - no key or string anywhere looks like an identifier (MAC in any spelling, UUID, 16+ hex, base64);
+ * - no key or string anywhere looks like an identifier (MAC in any spelling, IP address, local host name,
+ *   UUID, 16+ hex, base64);
  * - every number is a plausible aggregate (counts up to a million, timestamps between 2000 and 2100).
  */
 import { metricOf } from '../../../shared/catalog/metrics.js';
 import { validateReading } from '../../../shared/catalog/validate.js';
-import { identifierKind, masked } from './identifiers.js';
+import { identifierKind, masked, type IdentifierKind } from './identifiers.js';
 
 export type FindingKind = 'not-json' | 'not-canonical' | 'unexpected-key' | 'identifier' | 'invalid-reading' | 'implausible-number';
 
@@ -25,9 +26,11 @@ const MIN_TIMESTAMP = Date.UTC(2000, 0, 1);
 const MAX_TIMESTAMP = Date.UTC(2100, 0, 1);
 const BATCH_KEYS = new Set(['batchId', 'readings']);
 
+const KIND_WORDS: Record<IdentifierKind, string> = { mac: 'MAC', uuid: 'UUID', hex: 'hash (long hex)', base64: 'BASE64', ip: 'IP address', hostname: 'host name' };
+
 function scanString(value: string, path: string, what: 'key' | 'value', findings: AuditFinding[]): void {
   const kind = identifierKind(value);
-  if (kind) findings.push({ kind: 'identifier', path, detail: `${what} ${masked(value)} looks like a ${kind === 'hex' ? 'hash (long hex)' : kind.toUpperCase()}` });
+  if (kind) findings.push({ kind: 'identifier', path, detail: `${what} ${masked(value)} looks like a ${KIND_WORDS[kind]}` });
 }
 
 /** Every key and string in any JSON value, scanned for identifiers. */

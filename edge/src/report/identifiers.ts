@@ -3,18 +3,37 @@
  * which refuses names that would trip the audit). Deliberately broad: a false alarm costs a rename, a
  * miss costs someone's privacy.
  */
+import { isIPv6 } from 'node:net';
 
-export type IdentifierKind = 'mac' | 'uuid' | 'hex' | 'base64';
+export type IdentifierKind = 'mac' | 'uuid' | 'hex' | 'base64' | 'ip' | 'hostname';
+
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 
 const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   ['uuid', /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i],
   // Six hex pairs joined by one repeated separator of any kind, or by none (aa:bb:…, aa-bb-…, aabbcc…).
   ['mac', /(?<![0-9a-f])[0-9a-f]{2}([^0-9a-z]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?![0-9a-f])/i],
-  // Cisco's dotted form, aabb.ccdd.eeff.
-  ['mac', /(?<![0-9a-f])[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}(?![0-9a-f])/i],
+  // Octets without their leading zero, as some tools print them (3c:22:fb:1:2:3).
+  ['mac', /(?<![0-9a-f:-])[0-9a-f]{1,2}([:-])[0-9a-f]{1,2}(?:\1[0-9a-f]{1,2}){4}(?![0-9a-f:-])/i],
+  // Three groups of four (Cisco's aabb.ccdd.eeff, and the same with - or :), or two of six (aabbcc-ddeeff).
+  ['mac', /(?<![0-9a-f])[0-9a-f]{4}([.:-])[0-9a-f]{4}\1[0-9a-f]{4}(?![0-9a-f])/i],
+  ['mac', /(?<![0-9a-f])[0-9a-f]{6}[.:-][0-9a-f]{6}(?![0-9a-f])/i],
+  // Six decimal octets: the MAC as an SNMP table index spells it, alone or at the end of an OID.
+  ['mac', new RegExp(`(?<!\\d)(?:${OCTET}\\.){5}${OCTET}(?!\\d)`)],
+  ['ip', new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?![\\d.])`)],
+  // A host name on the local network (mDNS .local, a home router's .lan), where devices name themselves.
+  ['hostname', /[a-z0-9-]\.(?:local|lan|localdomain|internal|home\.arpa)(?![a-z0-9-])/i],
   // A hash or key in hex: 16 hex characters or more in a row.
   ['hex', /[0-9a-f]{16,}/i],
 ];
+
+/** An IPv6 address: a run of hex, colons and dots (and a zone id) that parses as one. */
+function containsIPv6(s: string): boolean {
+  for (const m of s.matchAll(/[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*(?:%[0-9a-z]+)?/gi)) {
+    if (isIPv6(m[0].replace(/%.*$/, ''))) return true;
+  }
+  return false;
+}
 
 /**
  * Base64 of 16 bytes or more: a long run that is padded or holds + or /, or a long unbroken alphanumeric
@@ -36,10 +55,13 @@ function looksLikeBase64(s: string): boolean {
  *
  * @example
  * identifierKind('ap 3C-22-FB-01-02-03'); // 'mac'
+ * identifierKind('60.34.251.1.2.3'); // 'mac' (decimal, as in an SNMP index)
+ * identifierKind('10.20.0.11'); // 'ip'
  * identifierKind('lobby'); // null
  */
 export function identifierKind(s: string): IdentifierKind | null {
   for (const [kind, pattern] of PATTERNS) if (pattern.test(s)) return kind;
+  if (containsIPv6(s)) return 'ip';
   if (looksLikeBase64(s)) return 'base64';
   return null;
 }

@@ -74,12 +74,14 @@ export function renderLiveTable(view: LiveView): string[] {
   return lines;
 }
 
+/** The characters a line shows, colours left out. */
+// eslint-disable-next-line no-control-regex
+const visible = (s: string) => [...s.replace(/\x1b\[[0-9;]*m/g, '')].length;
+
 function wrapCells(prefix: string, cells: string[], width: number): string[] {
   const out: string[] = [];
   let line = prefix;
   for (const cell of cells) {
-    // eslint-disable-next-line no-control-regex
-    const visible = (s: string) => s.replace(/\x1b\[[0-9;]*m/g, '').length;
     if (visible(line) + visible(cell) + 2 > width && line !== prefix) {
       out.push(line);
       line = ' '.repeat(prefix.length);
@@ -90,14 +92,18 @@ function wrapCells(prefix: string, cells: string[], width: number): string[] {
   return out;
 }
 
-/** Redraws a block of lines in place on a terminal. */
-export function createLiveRegion(write: (text: string) => void) {
+/**
+ * Redraws a block of lines in place on a terminal `columns()` wide. A line wider than the terminal takes
+ * several rows, so the next redraw goes up by rows, not lines, to start where this one did.
+ */
+export function createLiveRegion(write: (text: string) => void, columns: () => number | undefined = () => undefined) {
   let previous = 0;
   return {
     draw(lines: string[]) {
       const up = previous > 0 ? `\x1b[${previous}A` : '';
       write(`${up}\x1b[0J${lines.join('\n')}\n`);
-      previous = lines.length;
+      const width = columns();
+      previous = width ? lines.reduce((rows, line) => rows + Math.max(1, Math.ceil(visible(line) / width)), 0) : lines.length;
     },
   };
 }

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { main } from '../../../edge/src/commands/main.js';
+import { startFakeDevice } from '../../support/fake-device.js';
 
 interface Call {
   method: string;
@@ -116,4 +117,27 @@ sensors:
   const run = io();
   t.equal(await main(['action', '--config', config, '--list'], run.io), 2);
   t.match(run.err.join(''), /sensors\[0\]\.driver: expected one of ecobee-local-thermostat, .*, got "nest-cloud"/);
+});
+
+t.test('an argument given without --arg is refused, not dropped: nothing is sent', async (t) => {
+  // Set up for no call: a command that reached it would fail the test at teardown.
+  const device = await startFakeDevice(t);
+  const dir = t.testdir({ community: 'public' });
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `buildingId: hq
+pollIntervalS: 10
+requestTimeoutS: 5
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, communityFile: community } }
+sensors:
+  - { sensorId: stat-lobby, zone: lobby, metric: temperature, driver: ecobee-local-thermostat, endpoint: "${device.url}" }
+`,
+  );
+  const run = io();
+  t.equal(await main(['action', '--config', config, '--sensor', 'stat-lobby', '--action', 'increase', 'step=3'], run.io), 2);
+  t.match(run.err.join(''), /unexpected argument "step=3"/);
+  t.same(device.calls, []);
 });

@@ -35,6 +35,9 @@ t.test('usage errors exit 2 and say what is wrong', async (t) => {
     [['simulate', '--reboot-rate', '2'], /--reboot-rate: expected a fraction between 0 and 1, got "2"/],
     [['simulate', '--colour'], /Unknown option '--colour'/],
     [['simulate', '--pace', 'sprint'], /--pace: expected lively or realistic, got "sprint"/],
+    [['version', 'extra'], /unexpected argument "extra"/],
+    [['simulate', '20'], /unexpected argument "20"/],
+    [['doctor', '--config', 'x', 'y.yaml'], /unexpected argument "y.yaml"/],
   ];
   for (const [args, message] of cases) {
     const { code, stderr } = await runCli(args);
@@ -86,4 +89,12 @@ t.test('a short simulate from the shell keeps its ledger, which verifies and aud
   t.equal(lines2.code, 0);
   t.match(lines2.stdout, /^tick 1 {2}zone-a \d+\/\d+/m);
   t.match(lines2.stdout, /state removed \(run with --state-dir/);
+});
+
+t.test('simulate --ingest refuses a URL with a password, without echoing it', async (t) => {
+  const dir = t.testdir({ 'ingest.key': 'k' });
+  const run = await runCli(['simulate', '--ingest', 'http://gw:s3cret-pw@127.0.0.1:1/ingest', '--ingest-secret-file', join(dir, 'ingest.key'), '--ticks', '1', '--interval-ms', '300', '--output', 'table']);
+  t.equal(run.code, 2, run.stdout);
+  t.match(run.stderr, /--ingest: a URL with a user or password is refused/);
+  t.notOk(`${run.stdout}${run.stderr}`.includes('s3cret-pw'), 'the password is not printed');
 });

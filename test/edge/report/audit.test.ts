@@ -54,3 +54,30 @@ t.test('numbers that could carry an identifier are found', async (t) => {
   t.match(auditBody(batch([count('lobby', 66_048_374_531)])), [{ kind: 'implausible-number', path: 'readings[0].totalDeviceCount' }]);
   t.match(auditBody(batch([{ ...count('lobby'), timestamp: 66_048_374_531_000_00 }])), [{ kind: 'implausible-number', path: 'readings[0].timestamp' }]);
 });
+
+t.test('a device address in any other spelling is found: decimal (OID) MAC, unpadded or grouped MAC, IPv4, IPv6, local hostname', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['60.34.251.1.2.3', 'mac'],
+    ['1.3.6.1.4.1.14823.2.2.1.4.1.2.1.60.34.251.1.2.3', 'mac'],
+    ['3c:22:fb:1:2:3', 'mac'],
+    ['3C22-FB01-0203', 'mac'],
+    ['3c22fb-010203', 'mac'],
+    ['10.20.0.11', 'ip'],
+    ['lobby 192.168.1.23', 'ip'],
+    ['fe80::3e22:fbff:fe01:203', 'mac'], // an EUI-64 address carries the MAC
+    ['fe80::1%wlan0', 'ip'],
+    ['2001:db8::1', 'ip'],
+    ['janes-iphone.local', 'hostname'],
+    ['laptop-7.lan', 'hostname'],
+  ];
+  for (const [value, kind] of cases) {
+    t.equal(identifierKind(value), kind, value);
+    const findings = auditBody(batch([count(value)]));
+    t.match(findings, [{ kind: 'identifier', path: 'readings[0].roomId' }], value);
+    t.notOk(JSON.stringify(findings).includes(value), 'the finding does not print it');
+  }
+  // What the collector itself sends stays clean.
+  for (const fine of ['simulated-building@2026-11-23T05:21:19.984Z#1/2', 'Floor 2.5', 'v1.2.3', 'ap-zone-a-1', 'local', 'lan-party room']) {
+    t.equal(identifierKind(fine), null, fine);
+  }
+});
