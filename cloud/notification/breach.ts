@@ -8,7 +8,10 @@
  * next record of the slice with that key then asks in its place. Only a record that armed its key has
  * its building looked up and is delivered. The answer says how many leading records are settled: a
  * record that could not be settled (the cooldown or the channel unreachable) and everything after it
- * are left for the consumer to read again, so nothing is committed unsettled.
+ * are left for the consumer to read again, so nothing is committed unsettled. An alert after such a
+ * record that was delivered all the same is remembered: read again, it is settled with the outcome of
+ * its delivery (no Redis call, nothing sent twice), so it is counted `delivered` once, not taken for a
+ * duplicate of itself and counted `suppressed`.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -24,6 +27,12 @@ import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './m
 import type { AlertKeys, Arming, Cooldown } from './redis.js';
 
 const ALERTABLE = new Set(ALERTABLE_METRICS);
+
+/**
+ * Alerts delivered but not yet settled (they came after a record that could not be settled), at most.
+ * Past it the oldest is forgotten: read again, it is counted as the duplicate it then is.
+ */
+const MAX_UNSETTLED_DELIVERIES = 100_000;
 
 export interface BreachDeps {
   cooldown: Cooldown;
@@ -81,6 +90,11 @@ export class BreachHandler {
   private readonly clock: Clock;
   private readonly newId: () => string;
   private readonly counted: Record<AlertOutcome, { inc(by?: number): void }>;
+  /**
+   * alertId → outcome of alerts delivered (or published unscoped) by a read that could not settle them:
+   * a record before them failed, so they will be read again. Insertion order is age.
+   */
+  private readonly unsettledDeliveries = new Map<string, AlertOutcome>();
 
   constructor(private readonly deps: BreachDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -103,6 +117,9 @@ export class BreachHandler {
     const where = (index: number): Partial<RecordPosition> => ({ ...source, offset: records[index]?.offset });
     const now = performance.now();
     const outcomes = new Array<AlertOutcome | undefined>(records.length);
+    // Records whose outcome comes from an earlier read that delivered them: index → alertId.
+    const redelivered = new Map<number, string>();
+    const claimed = new Set<string>();
     const pending: Pending[] = [];
     // Per cooldown key, the later records of the slice: suppressed once an earlier record armed the key
     // or found it armed, but asked in its place when the earlier one was a duplicate (key untouched).
@@ -118,6 +135,15 @@ export class BreachHandler {
       if (!ALERTABLE.has(alert.type)) {
         logger.info({ ...where(index), metric: alert.type }, 'alert for a metric outside the alertable set; skipped');
         outcomes[index] = 'unsupported_metric';
+        continue;
+      }
+      // Delivered by an earlier read of this record that could not settle it. A resend of the same
+      // alertId later in the slice is not: it takes the path below.
+      const earlier = this.unsettledDeliveries.get(alert.alertId);
+      if (earlier !== undefined && !claimed.has(alert.alertId)) {
+        claimed.add(alert.alertId);
+        redelivered.set(index, alert.alertId);
+        outcomes[index] = earlier;
         continue;
       }
       const key = cooldownKey(alert);
@@ -148,6 +174,10 @@ export class BreachHandler {
         error = failure;
       }
     }
+    for (const [index, alertId] of redelivered) if (index < firstFailure) this.unsettledDeliveries.delete(alertId);
+    for (const p of asked) {
+      if (p.index > firstFailure && (p.outcome === 'delivered' || p.outcome === 'unroutable')) this.rememberUnsettled(p.alert.alertId, p.outcome);
+    }
     for (let i = firstFailure; i < outcomes.length; i++) outcomes[i] = undefined;
     const tally = new Map<AlertOutcome, number>();
     for (let i = 0; i < firstFailure; i++) tally.set(outcomes[i] as AlertOutcome, (tally.get(outcomes[i] as AlertOutcome) ?? 0) + 1);
@@ -157,6 +187,16 @@ export class BreachHandler {
       return { outcomes, settled: firstFailure, error };
     }
     return { outcomes, settled: records.length };
+  }
+
+  /** Remembers an alert delivered by a read that could not settle it, forgetting the oldest past the bound. */
+  private rememberUnsettled(alertId: string, outcome: AlertOutcome): void {
+    this.unsettledDeliveries.delete(alertId);
+    this.unsettledDeliveries.set(alertId, outcome);
+    if (this.unsettledDeliveries.size > MAX_UNSETTLED_DELIVERIES) {
+      const oldest = this.unsettledDeliveries.keys().next().value;
+      if (oldest !== undefined) this.unsettledDeliveries.delete(oldest);
+    }
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
- * Bounded concurrency without a dependency: a counting semaphore, and a map that runs at most `limit`
- * calls at once and reports each item's result or error in input order.
+ * Bounded concurrency without a dependency: a counting semaphore, a map that runs at most `limit`
+ * calls at once and reports each item's result or error in input order, and a bounded wait.
  */
 
 /** A counting semaphore. `run` waits for a slot, runs the task and always frees the slot. */
@@ -61,4 +61,26 @@ export async function mapSettled<T, R>(
   }
   await Promise.all(Array.from({ length: Math.min(Math.max(1, limit), items.length) }, worker));
   return results;
+}
+
+/**
+ * Waits for `work` at most `ms` (forever when not finite). True when it settled in time, whether it
+ * resolved or rejected; the work itself goes on either way.
+ *
+ * @example
+ * if (!(await settlesWithin(consumer.stop(), 2000))) logger.warn('consumer still stopping');
+ */
+export async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const settled = work.then(
+    () => true,
+    () => true,
+  );
+  if (!Number.isFinite(ms)) return settled;
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))));
+  try {
+    return await Promise.race([settled, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

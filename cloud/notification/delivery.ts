@@ -4,6 +4,8 @@
  * its account is opted in through several of the domains. Pushes share one bounded pool; one bad
  * endpoint never stops the others. A push service's 410 or 404 deletes that subscription; any other
  * failure (a 403 too: usually a VAPID key mismatch) is logged and the subscription kept.
+ * A push payload is the notification, with its message shortened when it would not fit the 4096
+ * octets a push service must accept (`push-payload.ts`); the in-app notification is never shortened.
  *
  * On the breach path a record is settled once its in-app notification is published; its push fan-out
  * then runs in the background. Waiting would add no guarantee, since a failed push is never retried
@@ -16,6 +18,7 @@ import type { Notification } from '../../shared/notification.js';
 import type { Semaphore } from './concurrency.js';
 import type { NotificationMetrics } from './metrics.js';
 import { endpointOrigin, type PushMessage, type PushSender } from './push.js';
+import { pushPayloadOf } from './push-payload.js';
 import type { Publisher } from './redis.js';
 import type { NotificationStore, Recipient } from './store.js';
 
@@ -63,6 +66,19 @@ export interface AlertFanOut {
 }
 
 type Target = { recipient: Recipient; notification: Notification };
+
+/** The push message of each notification, made once however many devices it goes to. */
+function pushMessages(topic: string | undefined): (notification: Notification) => PushMessage {
+  const made = new Map<Notification, PushMessage>();
+  return (notification) => {
+    let message = made.get(notification);
+    if (message === undefined) {
+      message = { payload: pushPayloadOf(notification), urgency: URGENCY[notification.severity], ...(topic ? { topic } : {}) };
+      made.set(notification, message);
+    }
+    return message;
+  };
+}
 type RecipientList = { ok: true; recipients: Recipient[] } | { ok: false; error: unknown };
 
 function listKey(domain: string, metric: string | undefined): string {
@@ -178,9 +194,9 @@ export class Delivery {
       }
       if (found.targets.length === 0) continue;
       const report: DeliveryReport = { inApp: byDomain.size, push: 0, pushFailed: 0, pushRemoved: 0 };
-      const topic = topicSource === undefined ? undefined : topicOf(topicSource);
+      const messageOf = pushMessages(topicSource === undefined ? undefined : topicOf(topicSource));
       for (const { recipient, notification } of found.targets) {
-        const message: PushMessage = { payload: JSON.stringify(notification), urgency: URGENCY[notification.severity], ...(topic ? { topic } : {}) };
+        const message = messageOf(notification);
         pushes.push(this.deps.pushPool.run(() => this.pushOne(recipient, message, report)));
       }
     }
@@ -226,11 +242,12 @@ export class Delivery {
       return;
     }
     if (found.targets.length === 0) return;
-    const topic = topicOf?.();
+    const messageOf = pushMessages(topicOf?.());
     await Promise.all(
-      found.targets.map(({ recipient, notification }) =>
-        this.deps.pushPool.run(() => this.pushOne(recipient, { payload: JSON.stringify(notification), urgency: URGENCY[notification.severity], ...(topic ? { topic } : {}) }, report)),
-      ),
+      found.targets.map(({ recipient, notification }) => {
+        const message = messageOf(notification);
+        return this.deps.pushPool.run(() => this.pushOne(recipient, message, report));
+      }),
     );
   }
 

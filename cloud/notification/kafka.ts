@@ -9,6 +9,7 @@
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
+import { settlesWithin } from './concurrency.js';
 import type { NotificationMetrics } from './metrics.js';
 import type { AlertRecord, RecordSource, Settlement } from './breach.js';
 
@@ -60,6 +61,8 @@ export class KafkaAlertConsumer {
   private lagTimer: NodeJS.Timeout | undefined;
   private stopped = true;
   private attempt: Promise<void> | undefined;
+  /** The consumer of the attempt in progress, until it joined or gave up. */
+  private joining: Consumer | undefined;
 
   constructor(private readonly options: AlertConsumerOptions) {
     this.topic = options.topic ?? ALERTS_TOPIC;
@@ -131,6 +134,7 @@ export class KafkaAlertConsumer {
         }
       });
     }
+    this.joining = consumer;
     try {
       await consumer.connect();
       await consumer.subscribe({ topic: this.topic, fromBeginning: true });
@@ -150,6 +154,8 @@ export class KafkaAlertConsumer {
       logger.error({ error: describeError(err), topic: this.topic }, `alert consumer could not start; retrying in ${this.options.reconnectMs ?? 5000} ms`);
       await consumer.disconnect().catch(() => undefined);
       this.scheduleReconnect();
+    } finally {
+      if (this.joining === consumer) this.joining = undefined;
     }
   }
 
@@ -204,17 +210,29 @@ export class KafkaAlertConsumer {
     return total;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops consuming. A running consumer finishes the slice it is settling and commits what is settled
+   * before it leaves the group. An attempt to join still in progress is cut short: a broker that does
+   * not answer would hold it for retries of its request timeout. Waits at most `timeoutMs`; past it the
+   * consumer is left to close on its own, and records it settled but did not commit are read again by
+   * the group, as duplicates. True when everything closed in time.
+   */
+  async stop(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = undefined;
     if (this.lagTimer) clearInterval(this.lagTimer);
     this.lagTimer = undefined;
-    await this.attempt?.catch(() => undefined);
-    const consumer = this.consumer;
-    this.consumer = undefined;
-    await consumer?.disconnect().catch(() => undefined);
-    await this.admin?.disconnect().catch(() => undefined);
-    this.admin = undefined;
+    const closing = (async () => {
+      // The same graceful disconnect: anything the attempt already consumes is still settled and committed.
+      await this.joining?.disconnect().catch(() => undefined);
+      await this.attempt?.catch(() => undefined);
+      const consumer = this.consumer;
+      this.consumer = undefined;
+      await consumer?.disconnect().catch(() => undefined);
+      await this.admin?.disconnect().catch(() => undefined);
+      this.admin = undefined;
+    })();
+    return settlesWithin(closing, timeoutMs);
   }
 }

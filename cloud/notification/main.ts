@@ -13,7 +13,7 @@ import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../sh
 import { createLogger } from '../../shared/logger.js';
 import { createApp } from './app.js';
 import { BreachHandler } from './breach.js';
-import { Semaphore } from './concurrency.js';
+import { Semaphore, settlesWithin } from './concurrency.js';
 import { Delivery } from './delivery.js';
 import { KafkaAlertConsumer } from './kafka.js';
 import { createMetrics } from './metrics.js';
@@ -27,6 +27,17 @@ import { MongoNotificationStore } from './store.js';
 export const SERVICE_IDENTITY = 'notification-service';
 const LOOKUP_CACHE_MS = 15 * 60 * 1000;
 const LOOKUP_TIMEOUT_MS = 2000;
+
+/**
+ * The stop sequence, in ms from the signal; `runUntilSignal` exits 1 past 5000. Kafka and HTTP stop at
+ * once. Kafka gets long enough for a slice waiting out a lookup timeout to settle and commit; the HTTP
+ * server closes its connections by itself within about 2 s (`closeServer`). Push fan-outs run all along,
+ * and are waited for until DRAIN_UNTIL_MS; the clients then close by CLIENTS_UNTIL_MS, leaving room
+ * for the exit itself.
+ */
+const KAFKA_STOP_MS = 3000;
+const DRAIN_UNTIL_MS = 3800;
+const CLIENTS_UNTIL_MS = 4300;
 
 function bool(options: { default: boolean }): EnvVar<boolean> {
   return {
@@ -159,12 +170,16 @@ async function main(): Promise<void> {
         await consumer.start();
       },
       async stop() {
-        await consumer.stop();
-        if (server) await closeServer(server);
-        if (!(await delivery.drain(2500))) logger.warn('stopping with push fan-outs still running; they are dropped');
+        const begun = performance.now();
+        const until = (ms: number) => ms - (performance.now() - begun);
+        const [kafkaStopped] = await Promise.all([consumer.stop(KAFKA_STOP_MS), server ? closeServer(server) : undefined]);
+        if (!kafkaStopped) logger.warn('the alert consumer did not stop in time; records it settled but did not commit will be read again, as duplicates');
+        if (!(await delivery.drain(until(DRAIN_UNTIL_MS)))) logger.warn('stopping with push fan-outs still running; they are dropped');
         await push.close();
-        await redis.quit().catch(() => redis.disconnect());
-        await mongo.close();
+        const redisClosed = settlesWithin(redis.quit(), until(CLIENTS_UNTIL_MS));
+        const mongoClosed = settlesWithin(mongo.close(), until(CLIENTS_UNTIL_MS));
+        if (!(await redisClosed)) redis.disconnect();
+        if (!(await mongoClosed)) logger.warn('the database connection did not close in time');
       },
     },
     logger,

@@ -2,10 +2,12 @@
  * The composition root as a process: `vapid-keys` prints a usable pair, bad configuration is reported
  * all at once with exit 2, the service starts on the local stack (database from the MONGO_URI path)
  * and consumes its alerts topic end to end (looking buildings up with the system identity), it keeps
- * serving HTTP while Kafka is unreachable, and it stops on SIGTERM with exit 0.
+ * serving HTTP while Kafka is unreachable, and it stops on SIGTERM with exit 0: also while joining a
+ * broker that never answers, and while pushes are held by a slow push service, keeping what it settled.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer as createTcpServer, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import t from 'tap';
 import webpush from 'web-push';
@@ -14,7 +16,8 @@ import { parseNotification } from '../../../shared/notification.js';
 import { vapidProblems } from '../../../cloud/notification/push.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { startFakeDirectory } from './support/fake-directory.js';
-import { call, claims } from './support/harness.js';
+import { startFakePushHost } from './support/fake-push-host.js';
+import { browserKeys, call, claims, member } from './support/harness.js';
 import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
 const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
@@ -62,6 +65,46 @@ async function startService(t: Teardown, env: Record<string, string>) {
   );
   return { url: `http://127.0.0.1:${String(listening.port)}`, logs, child, exited };
 }
+
+/**
+ * A broker address that accepts connections and never answers a request: a Kafka broker that hangs (or
+ * a network that drops its replies). kafkajs waits its request timeout on every attempt.
+ */
+async function startUnresponsiveBroker(t: Teardown): Promise<{ address: string; readonly connections: number }> {
+  const sockets = new Set<Socket>();
+  let connections = 0;
+  const server = createTcpServer((socket) => {
+    connections += 1;
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    address: `127.0.0.1:${port}`,
+    get connections() {
+      return connections;
+    },
+  };
+}
+
+/** Subscribes a device of a fresh member of `domainName` at a push endpoint that holds every push. */
+async function slowDevice(serviceUrl: string, endpoint: string, domainName: string): Promise<string> {
+  const { header } = member(domainName, 'ana');
+  const res = await call(serviceUrl, 'POST', '/subscribe', { claims: header, body: { subscription: { endpoint, keys: browserKeys() }, domainName } });
+  if (res.status !== 201) throw new Error(`subscribe failed: ${JSON.stringify(res.body)}`);
+  return header;
+}
+
+/** Longer than the whole stop may take, and than the service's push timeout. */
+const HELD_MS = 12_000;
 
 t.test('vapid-keys prints a fresh, valid key pair and exits 0', async (t) => {
   const { code, stdout } = await outputOf(run(['vapid-keys'], {}));
@@ -168,4 +211,92 @@ t.test('keeps serving HTTP while Kafka is unreachable, retrying every 5 seconds'
   service.child.kill('SIGTERM');
   const [code] = await service.exited;
   t.equal(code, 0);
+});
+
+t.test('SIGTERM while joining a broker that never answers, with a /trigger push held: exits 0', async (t) => {
+  const keys = webpush.generateVAPIDKeys();
+  const host = await startFakePushHost(t, { vapidPublicKey: keys.publicKey });
+  const broker = await startUnresponsiveBroker(t);
+  const directory = await startFakeDirectory(t);
+  const { uri } = await freshMongo(t);
+  const service = await startService(t, {
+    MONGO_URI: uri,
+    REDIS_URL: STACK.redisUrl,
+    KAFKA_BROKERS: broker.address,
+    DIGITAL_TWIN_URL: directory.url,
+    VAPID_PUBLIC_KEY: keys.publicKey,
+    VAPID_PRIVATE_KEY: keys.privateKey,
+    WEB_PUSH_ALLOW_HTTP: 'true',
+    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    ALERTS_TOPIC: uniqueName('alerts'),
+  });
+  await waitFor('the consumer to be connecting to the broker', () => broker.connections > 0);
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const header = await slowDevice(service.url, host.subscribe('/push/held', 201, { holdMs: HELD_MS }), acme);
+  const trigger = call(service.url, 'POST', '/trigger', { claims: header, body: { buildingId: building } }).catch((err: unknown) => err);
+  await waitFor('the push to be held by the push service', () => host.calls.length === 1);
+  t.notOk(service.logs.some((l) => l.msg === 'alert consumer running'), 'the consumer is still trying to join');
+
+  service.child.kill('SIGTERM');
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.ok(service.logs.some((l) => l.msg === 'stopped'));
+  await trigger;
+});
+
+t.test('SIGTERM mid-slice, with a breach push and a /trigger push held by a slow push service: exits 0, every settled record committed', async (t) => {
+  const keys = webpush.generateVAPIDKeys();
+  const host = await startFakePushHost(t, { vapidPublicKey: keys.publicKey });
+  const directory = await startFakeDirectory(t);
+  const { uri } = await freshMongo(t);
+  const { topic, admin } = await freshTopic(t, 'alerts', 1);
+  const groupId = uniqueName('alerts');
+  const channelName = uniqueName('notifications');
+  const channel = await channelRecorder(t, channelName);
+  const service = await startService(t, {
+    MONGO_URI: uri,
+    REDIS_URL: STACK.redisUrl,
+    KAFKA_BROKERS: STACK.kafkaBrokers.join(','),
+    DIGITAL_TWIN_URL: directory.url,
+    VAPID_PUBLIC_KEY: keys.publicKey,
+    VAPID_PRIVATE_KEY: keys.privateKey,
+    WEB_PUSH_ALLOW_HTTP: 'true',
+    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    NOTIFICATIONS_CHANNEL: channelName,
+    ALERTS_TOPIC: topic,
+    ALERTS_GROUP: groupId,
+  });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const header = await slowDevice(service.url, host.subscribe('/push/held', 201, { holdMs: HELD_MS }), acme);
+  await waitFor('the consumer to run', () => service.logs.some((l) => l.msg === 'alert consumer running'), 30_000);
+
+  const alert = JSON.stringify({ alertId: uniqueName('alert'), type: 'temperature', field: 'temperature', buildingId: building, roomId: 'r1', value: 31, threshold: 28 });
+  const p = await producer(t);
+  await p.send({ topic, messages: [{ key: `${building}:r1`, value: alert }] });
+  await waitFor('the in-app notification', () => channel.raw.length === 1, 30_000);
+  await waitFor('the breach push to be held by the push service', () => host.calls.length === 1, 30_000);
+  const trigger = call(service.url, 'POST', '/trigger', { claims: header, body: { buildingId: building } }).catch((err: unknown) => err);
+  await waitFor('the /trigger push to be held too', () => host.calls.length === 2);
+  // A slice still settling when the signal comes: its building lookup waits out its 2 s timeout.
+  const unanswered = uniqueName('b-hang');
+  directory.set(unanswered, 'hang');
+  await p.send({ topic, messages: [{ key: `${unanswered}:r1`, value: JSON.stringify({ alertId: uniqueName('alert'), type: 'temperature', field: 'temperature', buildingId: unanswered, roomId: 'r1' }) }] });
+  await waitFor('the lookup of the second alert', () => directory.callsFor(unanswered) === 1, 30_000);
+
+  service.child.kill('SIGTERM');
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.ok(service.logs.some((l) => l.msg === 'stopped'));
+  await trigger;
+  const unscoped = channel.messages.filter((m) => (m as { buildingId?: string }).buildingId === unanswered);
+  t.match(unscoped, [{ kind: 'alert', buildingId: unanswered }], 'the slice in progress was settled: its alert published');
+  t.notOk(unscoped.some((m) => 'domainName' in (m as object)), 'unscoped, its lookup having timed out');
+  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  t.same(committed?.partitions.map((c) => c.offset), ['2'], 'both settled records are committed: neither is read again');
 });

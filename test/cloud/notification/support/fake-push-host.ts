@@ -3,7 +3,7 @@
  * host on a private address): a real HTTP server on 127.0.0.1 port 0. It accepts only what a push
  * service accepts: a POST to a path the test subscribed, carrying what the web-push library sends —
  * `Authorization: vapid t=<JWT>, k=<key>` with an ES256 JWT signed by the expected application server
- * key for this origin, `Content-Encoding: aes128gcm` with an RFC 8188 body, `Content-Type:
+ * key for this origin, `Content-Encoding: aes128gcm` with an RFC 8188 body of at most 4096 octets, `Content-Type:
  * application/octet-stream` and a `TTL`. An accepted push is recorded in `calls` and answered with the
  * subscription's status, after its hold. Anything else answers 400 and is recorded in `unexpected`,
  * which fails the test at teardown.
@@ -72,6 +72,8 @@ function pushProblem(req: IncomingMessage, body: Buffer, vapidPublicKey: string)
   if (typeof ttl !== 'string' || !/^\d+$/.test(ttl)) return 'no TTL';
   // RFC 8188: salt (16), record size (4), key id length (1), key id (the sender's 65-byte P-256 key), then at least one sealed record.
   if (body.length < 21 + 65 + 17 || body.readUInt32BE(16) < 18 || body.readUInt8(20) !== 65) return 'the body is not an aes128gcm message';
+  // RFC 8030 7.2: a push service need take no more; real ones answer 413.
+  if (body.length > 4096) return `the body is ${body.length} octets, over the 4096 a push service must accept`;
   return undefined;
 }
 
