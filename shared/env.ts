@@ -61,7 +61,10 @@ export function url(protocols: readonly string[], options: { default?: string; o
       fallback<string>(raw, options.default, !options.optional, (s) => {
         try {
           const u = new URL(s);
-          if (!protocols.includes(u.protocol.replace(/:$/, ''))) return problem(`not a ${protocols.map((p) => `${p}://`).join(' or ')} URL`);
+          // `redis:cache:6379` parses too, with no host, and a client would quietly use localhost.
+          if (!protocols.includes(u.protocol.replace(/:$/, '')) || !s.slice(u.protocol.length).startsWith('//')) {
+            return problem(`not a ${protocols.map((p) => `${p}://`).join(' or ')} URL`);
+          }
           return s;
         } catch {
           return problem(`not a ${protocols[0]}:// URL`);
@@ -70,13 +73,15 @@ export function url(protocols: readonly string[], options: { default?: string; o
   };
 }
 
-/** A comma-separated list of host:port pairs (Kafka brokers). */
+const isPort = (n: number) => n >= 1 && n <= 65535;
+
+/** A comma-separated list of host:port pairs (Kafka brokers), each port 1 to 65535. */
 export function hostPorts(options: { default?: string } = {}): EnvVar<string[]> {
   return {
     read: (raw) =>
       fallback<string[]>(raw, options.default?.split(','), true, (s) => {
         const list = s.split(',').map((x) => x.trim()).filter(Boolean);
-        const bad = list.filter((x) => !/^[^\s:]+:\d{1,5}$/.test(x));
+        const bad = list.filter((x) => !/^[^\s:]+:\d{1,5}$/.test(x) || !isPort(Number(x.slice(x.lastIndexOf(':') + 1))));
         if (list.length === 0 || bad.length > 0) return problem(`expected host:port[,host:port…], got ${JSON.stringify(s)}`) as unknown as string[];
         return list;
       }),
@@ -89,8 +94,10 @@ export function listenAddr(options: { default: string }): EnvVar<{ host: string 
     read: (raw) => {
       const value = raw === undefined || raw === '' ? options.default : raw;
       const m = /^(.*):(\d{1,5})$/.exec(value);
-      if (!m || Number(m[2]) > 65535) return { ok: false, problem: `expected [host]:port, got ${JSON.stringify(value)}` };
-      return { ok: true, value: { host: m[1] ? m[1] : undefined, port: Number(m[2]) } };
+      // An IPv6 host is bracketed, as in Go (`[::1]:3000`); Node listens on the address without them.
+      const host = m?.[1]?.replace(/^\[(.+)\]$/, '$1');
+      if (!m || Number(m[2]) > 65535 || host === '[]') return { ok: false, problem: `expected [host]:port, got ${JSON.stringify(value)}` };
+      return { ok: true, value: { host: host ? host : undefined, port: Number(m[2]) } };
     },
   };
 }

@@ -24,11 +24,12 @@ export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlin
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping');
-    const timer = setTimeout(() => {
+    // Not unref'd: a stop stuck on a promise nothing will settle would otherwise let the emptied event
+    // loop end the process with 0, as if it had stopped.
+    setTimeout(() => {
       logger.error({ deadlineMs }, 'stop took too long; exiting');
       process.exit(1);
     }, deadlineMs);
-    timer.unref();
     try {
       await service.stop();
       logger.info('stopped');

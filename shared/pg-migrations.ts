@@ -7,6 +7,7 @@
  *   waits, then finds everything applied. A second lock, shared by all services, serialises creating
  *   the bookkeeping table, which services starting together on an empty database would race on.
  * - Each file runs in its own transaction together with its bookkeeping row.
+ * - A `.sql` file not named `NNNN_name.sql` is refused, naming it, rather than silently never run.
  * - A file changed after it was applied is refused, naming the file, rather than silently diverging;
  *   a file that fails is rolled back and reported with its name and the database's error code.
  *
@@ -35,6 +36,9 @@ export interface MigrationResult {
   applied: string[];
 }
 
+/** A migration's file name: applied in name order, recorded without `.sql`. */
+const MIGRATION_FILE = /^\d{4}_[a-z0-9_]+\.sql$/;
+
 /** Serialises creating the bookkeeping table across services. */
 const BOOKKEEPING_LOCK = 'lintel-migrations:schema_migrations';
 
@@ -54,7 +58,12 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
  * await runMigrations(pool, 'tenancy', new URL('./migrations/', import.meta.url).pathname);
  */
 export async function runMigrations(pool: Pool, service: string, directory: string): Promise<MigrationResult> {
-  const files = (await readdir(directory)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const files = (await readdir(directory)).filter((f) => /\.sql$/i.test(f)).sort();
+  // A misnamed file would be skipped for ever while the service runs on without its change.
+  const misnamed = files.filter((f) => !MIGRATION_FILE.test(f));
+  if (misnamed.length > 0) {
+    throw new MigrationError(`${service} migration files not named NNNN_name.sql (four digits, "_", then a-z, 0-9 or "_") would never run; rename ${misnamed.join(', ')}`);
+  }
   const scripts = await Promise.all(
     files.map(async (file) => {
       const sql = await readFile(join(directory, file), 'utf8');

@@ -86,16 +86,20 @@ export class DeviceCommandError extends Error {
 
 /** The request a command becomes: where, how, and the JSON body. */
 export interface DeviceRequest {
+  /** Never carries credentials: those of the endpoint are in {@link DeviceRequest.authorization}. */
   url: string;
   method: DeviceBinding['method'];
   body: Record<string, unknown>;
+  /** `Basic …` from a registered endpoint's user and password (http://user:pass@host), when it has them. */
+  authorization?: string;
 }
 
 /**
  * Builds the device request from a sensor's endpoint and a binding: the endpoint followed by the
- * binding path, with the arguments renamed to device fields (arguments the binding does not map are not
- * sent). Throws `bad_endpoint` for anything but an http or https endpoint, or a URL that would leave the
- * endpoint's origin.
+ * binding path, with the arguments renamed to device fields (arguments the binding does not map, and
+ * optional ones given as null, are not sent). Throws `bad_endpoint` for anything but an http or https
+ * endpoint, a URL that would leave the endpoint's origin, or credentials that are not valid
+ * percent-encoding.
  *
  * @example
  * planDeviceRequest('http://10.0.4.21:8089', { path: '/hold', method: 'POST', fields: { target: 'holdTemp' }, transport: 'http' }, { target: 21.5 });
@@ -113,14 +117,23 @@ export function planDeviceRequest(endpoint: string, binding: DeviceBinding, args
   }
   const target = new URL(`${base.origin}${base.pathname.replace(/\/+$/, '')}${binding.path}`);
   if (target.origin !== base.origin) throw new DeviceCommandError('bad_endpoint', 'the device command could not be sent');
-  // Credentials in a registered endpoint (http://user:pass@host) stay on the request.
-  target.username = base.username;
-  target.password = base.password;
   const body: Record<string, unknown> = {};
   for (const [parameter, deviceField] of Object.entries(binding.fields)) {
-    if (args[parameter] !== undefined) body[deviceField] = args[parameter];
+    // The field check lets an optional argument be null, meaning not given: the device gets no field.
+    if (args[parameter] !== undefined && args[parameter] !== null) body[deviceField] = args[parameter];
   }
-  return { url: target.toString(), method: binding.method, body };
+  const plan: DeviceRequest = { url: target.toString(), method: binding.method, body };
+  // Credentials in a registered endpoint (http://user:pass@host) go as a header: undici ignores them in a URL.
+  if (base.username !== '' || base.password !== '') {
+    let userPass: string;
+    try {
+      userPass = `${decodeURIComponent(base.username)}:${decodeURIComponent(base.password)}`;
+    } catch {
+      throw new DeviceCommandError('bad_endpoint', 'the device command could not be sent');
+    }
+    plan.authorization = `Basic ${Buffer.from(userPass, 'utf8').toString('base64')}`;
+  }
+  return plan;
 }
 
 export interface DeviceAdapterOptions {
@@ -152,7 +165,7 @@ export function createDeviceAdapter(options: DeviceAdapterOptions): DeviceAdapte
     try {
       response = await request(plan.url, {
         method: plan.method,
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...(plan.authorization ? { authorization: plan.authorization } : {}) },
         body: JSON.stringify(plan.body),
         signal: AbortSignal.timeout(timeoutMs),
         ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),

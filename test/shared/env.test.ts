@@ -43,3 +43,18 @@ t.test('a key ring: current first, every secret long enough', async (t) => {
   t.throws(() => readEnv({ S: keyRing() }, { S: ' , ' }), new ConfigError(['S: expected at least one non-empty secret']));
   t.throws(() => readEnv({ S: keyRing({ minLength: 16 }) }, { S: 'a-long-enough-secret,short' }), new ConfigError(['S: every secret must be at least 16 characters; 1 of 2 are shorter']));
 });
+
+t.test('a broker port outside 1..65535 and a URL without "//" are refused, not read as garbage', async (t) => {
+  t.throws(() => readEnv({ KAFKA_BROKERS: hostPorts() }, { KAFKA_BROKERS: 'kafka-1:9092,kafka-2:99999' }), new ConfigError(['KAFKA_BROKERS: expected host:port[,host:port…], got "kafka-1:9092,kafka-2:99999"']));
+  t.throws(() => readEnv({ KAFKA_BROKERS: hostPorts() }, { KAFKA_BROKERS: 'kafka:0' }), new ConfigError(['KAFKA_BROKERS: expected host:port[,host:port…], got "kafka:0"']));
+  // `redis:cache:6379` parses as a URL with no host at all; a client would quietly connect to localhost.
+  t.throws(() => readEnv({ REDIS_URL: url(['redis', 'rediss']) }, { REDIS_URL: 'redis:cache:6379' }), new ConfigError(['REDIS_URL: not a redis:// or rediss:// URL']));
+  t.throws(() => readEnv({ DATABASE_URL: url(['postgres']) }, { DATABASE_URL: 'postgres:lintel@db/lintel' }), new ConfigError(['DATABASE_URL: not a postgres:// URL']));
+  t.same(readEnv({ DATABASE_URL: url(['postgres']) }, { DATABASE_URL: 'postgres:///lintel?host=/run/postgresql' }).DATABASE_URL, 'postgres:///lintel?host=/run/postgresql', 'a socket URL without a host is still fine');
+});
+
+t.test('a Go-style listen address with a bracketed IPv6 host gives the host a server can listen on', async (t) => {
+  t.same(readEnv({ ADDR: listenAddr({ default: ':3000' }) }, { ADDR: '[::1]:8080' }).ADDR, { host: '::1', port: 8080 });
+  t.same(readEnv({ ADDR: listenAddr({ default: ':3000' }) }, { ADDR: '[::]:8080' }).ADDR, { host: '::', port: 8080 });
+  t.throws(() => readEnv({ ADDR: listenAddr({ default: ':3000' }) }, { ADDR: '[]:8080' }), new ConfigError(['ADDR: expected [host]:port, got "[]:8080"']));
+});

@@ -46,6 +46,28 @@ t.test('the logger redacts signing secrets and connection URLs by their env name
   t.equal(lines.length, 2, 'both lines were written');
 });
 
+t.test('the logger redacts at any depth, in arrays and error objects, whatever the key case, and logs no stack', async (t) => {
+  const lines: string[] = [];
+  const sink = new Writable({ write(chunk, _e, cb) { lines.push(chunk.toString()); cb(); } });
+  const logger = createLogger('test', { destination: sink });
+  logger.info({ headers: { Authorization: 'Bearer caps-auth', 'X-Gateway-Claims': 'caps-claims', 'X-Signature': 'caps-sig', 'Set-Cookie': ['sid=caps-cookie'] } }, 'header case');
+  logger.info({ upstream: { request: { headers: { authorization: 'Bearer deep-auth', 'x-gateway-claims': 'deep-claims' } } }, config: { db: { password: 'deep-pw' } } }, 'deep');
+  logger.info({ sensors: [{ sensorId: 's1', password: 'array-pw' }], rings: [[{ secret: 'nested-array-secret' }]] }, 'arrays');
+  logger.warn({ err: Object.assign(new Error('connect to postgres://u:err-pw@db failed'), { code: 'ECONNREFUSED', config: { password: 'err-config-pw' } }) }, 'error object');
+  logger.info({ clientSecret: 'named-cs', refresh_token: 'named-rt', accessToken: 'named-at', 'api-key': 'named-ak', private_key: 'named-pk' }, 'secret-named keys');
+  logger.child({ request: { headers: { cookie: 'child-cookie' } } }).info('child bindings');
+  const circular: Record<string, unknown> = { sensorId: 's1' };
+  circular.self = circular;
+  logger.info({ circular }, 'circular');
+  t.equal(lines.length, 7, 'every line was written');
+  const out = lines.join('');
+  for (const leaked of ['caps-', 'deep-', 'array-pw', 'nested-array-secret', 'err-pw', 'err-config-pw', 'named-', 'child-cookie']) t.notMatch(out, leaked, leaked);
+  t.notMatch(out, /"stack"|at .*\.ts:\d+/, 'no stack trace');
+  const [, , arrays, errorLine] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+  t.same(arrays?.sensors, [{ sensorId: 's1', password: '[redacted]' }], 'the rest of the object is kept');
+  t.equal(errorLine?.err, 'Error (ECONNREFUSED)', 'an error is logged as its class and code');
+});
+
 t.test('requireClaims answers 401 in the shared body and keeps the caller', async (t) => {
   const app = express();
   app.get('/health', healthHandler);

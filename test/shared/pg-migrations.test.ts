@@ -54,6 +54,21 @@ t.test('a file changed after it was applied is logged with its name', async (t) 
   t.equal(describeError(err), 'MigrationError: demo migration 0001_rooms.sql changed after it was applied; add a new migration instead');
 });
 
+t.test('a .sql file that does not follow the naming is refused by name, not skipped', async (t) => {
+  const { pool, dir } = await setup(t);
+  await writeFile(join(dir, '0001_rooms.sql'), 'CREATE TABLE rooms (id text PRIMARY KEY);');
+  await writeFile(join(dir, '0002-sensors.sql'), 'CREATE TABLE sensors (id text PRIMARY KEY);');
+  await writeFile(join(dir, '003_Zones.sql'), 'CREATE TABLE zones (id text PRIMARY KEY);');
+  await writeFile(join(dir, 'README.md'), 'notes, not a migration');
+  const err = await runMigrations(pool, 'demo', dir).catch((e: unknown) => e);
+  t.equal(
+    describeError(err),
+    'MigrationError: demo migration files not named NNNN_name.sql (four digits, "_", then a-z, 0-9 or "_") would never run; rename 0002-sensors.sql, 003_Zones.sql',
+  );
+  const tables = await pool.query<{ name: string }>("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1");
+  t.same(tables.rows.map((r) => r.name), [], 'nothing applied: the service does not start on half its schema');
+});
+
 t.test('services starting together on an empty database all create their bookkeeping', async (t) => {
   // Every service shares schema_migrations; the first start of several at once used to race on
   // creating it (PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against a concurrent create).

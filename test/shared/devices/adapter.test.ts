@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import { listen, closeServer } from '../../../shared/lifecycle.js';
+import { serve } from '../../support/http.js';
 import { startFakeDevice } from '../../support/fake-device.js';
 import {
   DeviceCommandError,
@@ -138,4 +139,31 @@ t.test('execute: a redirect from the device is not followed', async (t) => {
   t.same(redirecting.calls, [{ method: 'POST', path: '/api/v1/thermostat/hold', contentType: 'application/json', body: { holdTemp: 21.5 } }]);
   t.same(target.calls, [], 'the redirect target was never called');
   t.same([...redirecting.unexpected, ...target.unexpected], [], 'no call either was not set up for');
+});
+
+t.test('execute: an optional argument given as null is not sent, as when it is left out', async (t) => {
+  // The field check treats null like a missing optional argument; the device must see the same
+  // empty body, not `{"delta": null}`, so it applies its own default step.
+  const dev = await startFakeDevice(t);
+  dev.on('POST', '/api/v1/thermostat/setpoint/up', 204);
+  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: dev.url }]);
+  const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
+  t.same(await adapter.execute({ ...command, action: 'increase', arguments: { step: null } }), { accepted: true });
+  t.same(dev.calls, [{ method: 'POST', path: '/api/v1/thermostat/setpoint/up', contentType: 'application/json', body: {} }]);
+});
+
+t.test('execute: credentials in a registered endpoint reach the device as Basic authorization', async (t) => {
+  const seen: Array<{ authorization: string | undefined; url: string | undefined }> = [];
+  const { url } = await serve(t, (req, res) => {
+    seen.push({ authorization: req.headers.authorization, url: req.url });
+    req.resume().on('end', () => res.writeHead(req.headers.authorization ? 204 : 401).end());
+  });
+  const endpoint = url.replace('http://', 'http://op%40site:p%C3%A4ss%3Aword@');
+  const sensors = lookup([{ sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint }]);
+  const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
+  t.same(await adapter.execute(command), { accepted: true });
+  t.same(seen, [{ authorization: `Basic ${Buffer.from('op@site:päss:word').toString('base64')}`, url: '/api/v1/thermostat/hold' }], 'decoded user and password, nothing in the path');
+  const plan = planDeviceRequest(endpoint, setTarget, { target: 20 });
+  t.notMatch(plan.url, /op|word|@/, 'the planned URL carries no credentials');
+  t.throws(() => planDeviceRequest('http://op%zz:pw@stat.local', setTarget, { target: 20 }), { code: 'bad_endpoint', status: 500 }, 'a user that is not valid percent-encoding is a vague 500');
 });
