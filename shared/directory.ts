@@ -44,6 +44,9 @@ export interface DirectoryOptions {
  * const directory = createBuildingDirectory({ baseUrl: 'http://twin:3000', cacheTtlMs: 60_000 });
  * await directory.domainsOf('b1', req.get('x-gateway-claims')!); // ['acme']
  */
+/** The largest directory answer read: far above any building's list of domains. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
 export function createBuildingDirectory(options: DirectoryOptions): BuildingDirectory {
   const timeoutMs = options.timeoutMs ?? 2000;
   const cache = options.cacheTtlMs > 0 ? new TtlCache<string[]>(options.cacheTtlMs, options.clock ?? systemClock) : undefined;
@@ -71,10 +74,23 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
     } catch (err) {
       throw transportFailure(err);
     }
-    let text: string;
+    let text = '';
     try {
-      text = await response.body.text();
+      // A building's domains fit in a few hundred bytes; an endless or huge body is a broken directory,
+      // not something to hold in memory.
+      let bytes = 0;
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > MAX_ANSWER_BYTES) {
+          response.body.destroy();
+          throw new DirectoryError('bad_body', `building directory answer is larger than ${MAX_ANSWER_BYTES} bytes`);
+        }
+        text += decoder.decode(chunk, { stream: true });
+      }
+      text += decoder.decode();
     } catch (err) {
+      if (err instanceof DirectoryError) throw err;
       throw transportFailure(err);
     }
     if (response.statusCode < 200 || response.statusCode >= 300) {
@@ -100,10 +116,11 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
       // `.` and `..` are path segments, not names: a URL would resolve them to /domain/ or /. No
       // building can be named so in a directory addressed by path, so they belong to no domain.
       if (buildingId === '.' || buildingId === '..') return [];
+      // Copies in and out: a caller changing its answer must not change the cached one.
       const hit = cache?.get(buildingId);
-      if (hit) return hit;
+      if (hit) return [...hit];
       const domains = await lookup(buildingId, claimsHeader);
-      if (domains.length > 0) cache?.set(buildingId, domains);
+      if (domains.length > 0) cache?.set(buildingId, [...domains]);
       return domains;
     },
   };

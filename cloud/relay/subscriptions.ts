@@ -125,6 +125,12 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
     lookupsWaiting++;
     leaveQueued.delete(buildingId);
     inOrder(buildingId, async () => {
+      // A socket gone while this call waited its turn needs no answer: the directory is not asked.
+      if (!socket.connected) {
+        lookupsWaiting--;
+        logger.debug({ accountId: identity.accountId, buildingId }, 'subscription dropped: the socket left before its turn');
+        return;
+      }
       const decision = await decideSubscription(directory, identity, buildingId).finally(() => lookupsWaiting--);
       if (!socket.connected) return;
       if (!decision.subscribed) {

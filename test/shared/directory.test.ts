@@ -41,7 +41,18 @@ t.test('looks up a building, forwarding the claims, and caches per building for 
   await dir.domainsOf('b1', claims);
   t.equal(fake.calls.length, 2, 'looked up again after the TTL');
   t.same(await dir.domainsOf('b/2', claims), ['x'], 'ids are path-encoded; a {domains} body is accepted');
+  const answer = await dir.domainsOf('b1', claims);
+  answer.push('intruder');
+  t.same(await dir.domainsOf('b1', claims), ['acme', 'globex'], 'a caller changing its answer does not change the cache');
   t.same(fake.unexpected, []);
+});
+
+t.test('an answer larger than any list of domains is malformed, and is not read to its end', async (t) => {
+  const huge = JSON.stringify(Array.from({ length: 20_000 }, (_, i) => `domain-${i}`));
+  const fake = await fakeDirectory(t, { '/domain/b1': (_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }).end(huge); } });
+  const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 0 });
+  t.ok(huge.length > 64 * 1024);
+  await t.rejects(dir.domainsOf('b1', claims), { name: 'DirectoryError', code: 'bad_body', message: 'building directory answer is larger than 65536 bytes' });
 });
 
 t.test('empty and failed answers are never cached', async (t) => {

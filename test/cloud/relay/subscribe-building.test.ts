@@ -1,7 +1,7 @@
 import t from 'tap';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import { MAX_PENDING_SUBSCRIPTIONS } from '../../../cloud/relay/subscriptions.js';
-import { claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
+import { capturedLogger, claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
 
 const FORBIDDEN = 'socket_subscriptions_rejected_total{reason="forbidden"}';
 const LOOKUP_FAILED = 'socket_subscriptions_rejected_total{reason="lookup_failed"}';
@@ -87,6 +87,20 @@ t.test('a directory that never answers times out (2 s) as lookup_failed, and is 
   directory.set(slow, [acme]);
   t.same(await subscribe(ana, slow), { subscribed: true, buildingId: slow }, 'the next attempt asks again');
   t.equal(directory.callsFor(slow), 2);
+});
+
+t.test('calls still queued when their socket leaves never reach the directory', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { logger, lines } = capturedLogger('debug');
+  const relay = await startRelay(t, { directory, logger, directoryTimeoutMs: 300 });
+  const slow = uniqueName('b-slow');
+  directory.set(slow, 'hang');
+  const ana = await connectClient(t, relay.url, claimsOf({ sub: uniqueName('ana'), domains: [uniqueName('acme')] }));
+  for (let i = 0; i < 3; i++) ana.socket.emit('subscribe_building', slow);
+  await waitFor(() => directory.callsFor(slow) === 1, 'the first lookup');
+  ana.socket.disconnect();
+  await waitFor(() => lines.filter((l) => l.msg === 'subscription dropped: the socket left before its turn').length === 2, 'both queued calls dropped');
+  t.equal(directory.callsFor(slow), 1, 'only the call in flight when the socket left asked the directory');
 });
 
 t.test('invalid building ids are refused without a lookup', async (t) => {
