@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { once } from 'node:events';
@@ -89,12 +89,14 @@ t.test('npm run chat: serves with its env, answers a send end to end, stops clea
   t.equal(code, 0, 'exit 0 after SIGTERM');
 });
 
-t.test('SIGTERM while an answer streams: the answer finishes, is stored, then the process exits 0', async (t) => {
-  const agent = await startFakeAgent(t);
-  const { uri, db } = await freshChatDatabase(t);
+/**
+ * The service as its own process (killed at teardown if still running), up on a free port, with one
+ * conversation of ana's.
+ */
+async function chatWithConversation(t: Test, uri: string, agentUrl: string) {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
-    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, LOG_LEVEL: 'warn' },
+    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agentUrl, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'ignore', 'ignore'],
   });
   t.teardown(() => {
@@ -108,6 +110,13 @@ t.test('SIGTERM while an answer streams: the answer finishes, is stored, then th
   }
   const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
   const { id } = (await created.json()) as { id: string };
+  return { child, base, id };
+}
+
+t.test('SIGTERM while an answer streams: the answer finishes, is stored, then the process exits 0', async (t) => {
+  const agent = await startFakeAgent(t);
+  const { uri, db } = await freshChatDatabase(t);
+  const { child, base, id } = await chatWithConversation(t, uri, agent.url);
   let release!: () => void;
   agent.expect({ tokens: ['before ', 'after'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
   const stream = await openSend(base, 'ana', id, { content: 'finish me' });
@@ -156,22 +165,7 @@ t.test('npm run chat with a bad environment exits 2 naming every problem', async
 t.test('SIGTERM while the agent stalls: at the drain limit the browser gets an error frame, nothing is stored, exit 0', async (t) => {
   const agent = await startFakeAgent(t);
   const { uri, db } = await freshChatDatabase(t);
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
-    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const base = `http://127.0.0.1:${port}`;
-  let up = false;
-  for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
-    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-    if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
-  const { id } = (await created.json()) as { id: string };
+  const { child, base, id } = await chatWithConversation(t, uri, agent.url);
   agent.expect({ tokens: ['never ', 'finished'], holdAfter: 1 });
   const stream = await openSend(base, 'ana', id, { content: 'will you finish?' });
   if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status} ${JSON.stringify(stream.body)}`);

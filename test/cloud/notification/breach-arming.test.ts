@@ -4,12 +4,11 @@
  * fails after an earlier one succeeded, the alerts the earlier call armed (and marked seen) are
  * delivered rather than read again as duplicates and lost.
  */
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startHarness } from './support/harness.js';
-import { STACK, channelRecorder, deleteKeys, freshMongo, redisClient, uniqueName, waitFor } from './support/stack.js';
+import { channelRecorder, deleteKeys, freshMongo, redisClient, restrictedRedis, uniqueName, waitFor } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
 const redis = redisClient(t);
@@ -40,15 +39,11 @@ t.test('a resent alertId ahead of a new alert of the same key, in one slice, doe
 t.test('a slice arming in several script calls: when a later call fails, the alerts the earlier calls armed are delivered, not lost', async (t) => {
   // A real Redis user that may not touch the cooldown keys of one building: the script call holding
   // that building's alert is refused (NOPERM), as a call cut by a failover would fail.
-  const user = uniqueName('notif-acl');
   const allowed = uniqueName('b-ok');
   const refused = uniqueName('b-refused');
   const keyPrefix = `${uniqueName('notif-test')}:`;
   t.teardown(() => deleteKeys(redis, keyPrefix));
-  await redis.call('ACL', 'SETUSER', user, 'on', '>pw', '+@all', `~${keyPrefix}alert-seen:*`, `~${keyPrefix}alert:temperature:temperature:${allowed}:*`);
-  t.teardown(() => redis.call('ACL', 'DELUSER', user));
-  const restricted = new Redis(STACK.redisUrl, { username: user, password: 'pw' });
-  t.teardown(() => restricted.quit().catch(() => restricted.disconnect()));
+  const { client: restricted } = await restrictedRedis(t, redis, [`${keyPrefix}alert-seen:*`, `${keyPrefix}alert:temperature:temperature:${allowed}:*`]);
   const shared = { db: (await freshMongo(t)).db, channel: uniqueName('notifications'), keyPrefix };
   const h = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(restricted, { keyPrefix }) });
   const channel = await channelRecorder(t, h.channel);

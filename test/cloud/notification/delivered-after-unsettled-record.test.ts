@@ -4,12 +4,11 @@
  * once, not `suppressed` as a duplicate of its own delivery. Real Redis: a user that may not mark one
  * alertId seen makes the second arming round of the slice fail after the first delivered.
  */
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { counterValue, startHarness } from './support/harness.js';
-import { STACK, channelRecorder, deleteKeys, freshMongo, redisClient, uniqueName, waitFor } from './support/stack.js';
+import { channelRecorder, deleteKeys, freshMongo, redisClient, restrictedRedis, uniqueName, waitFor } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
 const redis = redisClient(t);
@@ -21,12 +20,8 @@ function alert(alertId: string, buildingId: string, roomId: string): Buffer {
 t.test('an alert delivered after a record that could not be settled is counted delivered when it is settled', async (t) => {
   const keyPrefix = `${uniqueName('notif-test')}:`;
   t.teardown(() => deleteKeys(redis, keyPrefix));
-  const user = uniqueName('notif-acl');
   // May arm any cooldown, and mark seen only alertIds starting with `ok-`.
-  await redis.call('ACL', 'SETUSER', user, 'on', '>pw', '+@all', `~${keyPrefix}alert-seen:ok-*`, `~${keyPrefix}alert:*`);
-  t.teardown(() => redis.call('ACL', 'DELUSER', user));
-  const restricted = new Redis(STACK.redisUrl, { username: user, password: 'pw' });
-  t.teardown(() => restricted.quit().catch(() => restricted.disconnect()));
+  const { client: restricted, user } = await restrictedRedis(t, redis, [`${keyPrefix}alert-seen:ok-*`, `${keyPrefix}alert:*`]);
   const shared = { db: (await freshMongo(t)).db, channel: uniqueName('notifications'), keyPrefix };
   const h = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(restricted, { keyPrefix }) });
   const channel = await channelRecorder(t, h.channel);

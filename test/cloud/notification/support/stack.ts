@@ -32,6 +32,20 @@ export function redisClient(t: Teardown, options: { autoPipelining?: boolean } =
   return redis;
 }
 
+/**
+ * A client logged in as a Redis user of its own that may touch only the keys matching `keyPatterns`
+ * (ACL `~pattern`s): a real refusal (NOPERM) for the others. Answers the client and the user's name (to
+ * change its rights with `admin`). The user is deleted and the client closed at teardown.
+ */
+export async function restrictedRedis(t: Teardown, admin: Redis, keyPatterns: readonly string[]): Promise<{ client: Redis; user: string }> {
+  const user = uniqueName('notif-acl');
+  await admin.call('ACL', 'SETUSER', user, 'on', '>pw', '+@all', ...keyPatterns.map((pattern) => `~${pattern}`));
+  t.teardown(() => admin.call('ACL', 'DELUSER', user));
+  const restricted = new Redis(STACK.redisUrl, { username: user, password: 'pw' });
+  t.teardown(() => restricted.quit().catch(() => restricted.disconnect()));
+  return { client: restricted, user };
+}
+
 /** Deletes every key under a prefix (never FLUSHALL: other test files share the server). */
 export async function deleteKeys(redis: Redis, prefix: string): Promise<void> {
   let cursor = '0';
