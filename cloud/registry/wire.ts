@@ -5,7 +5,7 @@
  */
 import * as t from 'io-ts';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
-import { decode } from '../../shared/kinds.js';
+import { CONTROL_CHARACTERS, decode, NonEmptyString } from '../../shared/kinds.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
 
@@ -39,7 +39,16 @@ function storedString(description: string, accept: (s: string) => boolean): t.Ty
   );
 }
 
-const Name = storedString(`a non-empty string of at most ${MAX_TEXT} characters`, (s) => s.trim().length > 0 && s.length <= MAX_TEXT);
+/**
+ * Identifiers (the unique Name, the Issuer a token's `iss` is compared with) refuse every control
+ * character, as ids do everywhere in Lintel: they are matched, logged and copied into other systems.
+ * DisplayName and the status detail are free text and only refuse what cannot be stored.
+ */
+const Name = NonEmptyString;
+const Issuer = storedString(
+  `a string of at most ${MAX_TEXT} characters without control characters (C0, DEL, C1, U+2028, U+2029)`,
+  (s) => s.length <= MAX_TEXT && !CONTROL_CHARACTERS.test(s),
+);
 const Text = storedString(`a string of at most ${MAX_TEXT} characters`, (s) => s.length <= MAX_TEXT);
 const DetailText = storedString(`a string of at most ${MAX_DETAIL} characters`, (s) => s.length <= MAX_DETAIL);
 const Detail = new t.Type<string | null, string | null, unknown>(
@@ -51,7 +60,7 @@ const Detail = new t.Type<string | null, string | null, unknown>(
 
 export const SignupBody = t.intersection([
   t.type({ Name, Tier: oneOf(TIERS) }),
-  t.partial({ DisplayName: Text, IdentityMode: oneOf(IDENTITY_MODES), Issuer: Text }),
+  t.partial({ DisplayName: Text, IdentityMode: oneOf(IDENTITY_MODES), Issuer }),
 ]);
 const SIGNUP_KEYS = ['Name', 'DisplayName', 'Tier', 'IdentityMode', 'Issuer'] as const;
 

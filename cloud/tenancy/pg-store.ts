@@ -70,6 +70,21 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (account_id, domain_id) DO NOTHING
 RETURNING account_id, domain_id, role, external_id, joined_via`;
 
+/**
+ * Adds a membership or returns the existing one, in one statement, so no concurrent delete can fall
+ * between "it exists" and reading it (which once answered "domain not found" for a domain that
+ * exists). DO UPDATE, unlike DO NOTHING, locks and returns the conflicting row; if that row is deleted
+ * meanwhile, PostgreSQL retries the insert. The update writes the row's own role back: nothing changes.
+ * `xmax = 0` holds only for the version this statement inserted (an updated one carries our lock), so
+ * it tells a new membership from an existing one. FOR KEY SHARE skips a domain deleted concurrently,
+ * which then reads as not found instead of failing the foreign key.
+ */
+export const ADD_MEMBER_SQL = `
+INSERT INTO memberships AS m (account_id, domain_id, role, external_id, joined_via)
+SELECT $2, d.id, $3, $4, $5 FROM domains d WHERE d.name = $1 FOR KEY SHARE
+ON CONFLICT (account_id, domain_id) DO UPDATE SET role = m.role
+RETURNING m.account_id, m.domain_id, m.role, m.external_id, m.joined_via, (m.xmax = 0) AS created`;
+
 interface DomainRow {
   id: string;
   name: string;
@@ -257,25 +272,17 @@ export class PgTenancyStore implements TenancyStore {
     member: NewMember,
     onExisting: 'keep' | 'refuse',
   ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member'>> {
-    const inserted = await this.pool.query<MembershipRow>(
-      `INSERT INTO memberships (account_id, domain_id, role, external_id, joined_via)
-       SELECT $2, d.id, $3, $4, $5 FROM domains d WHERE d.name = $1
-       ON CONFLICT (account_id, domain_id) DO NOTHING
-       RETURNING account_id, domain_id, role, external_id, joined_via`,
-      [domainName, member.accountId, member.role, member.externalId ?? null, member.joinedVia],
-    );
-    const row = inserted.rows[0];
-    if (row) return ok({ membership: membershipOf(row, domainName), created: true });
-    const existing = await this.pool.query<MembershipRow>(
-      `SELECT m.account_id, m.domain_id, m.role, m.external_id, m.joined_via
-       FROM memberships m JOIN domains d ON d.id = m.domain_id
-       WHERE d.name = $1 AND m.account_id = $2`,
-      [domainName, member.accountId],
-    );
-    const current = existing.rows[0];
-    if (!current) return fail('domain_not_found');
-    if (onExisting === 'refuse') return fail('already_member');
-    return ok({ membership: membershipOf(current, domainName), created: false });
+    const upserted = await this.pool.query<MembershipRow & { created: boolean }>(ADD_MEMBER_SQL, [
+      domainName,
+      member.accountId,
+      member.role,
+      member.externalId ?? null,
+      member.joinedVia,
+    ]);
+    const row = upserted.rows[0];
+    if (!row) return fail('domain_not_found');
+    if (!row.created && onExisting === 'refuse') return fail('already_member');
+    return ok({ membership: membershipOf(row, domainName), created: row.created });
   }
 
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>> {

@@ -3,7 +3,7 @@
  * reported with its path) and the camelCase JSON it answers with (CONTRACTS.md, Tenancy).
  */
 import * as t from 'io-ts';
-import { decode } from '../../shared/kinds.js';
+import { decode, NonEmptyString } from '../../shared/kinds.js';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { isKnownRole, ROLE_WEIGHTS } from '../../shared/roles.js';
 import type { Domain, InviteCode, ListedDomain, Membership } from './model.js';
@@ -53,12 +53,23 @@ export const Role = describedString(`a role (${Object.keys(ROLE_WEIGHTS).join(',
 export const JoinPolicy = oneOf(JOIN_POLICIES);
 export const JoinedVia = oneOf(JOINED_VIA);
 const HOURS_PER_YEAR = 24 * 366;
+/**
+ * The shortest invite lifetime: one minute. Expiry is kept to the millisecond, so a smaller positive
+ * number (1e-7 hours rounds to 0 ms) would answer 201 with a code that had already expired.
+ */
+export const MIN_LIFETIME_HOURS = 1 / 60;
+const isLifetimeHours = (u: unknown): u is number => typeof u === 'number' && Number.isFinite(u) && u >= MIN_LIFETIME_HOURS && u <= HOURS_PER_YEAR;
 export const LifetimeHours = new t.Type<number, number, unknown>(
-  `a number of hours above 0 and at most ${HOURS_PER_YEAR}`,
-  (u): u is number => typeof u === 'number' && Number.isFinite(u) && u > 0 && u <= HOURS_PER_YEAR,
-  (u, c) => (typeof u === 'number' && Number.isFinite(u) && u > 0 && u <= HOURS_PER_YEAR ? t.success(u) : t.failure(u, c)),
+  `a number of hours from ${MIN_LIFETIME_HOURS.toFixed(4)} (one minute) to ${HOURS_PER_YEAR}`,
+  isLifetimeHours,
+  (u, c) => (isLifetimeHours(u) ? t.success(u) : t.failure(u, c)),
   t.identity,
 );
+/**
+ * An identifier another system gave (the identity provider's id of the account): refuses every control
+ * character, like every other id in Lintel, since it is matched, logged and copied into tokens.
+ */
+export const ExternalId = NonEmptyString;
 
 export const CreateDomainBody = t.intersection([
   t.type({ name: DomainName, displayName: Text }),
@@ -68,7 +79,7 @@ export const InviteBody = t.type({ accountId: AccountId, role: Role });
 export const InviteCodeBody = t.intersection([t.type({ role: Role }), t.partial({ expiresInHours: LifetimeHours })]);
 export const ProvisionBody = t.intersection([
   t.type({ accountId: AccountId, domainName: DomainName, role: Role }),
-  t.partial({ externalId: Text, joinedVia: JoinedVia }),
+  t.partial({ externalId: ExternalId, joinedVia: JoinedVia }),
 ]);
 export const InternalDomainBody = t.intersection([
   t.type({ name: DomainName, displayName: Text }),

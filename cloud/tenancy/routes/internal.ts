@@ -23,8 +23,12 @@ export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
       'keep',
     );
     if (!provisioned.ok) throw new HttpError(404, `domain ${JSON.stringify(body.domainName)} not found`);
-    // The same answer whether this call created the membership or a previous attempt did.
-    res.json(membershipJson(provisioned.value.membership));
+    const { membership } = provisioned.value;
+    // The seed says only "member added", and claims-gateway calls this on every first login: an existing
+    // membership is kept as it is (a login must not demote an administrator, nor promote anyone, nor be
+    // refused), and the answer is that membership as stored, so the caller sees the role the account
+    // actually holds. A retry answers exactly like the call that created it.
+    res.json(membershipJson(membership));
   });
 
   router.post('/internal/domains', ...signed, async (req, res) => {

@@ -51,7 +51,7 @@ t.test('an invalid tier, a missing Name, unknown fields and bad issuers are 400 
     // PostgreSQL text cannot hold NUL: each stored field refuses it by name instead of failing as a 500.
     [{ Name: 'a\u0000b', Tier: 'pooled' }, /^Name: expected a non-empty string of at most 256 characters, without NUL/],
     [{ Name: 'a', Tier: 'pooled', DisplayName: 'Acme\u0000' }, /^DisplayName: expected a string of at most 256 characters, without NUL/],
-    [{ Name: 'a', Tier: 'pooled', Issuer: 'https://idp.test/\u0000' }, /^Issuer: expected a string of at most 256 characters, without NUL/],
+    [{ Name: 'a', Tier: 'pooled', Issuer: 'https://idp.test/\u0000' }, /^Issuer: expected a string of at most 256 characters without control characters \(C0, DEL, C1, U\+2028, U\+2029\), without NUL/],
     [[], /request body: expected a JSON object/],
     ['"acme"', /not valid JSON/],
     ['{"Name": "a", ', /not valid JSON/],

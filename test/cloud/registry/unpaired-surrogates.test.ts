@@ -7,7 +7,7 @@ import { startRegistry } from './support/harness.js';
 t.test('an unpaired surrogate in any stored field is a 400 naming it, and nothing is written', async (t) => {
   const app = await startRegistry(t);
   for (const [body, message] of [
-    ['{"Name":"\\ud800x","Tier":"pooled"}', /^Name: expected a non-empty string of at most 256 characters, without NUL \(\\u0000\) or unpaired surrogates/],
+    ['{"Name":"\\ud800x","Tier":"pooled"}', /^Name: expected a non-empty string of at most 256 characters, without NUL \(\\u0000\), other control characters or lone surrogates/],
     ['{"Name":"\\udfffx","Tier":"pooled"}', /^Name: expected/],
     ['{"Name":"a","Tier":"pooled","DisplayName":"Acme \\udbff"}', /^DisplayName: expected/],
   ] as const) {
