@@ -17,6 +17,7 @@ export const ERROR_TYPES = {
   413: 'Payload Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
+  503: 'Service Unavailable',
 } as const;
 
 export type ErrorStatus = keyof typeof ERROR_TYPES;

@@ -4,11 +4,11 @@
  */
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import { errorHandler, jsonBody, notFoundHandler } from '../../shared/errors.js';
+import { errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
 import { healthHandler, requireClaims } from '../../shared/http.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
 import type { AgentPort } from './agent.js';
-import { conversationsRouter } from './conversations.js';
+import { STOPPING, conversationsRouter } from './conversations.js';
 import { InFlight } from './in-flight.js';
 import type { ChatMetrics } from './metrics.js';
 import { sendMessageHandler } from './send-message.js';
@@ -33,6 +33,12 @@ export interface ChatApp {
   app: Express;
   /** The sends still running; a stopping service drains them before it closes the store. */
   inFlight: InFlight;
+  /**
+   * From now on every new request is answered 503 with `connection: close`, streams in progress go on.
+   * A stopping service calls it first: closing the server only stops new connections, and a
+   * keep-alive connection that was busy when the stop began would otherwise carry a next request.
+   */
+  refuseNewRequests(): void;
 }
 
 /** The ingress prefix; every route is also served without it. */
@@ -61,12 +67,27 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   conversations.use('/', conversationsRouter(deps.store, now));
   routes.use('/conversations', conversations);
 
+  let refusing = false;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  app.use((_req, res, next) => {
+    if (!refusing) {
+      next();
+      return;
+    }
+    res.set('connection', 'close');
+    sendError(res, 503, STOPPING);
+  });
   app.use(INGRESS_PREFIX, routes);
   app.use(routes);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
-  return { app, inFlight };
+  return {
+    app,
+    inFlight,
+    refuseNewRequests: () => {
+      refusing = true;
+    },
+  };
 }

@@ -40,6 +40,14 @@ export class LockTimeoutError extends Error {
   }
 }
 
+/** The wait was abandoned because the service is stopping (see {@link ConversationLock.abandonWaits}). */
+export class LockAbandonedError extends Error {
+  constructor(key: string) {
+    super(`stopped waiting for conversation ${key}: the service is stopping`);
+    this.name = 'LockAbandonedError';
+  }
+}
+
 const DUPLICATE_KEY = 11000;
 
 function isDuplicateKey(err: unknown): boolean {
@@ -52,10 +60,28 @@ export class ConversationLock {
   private readonly leases: Collection<LeaseDocument>;
   private readonly options: ConversationLockOptions;
   private readonly queues = new Map<string, Promise<void>>();
+  /** Settles (never resolves) once waits are abandoned; every waiter races its wait against it. */
+  private readonly abandoned: Promise<never>;
+  private abandon!: () => void;
+  private waitsAbandoned = false;
 
   constructor(leases: Collection<LeaseDocument>, options: Partial<ConversationLockOptions> = {}) {
     this.leases = leases;
     this.options = { ...DEFAULT_LOCK_OPTIONS, ...options };
+    this.abandoned = new Promise<never>((_, reject) => {
+      this.abandon = () => reject(new Error('lock waits abandoned'));
+    });
+    this.abandoned.catch(() => undefined);
+  }
+
+  /**
+   * Makes every writer still waiting for a lock, and every later one, give up with
+   * {@link LockAbandonedError} before its work runs; work already holding a lock finishes. For a
+   * stopping service: a wait may last `waitMs` (15 s), longer than the process may take to stop.
+   */
+  abandonWaits(): void {
+    this.waitsAbandoned = true;
+    this.abandon();
   }
 
   /**
@@ -75,9 +101,9 @@ export class ConversationLock {
       release();
       if (this.queues.get(key) === tail) this.queues.delete(key);
     };
-    await previous;
     let token: string;
     try {
+      await this.waitFor(key, previous);
       token = await this.acquire(key);
     } catch (err) {
       done();
@@ -99,11 +125,23 @@ export class ConversationLock {
     while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
   }
 
+  /** Waits for `step`, or throws {@link LockAbandonedError} once waits are abandoned. */
+  private async waitFor<T>(key: string, step: Promise<T>): Promise<T> {
+    if (this.waitsAbandoned) throw new LockAbandonedError(key);
+    try {
+      return await Promise.race([step, this.abandoned]);
+    } catch (err) {
+      if (this.waitsAbandoned) throw new LockAbandonedError(key);
+      throw err;
+    }
+  }
+
   private async acquire(key: string): Promise<string> {
     const token = randomUUID();
     const giveUpAt = Date.now() + this.options.waitMs;
     let attempt = 0;
     for (;;) {
+      if (this.waitsAbandoned) throw new LockAbandonedError(key);
       try {
         await this.leases.insertOne({ _id: key, token, expires_at: new Date(Date.now() + this.options.leaseMs) });
         return token;
@@ -119,7 +157,7 @@ export class ConversationLock {
       if (Date.now() >= giveUpAt) throw new LockTimeoutError(key);
       attempt++;
       const backoff = Math.min(this.options.pollMs * 2 ** Math.min(attempt, 5), 100);
-      await pause(backoff / 2 + Math.random() * (backoff / 2));
+      await this.waitFor(key, pause(backoff / 2 + Math.random() * (backoff / 2)));
     }
   }
 }

@@ -5,7 +5,7 @@
 import express, { type Request, type Router } from 'express';
 import { HttpError } from '../../shared/errors.js';
 import { callerOf } from '../../shared/http.js';
-import { LockTimeoutError } from './conversation-lock.js';
+import { LockAbandonedError, LockTimeoutError } from './conversation-lock.js';
 import { DEFAULT_TITLE } from './conversation.js';
 import { CONVERSATION_NOT_FOUND } from './send-message.js';
 import { InvalidCursorError, type ConversationStore } from './store.js';
@@ -13,6 +13,9 @@ import { conversationIdOf, conversationWire, createBodyOf, listQueryOf, renameBo
 
 /** Largest page a client may ask for with `?limit=`; without it, the list is whole. */
 export const LIST_MAX_LIMIT = 500;
+
+/** The answer to a request the stopping service will not serve. */
+export const STOPPING = 'the service is stopping; send the request again';
 
 /** Header carrying the cursor of the next list page, when a page was asked for and more remain. */
 export const NEXT_CURSOR_HEADER = 'x-next-cursor';
@@ -63,6 +66,7 @@ export function conversationsRouter(store: ConversationStore, now: () => Date): 
       renamed = await store.rename(id, callerOf(res).sub, title, now());
     } catch (err) {
       if (err instanceof LockTimeoutError) throw new HttpError(409, 'conversation is busy; try the rename again');
+      if (err instanceof LockAbandonedError) throw new HttpError(503, STOPPING);
       throw err;
     }
     if (!renamed) throw new HttpError(404, CONVERSATION_NOT_FOUND);
@@ -70,7 +74,14 @@ export function conversationsRouter(store: ConversationStore, now: () => Date): 
   });
 
   router.delete('/:id', async (req, res) => {
-    const removed = await store.remove(idOf(req.params.id), callerOf(res).sub);
+    let removed;
+    try {
+      removed = await store.remove(idOf(req.params.id), callerOf(res).sub);
+    } catch (err) {
+      if (err instanceof LockTimeoutError) throw new HttpError(409, 'conversation is busy; try the delete again');
+      if (err instanceof LockAbandonedError) throw new HttpError(503, STOPPING);
+      throw err;
+    }
     if (!removed) throw new HttpError(404, CONVERSATION_NOT_FOUND);
     res.status(204).end();
   });

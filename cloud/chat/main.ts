@@ -68,9 +68,13 @@ class ChatService {
     // Not closeServer: its forced close after 2 s would cut answer streams before the drain ends, and
     // their browsers would get neither `done` nor `error`. close() stops taking connections and closes
     // the idle ones; the streams keep theirs until every answer has sent its last frame.
+    this.chat.refuseNewRequests();
     const closing = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const drained = await this.chat.inFlight.drain(DRAIN_MS);
     if (!drained) this.logger.warn({ running: this.chat.inFlight.size }, 'aborting answers still streaming');
+    // An answer still waiting for its conversation's lock (up to 15 s) would outlast the stop deadline:
+    // it gives up now, storing nothing, and its stream ends with an error frame.
+    this.store.abandonLockWaits();
     await this.agent.stop();
     await this.chat.inFlight.drain(1_000);
     // What remains are connections kept alive for a next request (and any request outliving the drain).

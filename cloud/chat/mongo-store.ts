@@ -135,6 +135,15 @@ export class MongoConversationStore implements ConversationStore {
     await this.conversations.createIndex(LIST_INDEX.key, { name: LIST_INDEX.name });
   }
 
+  /**
+   * Makes appends, renames and deletes still waiting for a conversation's lock give up (they throw
+   * `LockAbandonedError` and write nothing), so a stopping service is not held up to the lock's
+   * 15 s wait.
+   */
+  abandonLockWaits(): void {
+    this.lock.abandonWaits();
+  }
+
   /** Waits for the leases still being released, so the client can close after. */
   async stop(): Promise<void> {
     await this.lock.settled();
@@ -203,8 +212,14 @@ export class MongoConversationStore implements ConversationStore {
   async remove(id: string, userId: string): Promise<boolean> {
     const _id = objectIdOf(id);
     if (!_id) return false;
-    const result = await this.conversations.deleteOne({ _id, user_id: userId });
-    return result.deletedCount === 1;
+    // Ownership first, as for a rename. Then under the lock: FerretDB applies an append as a read and
+    // a write back, and a delete landing between the two would leave the append reporting success
+    // for an exchange that is not stored.
+    if ((await this.conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return false;
+    return this.lock.withLock(id, async () => {
+      const result = await this.conversations.deleteOne({ _id, user_id: userId });
+      return result.deletedCount === 1;
+    });
   }
 
   async appendExchange(id: string, userId: string, exchange: Exchange): Promise<AppendOutcome> {

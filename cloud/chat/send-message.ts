@@ -26,6 +26,7 @@ import {
   type Citation,
   type HistoryTurn,
 } from './conversation.js';
+import { LockAbandonedError } from './conversation-lock.js';
 import type { InFlight } from './in-flight.js';
 import type { ChatMetrics, StreamFailureReason } from './metrics.js';
 import { SseStream } from './sse.js';
@@ -128,6 +129,9 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     try {
       outcome = await store.appendExchange(send.conversationId, send.userId, exchange);
     } catch (err) {
+      if (err instanceof LockAbandonedError) {
+        throw new StreamFailed('store_failed', 'the service is stopping and the answer was not stored; please send the question again');
+      }
       deps.logger.error({ conversationId: send.conversationId, error: describeError(err) }, 'storing an exchange failed');
       throw new StreamFailed('store_failed', 'the answer could not be stored; please send the question again');
     } finally {

@@ -1,5 +1,7 @@
 import t from 'tap';
+import type { Db, Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { call, createConversation, send, startChat, terminalOf } from './support/harness.js';
+import { freshChatDatabase } from './support/mongo.js';
 
 t.test('a conversation deleted while its answer streams: an error frame, and it stays deleted', async (t) => {
   const chat = await startChat(t);
@@ -14,4 +16,77 @@ t.test('a conversation deleted while its answer streams: an error frame, and it 
   t.same(terminalOf(result), { type: 'error', error: 'conversation_gone', message: 'the conversation was deleted while the answer was streaming' });
   t.equal((await call(chat.url, 'GET', `/conversations/${conversation.id}`, 'ana')).status, 404);
   t.equal(await chat.db.collection('conversations').countDocuments({}), 0, 'the append did not bring it back');
+});
+
+/** A database whose named collections answer some methods with the functions given. */
+function dbWith(db: Db, overrides: Record<string, Record<string, unknown>>): Db {
+  return {
+    collection(name: string) {
+      const collection = db.collection(name);
+      const methods = overrides[name] ?? {};
+      return new Proxy(collection, {
+        get(target, property) {
+          if (typeof property === 'string' && property in methods) return methods[property];
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    },
+  } as unknown as Db;
+}
+
+t.test('a delete landing between the read and the write back of an append: never a done for an exchange not stored', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const conversations = db.collection('conversations');
+  let duringAppend: (() => Promise<void>) | undefined;
+  let writeBackFound: boolean | undefined;
+  // Replica A appends the way FerretDB 1.24 applies an update: it reads the matching document, then
+  // writes the changed document back by _id, and reports as matched what the read found.
+  const replicaA = await startChat(t, {
+    db,
+    storeDb: (real) =>
+      dbWith(real, {
+        conversations: {
+          updateOne: async (filter: Filter<Document>, update: UpdateFilter<Document>) => {
+            const matched = await conversations.countDocuments(filter, { limit: 1 });
+            if (matched === 0) return { acknowledged: true, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedId: null };
+            const hook = duringAppend;
+            duringAppend = undefined;
+            await hook?.();
+            const written = await conversations.updateOne({ _id: filter._id as ObjectId }, update);
+            writeBackFound = written.matchedCount === 1;
+            return { ...written, matchedCount: matched };
+          },
+        },
+      }),
+  });
+  // Replica B deletes; it reports when it finds the conversation's lease taken (its delete waits).
+  let deleteWaits!: () => void;
+  const deleteWaiting = new Promise<void>((resolve) => (deleteWaits = resolve));
+  const replicaB = await startChat(t, {
+    db,
+    storeDb: (real) =>
+      dbWith(real, {
+        conversation_locks: {
+          findOne: (filter: Filter<Document>) => {
+            deleteWaits();
+            return real.collection('conversation_locks').findOne(filter);
+          },
+        },
+      }),
+  });
+  const conversation = await createConversation(replicaA.url, 'ana', 'Boiler');
+  let deleteStatus: number | undefined;
+  duringAppend = async () => {
+    const deleted = call(replicaB.url, 'DELETE', `/conversations/${conversation.id}`, 'ana').then((res) => (deleteStatus = res.status));
+    await Promise.race([deleted, deleteWaiting]);
+  };
+  replicaA.agent.expect({ tokens: ['stored ', 'or not'] });
+  const result = await send(replicaA.url, 'ana', conversation.id, 'q');
+  const terminal = terminalOf(result);
+  if (terminal?.type === 'done') t.equal(writeBackFound, true, 'done only for an exchange that was written');
+  else t.match(terminal, { type: 'error', error: 'conversation_gone' });
+  for (let i = 0; i < 500 && deleteStatus === undefined; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.equal(deleteStatus, 204);
+  t.equal(await conversations.countDocuments({}), 0, 'the conversation stays deleted');
 });

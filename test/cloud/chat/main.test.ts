@@ -1,10 +1,9 @@
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { ConfigError } from '../../../shared/env.js';
-import { listen } from '../../../shared/lifecycle.js';
 import { readChatConfig } from '../../../cloud/chat/config.js';
+import { chatWithConversation, freePort } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
 import { claimsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
@@ -34,13 +33,6 @@ t.test('config: defaults, and every problem reported at once', async (t) => {
   }
   t.throws(() => readChatConfig({}), /MONGO_URI: required but not set/);
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 t.test('npm run chat: serves with its env, answers a send end to end, stops cleanly on SIGTERM', async (t) => {
   const agent = await startFakeAgent(t);
@@ -88,30 +80,6 @@ t.test('npm run chat: serves with its env, answers a send end to end, stops clea
   const [code] = (await once(child, 'exit')) as [number | null];
   t.equal(code, 0, 'exit 0 after SIGTERM');
 });
-
-/**
- * The service as its own process (killed at teardown if still running), up on a free port, with one
- * conversation of ana's.
- */
-async function chatWithConversation(t: Test, uri: string, agentUrl: string) {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
-    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agentUrl, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'ignore'],
-  });
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const base = `http://127.0.0.1:${port}`;
-  let up = false;
-  for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
-    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-    if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
-  const { id } = (await created.json()) as { id: string };
-  return { child, base, id };
-}
 
 t.test('SIGTERM while an answer streams: the answer finishes, is stored, then the process exits 0', async (t) => {
   const agent = await startFakeAgent(t);

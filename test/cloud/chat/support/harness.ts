@@ -41,6 +41,8 @@ export interface StartOptions {
   lock?: Partial<ConversationLockOptions>;
   /** Share a database with another instance (a second replica). */
   db?: Db;
+  /** What the store sees of the database, to watch or reorder its calls; the database itself if absent. */
+  storeDb?: (db: Db) => Db;
 }
 
 /** The claims header of a user, as the mesh injects it. */
@@ -62,7 +64,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   });
   await agent.start();
   cleanups.push(() => agent.stop());
-  const store = new MongoConversationStore(db, options.lock ? { lock: options.lock } : {});
+  const store = new MongoConversationStore(options.storeDb ? options.storeDb(db) : db, options.lock ? { lock: options.lock } : {});
   await store.start();
   cleanups.push(() => store.stop());
   const httpAgent = new HttpAgent({
