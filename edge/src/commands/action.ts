@@ -32,18 +32,27 @@ export async function loadShippedBindings(io: CommandIo): Promise<BindingCatalog
   }
 }
 
-/** `name=value` pairs to an argument map; a numeric value becomes a number. */
+const PLAIN_DECIMAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
+
+/**
+ * `name=value` pairs to an argument map; a plain decimal (21, -0.5) becomes a number. Refused, so that
+ * what is sent is what was meant: a name given twice (which would win?), and a value JavaScript would
+ * read as a number though it is not written as a plain decimal (0x15 is 21, 1e3 is 1000, " 21" is 21).
+ */
 export function parseActionArgs(pairs: readonly string[]): { ok: true; args: Record<string, unknown> } | { ok: false; message: string } {
-  const args: Record<string, unknown> = {};
+  const args = new Map<string, unknown>();
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     if (eq <= 0) return { ok: false, message: `--arg: expected name=value, got ${JSON.stringify(pair)}` };
     const name = pair.slice(0, eq);
     const raw = pair.slice(eq + 1);
-    const n = Number(raw);
-    args[name] = raw.trim() !== '' && Number.isFinite(n) ? n : raw;
+    if (args.has(name)) return { ok: false, message: `--arg: ${JSON.stringify(name)} is given more than once; give each argument once` };
+    if (PLAIN_DECIMAL.test(raw)) args.set(name, Number(raw));
+    else if (raw.trim() !== '' && Number.isFinite(Number(raw))) {
+      return { ok: false, message: `--arg ${name}: expected a number written as a plain decimal (e.g. 21 or -0.5), got ${JSON.stringify(raw)}` };
+    } else args.set(name, raw);
   }
-  return { ok: true, args };
+  return { ok: true, args: Object.fromEntries(args) };
 }
 
 export async function actionCommand(options: ActionOptions, io: CommandIo): Promise<number> {

@@ -4,6 +4,8 @@
  * - audit: every byte of every entry is an aggregate (see report/audit.ts); exits 1 on any finding;
  * - export: the entries as JSON lines, `body` being the exact bytes that were sent, so anyone can recompute
  *   hash = sha256(prevHash + body).
+ * With `fromSeq`, each looks only at the entries from that seq on; verify then anchors the chain on the
+ * stored hash of the entry before it, and says so.
  */
 import { existsSync } from 'node:fs';
 import { auditBody } from '../report/audit.js';
@@ -33,22 +35,28 @@ export function ledgerCommand(action: LedgerAction, path: string, io: CommandIo,
   const ledger = open(path, io);
   if (!ledger) return 2;
   try {
-    if (action === 'verify') return verify(ledger, path, io);
-    if (action === 'audit') return audit(ledger, path, io);
-    return exportEntries(ledger, io, options.fromSeq ?? 0);
+    if (action === 'verify') return verify(ledger, path, io, options.fromSeq);
+    if (action === 'audit') return audit(ledger, path, io, options.fromSeq);
+    return exportEntries(ledger, io, options.fromSeq);
   } finally {
     ledger.close();
   }
 }
 
-function verify(ledger: Ledger, path: string, io: CommandIo): number {
+function verify(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | undefined): number {
   const start = ledger.start();
-  const verdict = ledger.verify();
+  const anchor = fromSeq === undefined ? start : ledger.anchorOf(fromSeq);
+  const verdict = ledger.verify(fromSeq);
   if (verdict.ok) {
-    const from = start.seq === 0 ? 'the start' : `checkpoint seq ${start.seq} (older entries pruned)`;
+    const from =
+      anchor && anchor.seq !== start.seq
+        ? `seq ${anchor.seq} ${anchor.hash} (--from-seq ${fromSeq}: entries up to seq ${anchor.seq} not checked)`
+        : start.seq === 0
+          ? 'the start'
+          : `checkpoint seq ${start.seq} (older entries pruned)`;
     io.out(
       verdict.entries === 0
-        ? `ledger ${path}: empty, chain intact from ${from}\n`
+        ? `ledger ${path}: ${fromSeq === undefined ? 'empty' : `no entries from seq ${fromSeq}`}, chain intact from ${from}\n`
         : `ledger ${path}: ${verdict.entries} entries, chain intact from ${from} to seq ${verdict.head.seq}\nhead: seq ${verdict.head.seq} ${verdict.head.hash}\n`,
     );
     return 0;
@@ -58,12 +66,13 @@ function verify(ledger: Ledger, path: string, io: CommandIo): number {
   return 1;
 }
 
-function audit(ledger: Ledger, path: string, io: CommandIo): number {
+function audit(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | undefined): number {
   let entries = 0;
   let readings = 0;
   let findings = 0;
   let bytes = 0;
-  for (const entry of ledger.entries()) {
+  const scope = fromSeq === undefined ? path : `${path} from seq ${fromSeq}`;
+  for (const entry of ledger.entries(fromSeq)) {
     entries++;
     bytes += Buffer.byteLength(entry.body);
     const found = auditBody(entry.body);
@@ -77,14 +86,14 @@ function audit(ledger: Ledger, path: string, io: CommandIo): number {
     findings += found.length;
   }
   if (findings > 0) {
-    io.out(`audit FAILED: ${findings} finding${findings === 1 ? '' : 's'} in ${entries} entries of ${path}\n`);
+    io.out(`audit FAILED: ${findings} finding${findings === 1 ? '' : 's'} in ${entries} entries of ${scope}\n`);
     return 1;
   }
-  io.out(`audit passed: ${entries} entries, ${readings} readings, ${bytes} bytes in ${path}; every value is a declared aggregate field, nothing identifier-like\n`);
+  io.out(`audit passed: ${entries} entries, ${readings} readings, ${bytes} bytes in ${scope}; every value is a declared aggregate field, nothing identifier-like\n`);
   return 0;
 }
 
-function exportEntries(ledger: Ledger, io: CommandIo, fromSeq: number): number {
+function exportEntries(ledger: Ledger, io: CommandIo, fromSeq: number | undefined): number {
   for (const entry of ledger.entries(fromSeq)) {
     io.out(
       `${JSON.stringify({

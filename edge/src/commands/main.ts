@@ -148,8 +148,13 @@ async function runCommand(argv: string[], io: CommandIo): Promise<number> {
         arg: { type: 'string', multiple: true },
       });
       if (values.help) return help(io);
-      const { actionCommand } = await import('./action.js');
       const args = (values as Record<string, unknown>).arg as string[] | undefined;
+      if (values.list === true) {
+        // --list only lists: a command given with it would otherwise be silently not sent.
+        const commandOptions = ['sensor', 'action', 'arg'].filter((k) => values[k] !== undefined);
+        if (commandOptions.length > 0) throw new UsageError(`action --list takes no ${commandOptions.map((k) => `--${k}`).join(', ')}; list, or send a command, not both`);
+      }
+      const { actionCommand } = await import('./action.js');
       return actionCommand(
         {
           config: required(values, 'config', 'action'),

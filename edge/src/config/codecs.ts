@@ -4,7 +4,7 @@
  */
 import { isIP } from 'node:net';
 import * as t from 'io-ts';
-import { looksLikeIdentifier } from '../report/identifiers.js';
+import { IDENTIFIER_WORDS, identifierKind } from '../report/identifiers.js';
 import { KEY_ID } from '../../../shared/hmac.js';
 
 /** `accessPoints[2].snmp`: the keys of a context, skipping union and intersection member indexes. */
@@ -65,11 +65,16 @@ export function closed<R extends t.Props, O extends t.Props>(name: string, requi
   );
 }
 
+/** A codec that can say why it refuses a value (e.g. "it looks like a MAC"), beyond what it expects. */
+export interface Explains {
+  refusalOf?: (u: unknown) => string | undefined;
+}
+
 /**
  * A map whose keys must pass `key`. io-ts's own `t.record` drops a key its domain refuses without a word,
  * so a zone id like `lobby/east` would vanish from the config; here it is an error with its path.
  */
-export function mapOf<V>(name: string, key: t.Type<string, string, unknown>, value: t.Type<V, V, unknown>) {
+export function mapOf<V>(name: string, key: t.Type<string, string, unknown> & Explains, value: t.Type<V, V, unknown>) {
   return new t.Type<Record<string, V>, Record<string, V>, unknown>(
     name,
     (u): u is Record<string, V> => isRecord(u) && Object.entries(u).every(([k, v]) => key.is(k) && value.is(v)),
@@ -80,7 +85,8 @@ export function mapOf<V>(name: string, key: t.Type<string, string, unknown>, val
       for (const [k, v] of Object.entries(input)) {
         if (!key.is(k)) {
           const at = pathOf(context);
-          errors.push({ value: undefined, context, message: `${at === '(root)' ? '' : `${at}.`}${k === '' ? '""' : k}: not accepted as a key; expected ${key.name}` });
+          const why = key.refusalOf?.(k);
+          errors.push({ value: undefined, context, message: `${at === '(root)' ? '' : `${at}.`}${k === '' ? '""' : k}: not accepted as a key; ${why ? `${why}; ` : ''}expected ${key.name}` });
           continue;
         }
         const result = value.validate(v, t.appendContext(context, k, value, v));
@@ -141,15 +147,29 @@ export const Hostname = kind('a hostname', t.string, (s) => isIP(s) !== 0 || (s.
 export const IngestKeyId = kind('a key id of 1 to 128 letters, digits, dots, underscores, colons or dashes', t.string, (s) => KEY_ID.test(s));
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/;
+/** Why a name is refused as an identifier ("it looks like an IP address"), or undefined. */
+const identifierRefusal = (u: unknown): string | undefined => {
+  const found = typeof u === 'string' ? identifierKind(u) : null;
+  return found ? `it looks like ${IDENTIFIER_WORDS[found]}` : undefined;
+};
 /**
  * A name that is sent off the gateway (building, zone, AP): letters, digits, space, dot, dash,
- * underscore. It must not look like an identifier (MAC, UUID, long hex), so `ledger audit` can prove
- * every exported value is an aggregate.
+ * underscore. It must not look like an identifier (MAC, UUID, hash, base64, IP address, local host name:
+ * whatever report/identifiers.ts detects), so `ledger audit` can prove every exported value is an
+ * aggregate. A refusal names the kind it found.
  */
-export const ExportedName = kind(
-  'a name of letters, digits, spaces, dots, dashes or underscores (at most 128) that does not look like a MAC, UUID or hash',
-  t.string,
-  (s) => NAME.test(s) && !looksLikeIdentifier(s),
+export const ExportedName: t.Type<string, string, unknown> & Explains = Object.assign(
+  new t.Type<string, string, unknown>(
+    'a name of letters, digits, spaces, dots, dashes or underscores (at most 128) that does not look like an identifier (a MAC, UUID, hash, base64, IP address or local host name)',
+    (u): u is string => typeof u === 'string' && NAME.test(u) && identifierKind(u) === null,
+    (u, c) => {
+      const why = identifierRefusal(u);
+      if (why) return t.failure(u, c, `${pathOf(c)}: expected ${ExportedName.name}, got ${JSON.stringify(u)}: ${why}`);
+      return typeof u === 'string' && NAME.test(u) ? t.success(u) : t.failure(u, c);
+    },
+    t.identity,
+  ),
+  { refusalOf: identifierRefusal },
 );
 
 const httpUrlOf = (s: string): URL | undefined => {

@@ -9,7 +9,7 @@
  */
 import { metricOf } from '../../../shared/catalog/metrics.js';
 import { validateReading } from '../../../shared/catalog/validate.js';
-import { identifierKind, masked, type IdentifierKind } from './identifiers.js';
+import { IDENTIFIER_WORDS, identifierKind, masked } from './identifiers.js';
 
 export type FindingKind = 'not-json' | 'not-canonical' | 'unexpected-key' | 'identifier' | 'invalid-reading' | 'implausible-number';
 
@@ -26,11 +26,9 @@ const MIN_TIMESTAMP = Date.UTC(2000, 0, 1);
 const MAX_TIMESTAMP = Date.UTC(2100, 0, 1);
 const BATCH_KEYS = new Set(['batchId', 'readings']);
 
-const KIND_WORDS: Record<IdentifierKind, string> = { mac: 'MAC', uuid: 'UUID', hex: 'hash (long hex)', base64: 'BASE64', ip: 'IP address', hostname: 'host name' };
-
 function scanString(value: string, path: string, what: 'key' | 'value', findings: AuditFinding[]): void {
   const kind = identifierKind(value);
-  if (kind) findings.push({ kind: 'identifier', path, detail: `${what} ${masked(value)} looks like a ${KIND_WORDS[kind]}` });
+  if (kind) findings.push({ kind: 'identifier', path, detail: `${what} ${masked(value)} looks like ${IDENTIFIER_WORDS[kind]}` });
 }
 
 /** Every key and string in any JSON value, scanned for identifiers. */

@@ -46,9 +46,10 @@ export type ChainVerdict =
   | { ok: false; entries: number; problems: ChainProblem[] };
 
 /**
- * Walks entries in seq order from `start` and reports every break: a missing seq (deleted entry), a
- * prev_hash that is not the previous hash (deleted, inserted or reordered entry), or a hash that does not
- * match the body (edited entry).
+ * Walks entries in seq order from `start` and reports every break: an entry at or before the start (an
+ * inserted row the chain cannot hold, such as a negative seq), a missing seq (deleted entry), a prev_hash
+ * that is not the previous hash (deleted, inserted or reordered entry), or a hash that does not match the
+ * body (edited entry).
  */
 export function verifyChain(entries: Iterable<LedgerEntry>, start: ChainStart = GENESIS): ChainVerdict {
   const problems: ChainProblem[] = [];
@@ -58,6 +59,11 @@ export function verifyChain(entries: Iterable<LedgerEntry>, start: ChainStart = 
   let head = start;
   for (const entry of entries) {
     count++;
+    if (!Number.isSafeInteger(entry.seq) || entry.seq <= start.seq) {
+      // Not a link of the chain: reported, and skipped so the entries after it are judged on their own.
+      problems.push({ seq: entry.seq, problem: `not part of the chain, which starts after seq ${start.seq} (an inserted row?)` });
+      continue;
+    }
     if (entry.seq !== expectedSeq) {
       problems.push({
         seq: entry.seq,

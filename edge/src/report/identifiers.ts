@@ -7,6 +7,16 @@ import { isIPv6 } from 'node:net';
 
 export type IdentifierKind = 'mac' | 'uuid' | 'hex' | 'base64' | 'ip' | 'hostname';
 
+/** Each kind in words, for "looks like …" in audit findings and config errors. */
+export const IDENTIFIER_WORDS: Readonly<Record<IdentifierKind, string>> = {
+  mac: 'a MAC',
+  uuid: 'a UUID',
+  hex: 'a hash (long hex)',
+  base64: 'base64',
+  ip: 'an IP address',
+  hostname: 'a local host name',
+};
+
 const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
 
 const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [

@@ -14,13 +14,19 @@ export interface Ledger {
   append(body: string, createdAt: number): LedgerEntry;
   /** Records how the post of an entry went (not part of the chain). */
   setDelivery(seq: number, delivery: Delivery): void;
-  /** Entries in seq order, optionally from a seq on. */
+  /** Entries in seq order: every row (even one with a seq the chain cannot hold), or those from a seq on. */
   entries(fromSeq?: number): IterableIterator<LedgerEntry>;
   /** Where the chain starts (the genesis, or the last pruned entry). */
   start(): ChainStart;
   head(): ChainStart;
   count(): number;
-  verify(): ChainVerdict;
+  /**
+   * Where a check from `fromSeq` on is anchored: the chain's start, the stored entry just before
+   * `fromSeq` (undefined when that entry is missing), or the head when `fromSeq` is past it.
+   */
+  anchorOf(fromSeq: number): ChainStart | undefined;
+  /** Checks the whole chain, or the entries from `fromSeq` on against their anchor (see anchorOf). */
+  verify(fromSeq?: number): ChainVerdict;
   /** Removes entries created before `before` (epoch ms), keeping the chain verifiable; how many went. */
   prune(before: number): number;
   close(): void;
@@ -72,9 +78,26 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     return removed;
   });
 
-  function* entries(fromSeq = 0): IterableIterator<LedgerEntry> {
-    for (const row of db.prepare('SELECT * FROM ledger_entries WHERE seq >= ? ORDER BY seq').iterate(fromSeq) as IterableIterator<Row>) yield toEntry(row);
+  function* entries(fromSeq?: number): IterableIterator<LedgerEntry> {
+    // Without a bound, every row: one with a negative seq must reach verify and audit, not hide below 0.
+    const rows = fromSeq === undefined ? db.prepare('SELECT * FROM ledger_entries ORDER BY seq').iterate() : db.prepare('SELECT * FROM ledger_entries WHERE seq >= ? ORDER BY seq').iterate(fromSeq);
+    for (const row of rows as IterableIterator<Row>) yield toEntry(row);
   }
+
+  const anchorOf = (fromSeq: number): ChainStart | undefined => {
+    const chainStart = start();
+    if (fromSeq <= chainStart.seq + 1) return chainStart;
+    const last = head();
+    if (fromSeq > last.seq) return last;
+    return db.prepare('SELECT seq, hash FROM ledger_entries WHERE seq = ?').get(fromSeq - 1) as ChainStart | undefined;
+  };
+
+  const verify = (fromSeq?: number): ChainVerdict => {
+    if (fromSeq === undefined) return verifyChain(entries(), start());
+    const anchor = anchorOf(fromSeq);
+    if (!anchor) return { ok: false, entries: 0, problems: [{ seq: fromSeq - 1, problem: `missing, so the chain cannot be checked from seq ${fromSeq} (deleted?)` }] };
+    return verifyChain(entries(fromSeq), anchor);
+  };
 
   return {
     append(body, createdAt) {
@@ -90,7 +113,8 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     start,
     head,
     count: () => (db.prepare('SELECT COUNT(*) AS n FROM ledger_entries').get() as { n: number }).n,
-    verify: () => verifyChain(entries(), start()),
+    anchorOf,
+    verify,
     prune(before) {
       if (options.readonly) throw new Error('the ledger was opened read-only');
       return prune(before);

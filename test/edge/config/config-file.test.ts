@@ -230,11 +230,25 @@ t.test('a controller maps its APs to declared zones', async (t) => {
   if (!plain.ok) t.match(plain.errors, [/^accessPoints\[0\]\.apZones: only controller dialects use apZones/]);
 });
 
-t.test('names that look like identifiers are refused (the audit would flag them)', async (t) => {
+t.test('names that look like identifiers are refused (the audit would flag them), saying what they look like', async (t) => {
   const dir = secrets(t, { community: 'public' });
-  const result = parseConfig(minimal().replace('name: lobby-1', 'name: 00-11-22-33-44-55'), join(dir, 'c.yaml'), { dialects });
-  t.notOk(result.ok);
-  if (!result.ok) t.match(result.errors, [/^accessPoints\[0\]\.name: expected a name .* does not look like a MAC, UUID or hash/]);
+  for (const [name, found] of [
+    ['00-11-22-33-44-55', 'a MAC'],
+    ['10.20.0.11', 'an IP address'],
+    ['printer.local', 'a local host name'],
+    ['lobby.lan', 'a local host name'],
+    ['0123456789abcdef0123', 'a hash \\(long hex\\)'],
+  ] as const) {
+    const result = parseConfig(minimal().replace('name: lobby-1', `name: ${name}`), join(dir, 'c.yaml'), { dialects });
+    t.notOk(result.ok, name);
+    if (!result.ok) {
+      t.match(
+        result.errors,
+        [new RegExp(`^accessPoints\\[0\\]\\.name: expected a name .* that does not look like an identifier \\(a MAC, UUID, hash, base64, IP address or local host name\\), got "${name}": it looks like ${found}$`)],
+        name,
+      );
+    }
+  }
 });
 
 t.test('YAML syntax errors name the line', async (t) => {
@@ -288,7 +302,7 @@ t.test('a zone id that cannot be sent as a roomId is an error, not silently drop
   const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
   t.notOk(result.ok, 'the config is refused');
   if (result.ok) return;
-  t.match(result.errors, [/^zones\.3c:22:fb:01:02:03: not accepted as a key; expected a name .* does not look like a MAC, UUID or hash$/, /^zones\.east\/wing: not accepted as a key/]);
+  t.match(result.errors, [/^zones\.3c:22:fb:01:02:03: not accepted as a key; it looks like a MAC; expected a name .* does not look like an identifier \(a MAC, UUID, hash, base64, IP address or local host name\)$/, /^zones\.east\/wing: not accepted as a key; expected a name/]);
   t.equal(result.errors.length, 2);
 });
 

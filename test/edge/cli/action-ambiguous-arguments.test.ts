@@ -1,0 +1,70 @@
+/**
+ * `lintel-edge action` refuses what it would otherwise read in a way the operator may not have meant, with
+ * exit 2 and nothing sent: --list given with a command (the command was silently not sent), an argument
+ * named twice (the last silently won), and a number not written as a plain decimal (0x15 was sent as 21).
+ */
+import t, { type Test } from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { main } from '../../../edge/src/commands/main.js';
+import { startFakeDevice } from '../../support/fake-device.js';
+import { captureIo } from '../support/cli-io.js';
+
+/** A gateway config with one thermostat sensor pointing at `endpoint`. */
+function configFor(t: Test, endpoint: string): string {
+  const dir = t.testdir({ community: 'public' });
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `buildingId: hq
+pollIntervalS: 10
+requestTimeoutS: 5
+stateDir: state
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, communityFile: community } }
+sensors:
+  - { sensorId: stat-lobby, zone: lobby, metric: temperature, driver: ecobee-local-thermostat, endpoint: "${endpoint}" }
+`,
+  );
+  return config;
+}
+
+t.test('ambiguous or conflicting action options exit 2, say why, and send nothing', async (t) => {
+  // Set up for no call: a command that reached it would fail the test at teardown.
+  const device = await startFakeDevice(t);
+  const config = configFor(t, device.url);
+  const send = ['--sensor', 'stat-lobby', '--action', 'setTarget'];
+  const cases: Array<[string[], RegExp]> = [
+    [['--list', ...send, '--arg', 'target=21'], /action --list takes no --sensor, --action, --arg; list, or send a command, not both/],
+    [['--list', '--sensor', 'stat-lobby'], /action --list takes no --sensor;/],
+    [['--list', '--arg', 'target=21'], /action --list takes no --arg;/],
+    [[...send, '--arg', 'target=21', '--arg', 'target=25'], /--arg: "target" is given more than once; give each argument once/],
+    [[...send, '--arg', 'target=0x15'], /--arg target: expected a number written as a plain decimal \(e\.g\. 21 or -0\.5\), got "0x15"/],
+    [[...send, '--arg', 'target=1e3'], /--arg target: expected a number written as a plain decimal .*, got "1e3"/],
+    [[...send, '--arg', 'target= 21'], /--arg target: expected a number written as a plain decimal .*, got " 21"/],
+    [[...send, '--arg', 'target=021'], /--arg target: expected a number written as a plain decimal .*, got "021"/],
+    [[...send, '--arg', 'target=+21'], /--arg target: expected a number written as a plain decimal .*, got "\+21"/],
+  ];
+  for (const [args, message] of cases) {
+    const { out, err, io } = captureIo();
+    t.equal(await main(['action', '--config', config, ...args], io), 2, args.join(' '));
+    t.match(err.join(''), message, args.join(' '));
+    t.equal(out.join(''), '', `${args.join(' ')}: nothing listed or sent`);
+  }
+  t.same(device.calls, []);
+});
+
+t.test('plain decimals are still sent as numbers, and --list alone still lists', async (t) => {
+  const device = await startFakeDevice(t);
+  const config = configFor(t, device.url);
+  const list = captureIo();
+  t.equal(await main(['action', '--config', config, '--list'], list.io), 0);
+  t.match(list.out.join(''), /^stat-lobby {2}temperature in lobby/);
+  t.same(device.calls, []);
+
+  device.on('POST', '/api/v1/thermostat/hold', 200, '{"ok":true}');
+  const set = captureIo();
+  t.equal(await main(['action', '--config', config, '--sensor', 'stat-lobby', '--action', 'setTarget', '--arg', 'target=21'], set.io), 0, set.err.join(''));
+  t.same(device.calls.map((c) => c.body), [{ holdTemp: 21 }], 'sent as the number 21');
+});
