@@ -3,37 +3,16 @@
  * exit 2 and nothing sent: --list given with a command (the command was silently not sent), an argument
  * named twice (the last silently won), and a number not written as a plain decimal (0x15 was sent as 21).
  */
-import t, { type Test } from 'tap';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import t from 'tap';
 import { main } from '../../../edge/src/commands/main.js';
 import { startFakeDevice } from '../../support/fake-device.js';
+import { actionConfig } from '../support/action-config.js';
 import { captureIo } from '../support/cli-io.js';
-
-/** A gateway config with one thermostat sensor pointing at `endpoint`. */
-function configFor(t: Test, endpoint: string): string {
-  const dir = t.testdir({ community: 'public' });
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: hq
-pollIntervalS: 10
-requestTimeoutS: 5
-stateDir: state
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, communityFile: community } }
-sensors:
-  - { sensorId: stat-lobby, zone: lobby, metric: temperature, driver: ecobee-local-thermostat, endpoint: "${endpoint}" }
-`,
-  );
-  return config;
-}
 
 t.test('ambiguous or conflicting action options exit 2, say why, and send nothing', async (t) => {
   // Set up for no call: a command that reached it would fail the test at teardown.
   const device = await startFakeDevice(t);
-  const config = configFor(t, device.url);
+  const config = actionConfig(t, { sensorId: 'stat-lobby', driver: 'ecobee-local-thermostat', endpoint: device.url });
   const send = ['--sensor', 'stat-lobby', '--action', 'setTarget'];
   const cases: Array<[string[], RegExp]> = [
     [['--list', ...send, '--arg', 'target=21'], /action --list takes no --sensor, --action, --arg; list, or send a command, not both/],
@@ -57,7 +36,7 @@ t.test('ambiguous or conflicting action options exit 2, say why, and send nothin
 
 t.test('plain decimals are still sent as numbers, and --list alone still lists', async (t) => {
   const device = await startFakeDevice(t);
-  const config = configFor(t, device.url);
+  const config = actionConfig(t, { sensorId: 'stat-lobby', driver: 'ecobee-local-thermostat', endpoint: device.url });
   const list = captureIo();
   t.equal(await main(['action', '--config', config, '--list'], list.io), 0);
   t.match(list.out.join(''), /^stat-lobby {2}temperature in lobby/);

@@ -4,11 +4,10 @@
  */
 import t, { type Test } from 'tap';
 import { createServer, type IncomingMessage } from 'node:http';
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { main } from '../../../edge/src/commands/main.js';
 import { startFakeDevice } from '../../support/fake-device.js';
+import { actionConfig } from '../support/action-config.js';
 
 interface Call {
   method: string;
@@ -46,29 +45,9 @@ function io() {
   return { out, err, io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s) } };
 }
 
-/** A gateway config with one AP and one thermostat sensor in the lobby, written to a test directory. */
-function configWith(t: Test, sensor: { sensorId: string; driver: string; endpoint: string }): string {
-  const dir = t.testdir({ community: 'public' });
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: hq
-pollIntervalS: 10
-requestTimeoutS: 5
-stateDir: state
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, communityFile: community } }
-sensors:
-  - { sensorId: ${sensor.sensorId}, zone: lobby, metric: temperature, driver: ${sensor.driver}, endpoint: "${sensor.endpoint}" }
-`,
-  );
-  return config;
-}
-
 t.test('actions drive a configured thermostat locally', async (t) => {
   const device = await fakeThermostat(t);
-  const config = configWith(t, { sensorId: 'stat-lobby', driver: 'ecobee-local-thermostat', endpoint: device.url });
+  const config = actionConfig(t, { sensorId: 'stat-lobby', driver: 'ecobee-local-thermostat', endpoint: device.url });
 
   const list = io();
   t.equal(await main(['action', '--config', config, '--list'], list.io), 0);
@@ -106,7 +85,7 @@ t.test('actions drive a configured thermostat locally', async (t) => {
 });
 
 t.test('a sensor with an unknown driver is a config error', async (t) => {
-  const config = configWith(t, { sensorId: 's1', driver: 'nest-cloud', endpoint: 'http://127.0.0.1:1' });
+  const config = actionConfig(t, { sensorId: 's1', driver: 'nest-cloud', endpoint: 'http://127.0.0.1:1' });
   const run = io();
   t.equal(await main(['action', '--config', config, '--list'], run.io), 2);
   t.match(run.err.join(''), /sensors\[0\]\.driver: expected one of ecobee-local-thermostat, .*, got "nest-cloud"/);
@@ -115,7 +94,7 @@ t.test('a sensor with an unknown driver is a config error', async (t) => {
 t.test('an argument given without --arg is refused, not dropped: nothing is sent', async (t) => {
   // Set up for no call: a command that reached it would fail the test at teardown.
   const device = await startFakeDevice(t);
-  const config = configWith(t, { sensorId: 'stat-lobby', driver: 'ecobee-local-thermostat', endpoint: device.url });
+  const config = actionConfig(t, { sensorId: 'stat-lobby', driver: 'ecobee-local-thermostat', endpoint: device.url });
   const run = io();
   t.equal(await main(['action', '--config', config, '--sensor', 'stat-lobby', '--action', 'increase', 'step=3'], run.io), 2);
   t.match(run.err.join(''), /unexpected argument "step=3"/);
