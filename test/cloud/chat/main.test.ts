@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { ConfigError } from '../../../shared/env.js';
 import { readChatConfig } from '../../../cloud/chat/config.js';
-import { chatWithConversation, freePort } from './support/chat-process.js';
+import { chatWithConversation, startChatProcess } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
 import { claimsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
@@ -37,24 +37,8 @@ t.test('config: defaults, and every problem reported at once', async (t) => {
 t.test('npm run chat: serves with its env, answers a send end to end, stops cleanly on SIGTERM', async (t) => {
   const agent = await startFakeAgent(t);
   const { uri } = await freshChatDatabase(t);
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
-    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agent.url, HISTORY_MAX_MESSAGES: '4', LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk) => (output += chunk));
-  child.stderr.on('data', (chunk) => (output += chunk));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const base = `http://127.0.0.1:${port}`;
-  let up = false;
-  for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
-    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-    if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  t.ok(up, `the service came up (${output})`);
+  const { child, base, up, output } = await startChatProcess(t, { MONGO_URI: uri, AGENT_URL: agent.url, HISTORY_MAX_MESSAGES: '4' });
+  t.ok(up, `the service came up (${output()})`);
 
   const created = await fetch(`${base}/chat/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
   const { id } = (await created.json()) as { id: string };

@@ -17,15 +17,19 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * The service as its own process (killed at teardown if still running), up on a free port, with one
- * conversation of ana's.
+ * The service as its own process (killed at teardown if still running) on a free port, with `env` over
+ * the test's environment; waits until /health answers or the process exits. `output()` is what it has
+ * printed so far.
  */
-export async function chatWithConversation(t: Teardown, uri: string, agentUrl: string): Promise<{ child: ChildProcess; base: string; id: string }> {
+export async function startChatProcess(t: Teardown, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; up: boolean; output(): string }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
-    env: { ...process.env, PORT: String(port), MONGO_URI: uri, AGENT_URL: agentUrl, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'ignore'],
+    env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let output = '';
+  child.stdout!.on('data', (chunk) => (output += chunk));
+  child.stderr!.on('data', (chunk) => (output += chunk));
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
@@ -35,6 +39,12 @@ export async function chatWithConversation(t: Teardown, uri: string, agentUrl: s
     up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
     if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  return { child, base, up, output: () => output };
+}
+
+/** {@link startChatProcess} with one conversation of ana's. */
+export async function chatWithConversation(t: Teardown, uri: string, agentUrl: string): Promise<{ child: ChildProcess; base: string; id: string }> {
+  const { child, base } = await startChatProcess(t, { MONGO_URI: uri, AGENT_URL: agentUrl });
   const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
   const { id } = (await created.json()) as { id: string };
   return { child, base, id };
