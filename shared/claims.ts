@@ -4,7 +4,7 @@
  * once at ingress and injects this header; services trust it and never check a signature.
  */
 import * as t from 'io-ts';
-import { decode } from './kinds.js';
+import { decode, storableText } from './kinds.js';
 
 /** The header the mesh injects. Lower-case, as Node exposes incoming headers. */
 export const CLAIMS_HEADER = 'x-gateway-claims';
@@ -87,20 +87,10 @@ export function decodeClaims(
   const claims: Claims = { sub: decoded.value.sub, memberships: decoded.value.memberships ?? [] };
   if (decoded.value.accountName !== undefined) claims.accountName = decoded.value.accountName;
   const texts = [claims.sub, claims.accountName ?? '', ...claims.memberships.flatMap((m) => [m.domainName, m.role])];
-  if (!texts.every(storableExactly)) return { ok: false, reason: 'text holds NUL or a lone surrogate' };
+  // Stored as sent, or two subjects could be stored, and matched, as one owner.
+  if (!texts.every(storableText)) return { ok: false, reason: 'text holds NUL or a lone surrogate' };
   if (options.requireAccountName && !claims.accountName) return { ok: false, reason: 'accountName missing' };
   return { ok: true, claims };
-}
-
-/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * Whether a claim survives storage as sent. PostgreSQL and FerretDB refuse NUL, and UTF-8 turns a
- * lone surrogate into U+FFFD, so `x\ud800` and `x\udc00` would be stored, and matched, as one owner.
- */
-function storableExactly(text: string): boolean {
-  return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
 }
 
 /**

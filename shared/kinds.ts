@@ -25,8 +25,20 @@ export const MAX_NAME_LENGTH = 256;
 // eslint-disable-next-line no-control-regex
 export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
-/** With the `u` flag a surrogate pair is one code point, so only a lone half matches. */
-const LONE_SURROGATE = /\p{Cs}/u;
+/**
+ * Half of a UTF-16 surrogate pair on its own, which JSON can escape (`"\ud800"`) but UTF-8 cannot hold:
+ * it would be stored as U+FFFD. With the `u` flag a whole pair is one code point, so only a lone half
+ * matches.
+ */
+export const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether a text is stored exactly as sent: PostgreSQL and FerretDB refuse NUL, and a lone surrogate
+ * becomes U+FFFD (so `x\ud800` and `x\udc00` would be stored as one value).
+ */
+export function storableText(text: string): boolean {
+  return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
+}
 
 export const NonEmptyString = t.brand(
   t.string,

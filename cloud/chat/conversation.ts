@@ -1,6 +1,7 @@
 /**
  * The conversation rules of the seed, as plain functions: limits, title seeding and the history window.
  */
+import { LONE_SURROGATE } from '../../shared/kinds.js';
 
 /** Cap on messages per conversation (fixed by the seed). */
 export const MAX_MESSAGES = 100;
@@ -86,9 +87,6 @@ function firstCharacters(text: string, limit: number): string {
 /** NUL cannot be stored (the store's PostgreSQL jsonb refuses it), so it is refused before anything runs. */
 const NUL_PROBLEM = (field: string) => `${field}: NUL (\\u0000) cannot be stored`;
 
-/** Half of a surrogate pair on its own (JSON may escape one): it has no UTF-8 form. */
-const UNPAIRED_SURROGATE = /\p{Cs}/u;
-
 /**
  * Whether a text holds half of a surrogate pair on its own. The store encodes text as UTF-8, which
  * turns such a half into U+FFFD, so the text stored would not be the text sent.
@@ -98,13 +96,13 @@ const UNPAIRED_SURROGATE = /\p{Cs}/u;
  * hasUnpairedSurrogate('\ud83d'); // true
  */
 export function hasUnpairedSurrogate(text: string): boolean {
-  return UNPAIRED_SURROGATE.test(text);
+  return LONE_SURROGATE.test(text);
 }
 
 /** Why a text cannot be stored as it is, or undefined: NUL, or half of a surrogate pair. */
 function unstorableProblem(field: string, text: string): string | undefined {
   if (text.includes('\u0000')) return NUL_PROBLEM(field);
-  const half = UNPAIRED_SURROGATE.exec(text)?.[0];
+  const half = LONE_SURROGATE.exec(text)?.[0];
   if (half !== undefined) return `${field}: an unpaired surrogate (\\u${half.charCodeAt(0).toString(16)}) cannot be stored`;
   return undefined;
 }

@@ -5,7 +5,7 @@
  */
 import * as t from 'io-ts';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
-import { CONTROL_CHARACTERS, decode, NonEmptyString } from '../../shared/kinds.js';
+import { CONTROL_CHARACTERS, decode, NonEmptyString, storableText } from '../../shared/kinds.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
 
@@ -22,15 +22,12 @@ function oneOf<const V extends readonly string[]>(values: V): t.Type<V[number], 
 const MAX_TEXT = 256;
 const MAX_DETAIL = 4096;
 
-/** Half of a surrogate pair on its own (JSON may escape one): it has no UTF-8 form. */
-const UNPAIRED_SURROGATE = /\p{Cs}/u;
-
 /**
  * A string codec; every stored string refuses NUL, which a PostgreSQL text column cannot hold, and an
  * unpaired surrogate, which would be stored as U+FFFD instead of what was sent.
  */
 function storedString(description: string, accept: (s: string) => boolean): t.Type<string, string, unknown> {
-  const is = (u: unknown): u is string => typeof u === 'string' && !u.includes('\u0000') && !UNPAIRED_SURROGATE.test(u) && accept(u);
+  const is = (u: unknown): u is string => typeof u === 'string' && storableText(u) && accept(u);
   return new t.Type<string, string, unknown>(
     `${description}, without NUL (\\u0000) or unpaired surrogates`,
     is,

@@ -3,7 +3,7 @@
  * reported with its path) and the camelCase JSON it answers with (CONTRACTS.md, Tenancy).
  */
 import * as t from 'io-ts';
-import { decode, NonEmptyString } from '../../shared/kinds.js';
+import { decode, NonEmptyString, storableText } from '../../shared/kinds.js';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { isKnownRole, ROLE_WEIGHTS } from '../../shared/roles.js';
 import type { Domain, InviteCode, ListedDomain, Membership } from './model.js';
@@ -35,9 +35,6 @@ export function isDomainName(value: string): boolean {
   return DOMAIN_NAME.test(value);
 }
 
-/** Half of a surrogate pair on its own (JSON may escape one): it has no UTF-8 form. */
-const UNPAIRED_SURROGATE = /\p{Cs}/u;
-
 /**
  * Free text that is stored: non-blank, at most 256 characters, and without NUL, which a PostgreSQL
  * text column cannot hold (it would otherwise surface as a 500 instead of naming the field), or an
@@ -45,7 +42,7 @@ const UNPAIRED_SURROGATE = /\p{Cs}/u;
  */
 export const Text = describedString(
   'a non-empty string of at most 256 characters, without NUL (\\u0000) or unpaired surrogates',
-  (s) => s.trim().length > 0 && s.length <= 256 && !s.includes('\u0000') && !UNPAIRED_SURROGATE.test(s),
+  (s) => s.trim().length > 0 && s.length <= 256 && storableText(s),
 );
 export const DomainName = describedString('a domain name: 1 to 63 of [a-z0-9-], not starting with "-"', isDomainName);
 export const AccountId = describedString('an account id (uuid)', isUuid);

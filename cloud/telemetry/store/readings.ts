@@ -133,7 +133,7 @@ function byKey(a: ReadingRow, b: ReadingRow): number {
  * elements by position, which costs it about what COPY's text parsing does (json_to_recordset and
  * text arrays cost it more, and their encoding costs the service more). JSON numbers carry doubles
  * exactly (shortest round-trip digits). Validation leaves no lone surrogate in any string (ids refuse
- * them), so no `\\udXXX` escape reaches PostgreSQL's JSON parser, which refuses it.
+ * them), so no escaped lone surrogate (`\\ud800`) reaches PostgreSQL's JSON parser, which refuses it.
  */
 function rowsJson(rows: readonly ReadingRow[]): string {
   return JSON.stringify(rows.map((r) => [r.buildingId, r.roomId, r.metric, r.ts, r.value, r.payload]));
