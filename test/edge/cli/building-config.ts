@@ -54,12 +54,13 @@ export function writeBuildingConfig(building: SimulatedBuilding, workDir: string
   });
   const config = {
     buildingId: 'test-building',
-    pollIntervalS: extras.pollIntervalS ?? 1,
-    requestTimeoutS: extras.requestTimeoutS ?? 0.8,
+    pollIntervalS: extras.pollIntervalS ?? 2,
+    // wide enough that a loaded machine's real snmpd and sshd answer inside it
+    requestTimeoutS: extras.requestTimeoutS ?? 2,
     stateDir: join(dir, 'state'),
     zones: Object.fromEntries(building.zones.map((z, i) => [z, i === 0 ? { devicesPerPerson: 1.5 } : {}])),
     tracker: { switchPolls: 2, frozenPolls: 10 },
-    ...(extras.ingest ? { ingest: { ...extras.ingest, timeoutS: 1 } } : {}),
+    ...(extras.ingest ? { ingest: { ...extras.ingest, timeoutS: Math.min(2, extras.pollIntervalS ?? 2) } } : {}),
     ...(extras.metricsPort ? { metrics: { listen: `127.0.0.1:${extras.metricsPort}` } } : {}),
     logLevel: 'debug',
     accessPoints,

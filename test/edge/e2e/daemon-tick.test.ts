@@ -70,7 +70,7 @@ function setup(t: Test, poller: Poller, extra: Omit<DaemonOptions, 'logger'> = {
 
 t.test('a failed AP never stops the tick: its devices are frozen and the batch still goes out', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'k' });
-  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const poller = scriptedPoller([
     [ok('ap-lobby', 'lobby', [[MACS[0]!, -50], [MACS[1]!, -55]]), ok('ap-cafe', 'cafe', [[MACS[2]!, -60]])],
@@ -141,7 +141,7 @@ t.test('an unreachable ingest is logged and dropped; the ledger still has the ba
 
 t.test('a rejected batch is logged and dropped, never raised; the next tick posts its own batch, not a retry', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'k' });
-  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const poller = scriptedPoller([[ok('ap-lobby', 'lobby', [[MACS[0]!, -50]]), ok('ap-cafe', 'cafe', [])]]);
   const { daemon, ledger, lines } = setup(t, poller, { poster });
@@ -167,7 +167,7 @@ t.test('a rejected batch is logged and dropped, never raised; the next tick post
 
 t.test('a batch that cannot be recorded in the ledger is not sent', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'k' });
-  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 1000 });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const dir = t.testdir({});
   const ledger = openLedger(join(dir, 'ledger.sqlite'));

@@ -34,7 +34,9 @@ t.test('an address that never answers times out alone; the others answer in the 
     { name: 'ok-1', zone: 'a', dialect: 'mikrotik', target: snmp(snmpd.port) },
     { name: 'ok-2', zone: 'b', dialect: 'mikrotik', target: snmp(snmpd.port) },
   ];
-  const results = await poller.pollAll(aps, 600);
+  // the bound is wide so that a loaded machine's real snmpd still answers inside it; the silent AP
+  // waits it out whatever it is
+  const results = await poller.pollAll(aps, 5000);
   t.same(
     results.map((r) => [r.ap, r.ok]),
     [
@@ -43,7 +45,7 @@ t.test('an address that never answers times out alone; the others answer in the 
       ['ok-2', true],
     ],
   );
-  t.match(results[0], { reason: 'timeout', error: /^no complete answer within 600 ms/ });
+  t.match(results[0], { reason: 'timeout', error: /^no complete answer within 5000 ms/ });
   t.ok(datagrams >= 1, 'the silent AP was asked');
 });
 
@@ -69,7 +71,7 @@ t.test('every AP of a tick is polled at once: all sessions open before any walk 
   });
   t.teardown(() => poller.close());
   const aps: AccessPoint[] = ['ap-1', 'ap-2', 'ap-3'].map((name) => ({ name, zone: 'a', dialect: 'mikrotik', target: snmp(snmpd.port) }));
-  const results = await poller.pollAll(aps, 3000);
+  const results = await poller.pollAll(aps, 10_000);
   t.same(results.map((r) => r.ok), [true, true, true]);
   const opens = events.flatMap((e, i) => (e.startsWith('open') ? [i] : []));
   const firstWalked = events.findIndex((e) => e.startsWith('walked'));

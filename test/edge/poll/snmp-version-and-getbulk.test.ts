@@ -101,7 +101,7 @@ t.test('a v2c poll goes out as SNMPv2c and walks with GETBULK only', async (t) =
   const poller = createPoller({ dialects });
   t.teardown(() => poller.close());
   const target: SnmpTarget = { transport: 'snmp', host: '127.0.0.1', port: relay.port, version: '2c', community: 'lintel-ro' };
-  const [result] = await poller.pollAll([{ name: 'ros6', zone: 'hall', dialect: 'mikrotik', target }], 3000);
+  const [result] = await poller.pollAll([{ name: 'ros6', zone: 'hall', dialect: 'mikrotik', target }], 10_000);
   t.match(result, { ok: true });
   t.same(result?.ok && [...result.stations].sort((a, b) => a.mac.localeCompare(b.mac)), MIKROTIK_STATIONS);
   t.ok(relay.seen.length > 0, `${relay.seen.length} requests relayed`);
@@ -113,7 +113,7 @@ t.test('a v3 poll at authNoPriv goes out as SNMPv3, walks with GETBULK, and read
   const poller = createPoller({ dialects });
   t.teardown(() => poller.close());
   const target: SnmpTarget = { transport: 'snmp', host: '127.0.0.1', port: relay.port, version: '3', user: 'auth-only', authProtocol: 'sha', authKey: 'auth-only-pass-1' };
-  const [result] = await poller.pollAll([{ name: 'ros6', zone: 'hall', dialect: 'mikrotik', target }], 3000);
+  const [result] = await poller.pollAll([{ name: 'ros6', zone: 'hall', dialect: 'mikrotik', target }], 10_000);
   t.match(result, { ok: true });
   t.same(result?.ok && [...result.stations].sort((a, b) => a.mac.localeCompare(b.mac)), MIKROTIK_STATIONS);
   t.same([...new Set(relay.seen.map((s) => s.version))], ['v3']);

@@ -11,7 +11,7 @@ const body = JSON.stringify({
 
 t.test('a batch is posted signed over its exact bytes, with the key id', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'shared-key', 'gw-1': 'gateway-key' });
-  const poster = createBatchPoster({ url: ingest.url, secret: 'gateway-key', keyId: 'gw-1', timeoutMs: 2000 });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'gateway-key', keyId: 'gw-1', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   t.same(await poster.post(body), { outcome: 'accepted', status: 200 });
   t.equal(ingest.received.length, 1);
@@ -26,7 +26,7 @@ t.test('a batch is posted signed over its exact bytes, with the key id', async (
 
 t.test('without a key id, the shared key signs and no X-Key-Id is sent', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'shared-key' });
-  const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 2000 });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   t.same(await poster.post(body), { outcome: 'accepted', status: 200 });
   t.equal(ingest.received[0]!.headers['x-key-id'], undefined);
@@ -34,10 +34,10 @@ t.test('without a key id, the shared key signs and no X-Key-Id is sent', async (
 
 t.test('a rejected post is an outcome with the reason, not an exception', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'shared-key' });
-  const wrongKey = createBatchPoster({ url: ingest.url, secret: 'not-the-key', timeoutMs: 2000 });
+  const wrongKey = createBatchPoster({ url: ingest.url, secret: 'not-the-key', timeoutMs: 10_000 });
   t.teardown(() => wrongKey.close());
   t.same(await wrongKey.post(body), { outcome: 'rejected', status: 403, reason: 'invalid signature' });
-  const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 2000 });
+  const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const invalid = JSON.stringify({ batchId: 'x', readings: [{ type: 'nope' }] });
   t.same(await poster.post(invalid), { outcome: 'rejected', status: 400, reason: 'invalid readings' });
@@ -50,7 +50,7 @@ t.test('an unreachable or silent ingest is an outcome too, bounded by the timeou
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', () => resolve()));
   const port = (closed.address() as { port: number }).port;
   await new Promise<void>((resolve) => closed.close(() => resolve()));
-  const refused = createBatchPoster({ url: `http://127.0.0.1:${port}/ingest`, secret: 'k', timeoutMs: 1000 });
+  const refused = createBatchPoster({ url: `http://127.0.0.1:${port}/ingest`, secret: 'k', timeoutMs: 10_000 });
   t.teardown(() => refused.close());
   t.same(await refused.post(body), { outcome: 'unreachable', reason: 'ECONNREFUSED' });
 

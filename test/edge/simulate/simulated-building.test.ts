@@ -51,7 +51,7 @@ t.test('every dialect answers; the loudest AP is in the true zone for most devic
   for (let i = 0; i < 5; i++) {
     for (let s = 0; s < 10; s++) building.step();
     await building.ready();
-    const results = await poller.pollAll(building.accessPoints, 2000);
+    const results = await poller.pollAll(building.accessPoints, 10_000);
     t.same(results.filter((r) => !r.ok), [], `tick ${i}: every AP answered`);
     t.equal(results.length, 7, 'one result per physical AP, controllers expanded');
     const truth = building.deviceZones();
@@ -85,7 +85,7 @@ t.test('a rebooting AP answers nothing, then comes back on the same port', async
   building.reboot(behindController, 3);
   t.same(building.rebooting().sort(), [ssh.name, snmp.name, behindController].sort());
   await building.ready();
-  const during = await poller.pollAll(building.accessPoints, 500);
+  const during = await poller.pollAll(building.accessPoints, 5000);
   const byName = new Map(during.map((r) => [r.ap, r]));
   t.match(byName.get(ssh.name), { ok: false, reason: 'unreachable' }, 'SSH: connection refused');
   t.match(byName.get(snmp.name), { ok: false, reason: 'timeout' }, 'SNMP: silence');
@@ -95,7 +95,7 @@ t.test('a rebooting AP answers nothing, then comes back on the same port', async
   for (let i = 0; i < 3; i++) building.step();
   await building.ready();
   t.same(building.rebooting(), []);
-  const after = await poller.pollAll(building.accessPoints, 2000);
+  const after = await poller.pollAll(building.accessPoints, 10_000);
   t.same(after.filter((r) => !r.ok), [], 'all back, same targets');
   t.ok(after.every((r) => r.ok && r.stations.length > 0));
 });
