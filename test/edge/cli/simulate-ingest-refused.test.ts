@@ -11,7 +11,7 @@ const WRONG_KEY = 'not-the-key-the-ingest-holds-4711';
 
 t.test('simulate exits 1 when the ingest accepted none of its batches, and names the reason', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'the-ingest-shared-key' });
-  const { exitCode, summary, out, err } = await runSimulate({ intervalMs: 300, ticks: 3, seed: 5, ingest: { url: ingest.url, secret: WRONG_KEY }, output: 'lines' });
+  const { exitCode, summary, out, err } = await runSimulate({ intervalMs: 1500, ticks: 3, seed: 5, ingest: { url: ingest.url, secret: WRONG_KEY }, output: 'lines' });
   t.equal(ingest.received.length, 3, 'every tick posted');
   t.ok(ingest.received.every((b) => b.status === 403));
   t.same(summary.deliveries, { rejected: 3 });
@@ -22,7 +22,7 @@ t.test('simulate exits 1 when the ingest accepted none of its batches, and names
 
 t.test('simulate exits 0 when the ingest accepted its batches', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'the-ingest-shared-key' });
-  const { exitCode, summary, err } = await runSimulate({ intervalMs: 300, ticks: 2, seed: 5, ingest: { url: ingest.url, secret: 'the-ingest-shared-key' }, output: 'lines' });
+  const { exitCode, summary, err } = await runSimulate({ intervalMs: 1500, ticks: 2, seed: 5, ingest: { url: ingest.url, secret: 'the-ingest-shared-key' }, output: 'lines' });
   t.same(summary.deliveries, { accepted: 2 });
   t.equal(exitCode, 0);
   t.same(err, []);

@@ -16,7 +16,7 @@ import { captureIo, spellings } from '../support/cli-io.js';
 import { runSimulate } from '../support/simulate-run.js';
 
 const TICKS = 20;
-const INTERVAL_MS = 500;
+const INTERVAL_MS = 1000;
 const SECRET = 'e2e-ingest-signing-key';
 /** The collector lags true moves by its hysteresis (a few polls); the bound leaves room for that. */
 const MAX_ERROR_RATE = 0.2;

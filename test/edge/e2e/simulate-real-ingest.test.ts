@@ -25,7 +25,7 @@ import { spellings } from '../support/cli-io.js';
 import { runSimulate } from '../support/simulate-run.js';
 
 const TICKS = 7;
-const INTERVAL_MS = 400;
+const INTERVAL_MS = 2000;
 const DEVICES = 24;
 const BUILDING = 'simulated-building';
 const KEY_ID = 'gw-simulated-building';
