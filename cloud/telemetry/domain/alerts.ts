@@ -83,22 +83,31 @@ export function alertKeyOf(alert: Pick<AlertEvent, 'buildingId' | 'roomId'>): st
   return `${alert.buildingId}:${alert.roomId}`;
 }
 
+/** An alert, with the position in its batch of the reading that raised it. */
+export interface RaisedAlert {
+  reading: number;
+  alert: AlertEvent;
+}
+
 /** Every breach of every reading, as alert events. */
-export function alertsOf(readings: readonly ValidReading[], resolve: BoundsResolver): AlertEvent[] {
-  const out: AlertEvent[] = [];
-  for (const { reading, metric } of readings) {
+export function alertsOf(readings: readonly ValidReading[], resolve: BoundsResolver): RaisedAlert[] {
+  const out: RaisedAlert[] = [];
+  for (const [index, { reading, metric }] of readings.entries()) {
     if (metric.bounds.length === 0) continue;
     for (const breach of breachesOf(metric, reading, resolve(reading.buildingId, reading.roomId, metric.key))) {
       out.push({
-        alertId: alertIdOf({ ...reading, type: metric.key }, breach.bound),
-        type: metric.key,
-        field: breach.field,
-        buildingId: reading.buildingId,
-        roomId: reading.roomId,
-        value: breach.value,
-        bound: breach.bound,
-        threshold: breach.threshold,
-        timestamp: reading.timestamp,
+        reading: index,
+        alert: {
+          alertId: alertIdOf({ ...reading, type: metric.key }, breach.bound),
+          type: metric.key,
+          field: breach.field,
+          buildingId: reading.buildingId,
+          roomId: reading.roomId,
+          value: breach.value,
+          bound: breach.bound,
+          threshold: breach.threshold,
+          timestamp: reading.timestamp,
+        },
       });
     }
   }

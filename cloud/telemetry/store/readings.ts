@@ -13,7 +13,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import pg from 'pg';
-import type { AlertEvent, ThresholdRow } from '../domain/alerts.js';
+import type { AlertEvent, RaisedAlert, ThresholdRow } from '../domain/alerts.js';
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
@@ -28,8 +28,12 @@ export interface StoredBatch {
   rows: readonly ReadingRow[];
   /** Metrics of the batch that declare bounds (their thresholds are read). */
   boundedMetrics: readonly string[];
-  /** The alerts of the batch, given the thresholds in force (read in the same transaction). */
-  alertsFor(thresholds: ThresholdRow[]): AlertEvent[];
+  /**
+   * The alerts of the batch, given the thresholds in force (read in the same transaction), each with
+   * the index in `rows` of the reading that raised it. Only a reading the batch stores raises its
+   * alerts: a repeat of a stored reading, whatever value it carries, raises none.
+   */
+  alertsFor(thresholds: ThresholdRow[]): RaisedAlert[];
 }
 
 export type StoreOutcome =
@@ -58,9 +62,9 @@ export interface ReadingsStore {
 /**
  * The batch as one statement, for a batch that repeats a stored reading: it claims the batch id,
  * inserts the readings with ON CONFLICT DO NOTHING (one jsonb array parameter expanded by
- * jsonb_array_elements), writes the alerts to the outbox and marks late hours, each only if the batch
- * id was new and no reading is older than the raw data still kept. The common batch goes by COPY
- * instead: ON CONFLICT's speculative insertion costs PostgreSQL about as much again per row as the
+ * jsonb_array_elements), writes the alerts of the readings it stored to the outbox and marks late
+ * hours, each only if the batch id was new and no reading is older than the raw data still kept. The
+ * common batch goes by COPY instead: ON CONFLICT's speculative insertion costs PostgreSQL about as much again per row as the
  * insert itself.
  */
 function ingestSql(readingConflicts: 'ON CONFLICT DO NOTHING'): string {
@@ -91,8 +95,8 @@ WITH state AS (
   GROUP BY ins.building_id, ins.room_id, ins.metric, ins.ts, ins.from_room_id
 ), alerts AS (
   INSERT INTO alert_outbox (alert_id, message_key, payload)
-  SELECT a, k, p FROM unnest($7::text[], $8::text[], $9::jsonb[]) AS u(a, k, p)
-  WHERE EXISTS (SELECT 1 FROM go)
+  SELECT a, k, p FROM unnest($7::text[], $8::text[], $9::jsonb[], $10::int[]) AS u(a, k, p, e)
+  WHERE EXISTS (SELECT 1 FROM go) AND u.e IN (SELECT i FROM stored_elements)
   ON CONFLICT (alert_id) DO NOTHING RETURNING 1
 ), late AS (
   INSERT INTO rollup_pending (hour)
@@ -369,11 +373,16 @@ export class PgReadingsStore implements ReadingsStore {
       metric: string;
       bounds: Record<string, number>;
     }>;
-    const alerts = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
-      a.alertId < b.alertId ? -1 : a.alertId > b.alertId ? 1 : 0,
+    const raised = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
+      a.alert.alertId < b.alert.alertId ? -1 : a.alert.alertId > b.alert.alertId ? 1 : 0,
     );
-    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, order, oldest, [...earliestOfHour.values()], alerts), committed: false };
-    const closing = closingSql(alerts, [...earliestOfHour.values()], oldest);
+    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, order, oldest, [...earliestOfHour.values()], raised), committed: false };
+    // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
+    const closing = closingSql(
+      raised.map((r) => r.alert),
+      [...earliestOfHour.values()],
+      oldest,
+    );
     const tags = await copyIn(client, closing.sql, [copyRows(rows)]);
     return {
       outcome: { kind: 'stored', accepted: batch.rows.length, inserted: tagCount(tags[0]), alerts: closing.alerts >= 0 ? tagCount(tags[closing.alerts]) : 0 },
@@ -392,8 +401,13 @@ export class PgReadingsStore implements ReadingsStore {
     order: readonly number[],
     oldest: number,
     hourStarts: number[],
-    alerts: readonly AlertEvent[],
+    raised: readonly RaisedAlert[],
   ): Promise<StoreOutcome> {
+    // The statement numbers elements from 1 in key order; an alert goes to the outbox only if the
+    // element of its reading was stored.
+    const elementOf: number[] = [];
+    order.forEach((index, k) => (elementOf[index] = k + 1));
+    const alerts = raised.map((r) => r.alert);
     const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number; stored_elements: number[] }>({
       name: 'telemetry-ingest-batch-keep-first',
       text: INGEST_KEEPING_FIRST,
@@ -407,6 +421,7 @@ export class PgReadingsStore implements ReadingsStore {
         alerts.map((a) => a.alertId),
         alerts.map(alertKeyOf),
         alerts.map((a) => JSON.stringify(a)),
+        raised.map((r) => elementOf[r.reading]!),
       ],
     });
     const outcome = result.rows[0];
