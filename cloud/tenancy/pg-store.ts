@@ -56,11 +56,20 @@ ORDER BY m.account_id, d.name`;
  * Redemption's check-and-mark in one statement. `$1::text` is the column's own type, so the lookup
  * goes through invite_codes_code_key; a cast on the column side (e.g. `code::uuid`) would not.
  * Racing redeemers queue on the row lock and re-check the WHERE clause, so exactly one sees a row.
+ * The domain is locked FOR KEY SHARE before the code, in the order a deletion of the domain takes
+ * them: locked after, by the membership's foreign key, a deletion arriving in between held the domain
+ * and waited for the code, and one of the two was killed as a deadlock. A domain deleted first is
+ * skipped, and the code reads as invalid.
  */
 export const REDEEM_SQL = `
+WITH d AS (
+  SELECT d.id, d.name FROM invite_codes c JOIN domains d ON d.id = c.domain_id
+  WHERE c.code = $1::text
+  FOR KEY SHARE OF d
+)
 UPDATE invite_codes AS c
 SET redeemed_by = $2::uuid, redeemed_at = now()
-FROM domains AS d
+FROM d
 WHERE c.code = $1::text AND c.redeemed_at IS NULL AND c.expires_at > now() AND d.id = c.domain_id
 RETURNING c.domain_id, c.role, d.name AS domain_name`;
 
@@ -177,7 +186,10 @@ export class PgTenancyStore implements TenancyStore {
 
   private async parentIdOf(client: PoolClient, parentName: string | undefined): Promise<string | null | undefined> {
     if (parentName === undefined) return null;
-    const parent = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1', [parentName]);
+    // FOR KEY SHARE holds off a concurrent deletion of the parent until the child is in; a parent
+    // deleted first is skipped and reads as not found, where a plain read let the insert fail the
+    // foreign key (a 500).
+    const parent = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR KEY SHARE', [parentName]);
     return parent.rows[0]?.id;
   }
 
@@ -311,10 +323,11 @@ export class PgTenancyStore implements TenancyStore {
     });
   }
 
+  /** FOR KEY SHARE, as in ADD_MEMBER_SQL: a domain deleted concurrently reads as not found, not as a foreign-key failure. */
   async createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; expiresAt: Date }): Promise<Outcome<InviteCode, 'domain_not_found'>> {
     const inserted = await this.pool.query<{ code: string; role: string; expires_at: Date }>(
       `INSERT INTO invite_codes (domain_id, code, role, created_by, expires_at)
-       SELECT d.id, $2, $3, $4, $5 FROM domains d WHERE d.name = $1
+       SELECT d.id, $2, $3, $4, $5 FROM domains d WHERE d.name = $1 FOR KEY SHARE
        RETURNING code, role, expires_at`,
       [input.domainName, input.code, input.role, input.createdBy, input.expiresAt],
     );
