@@ -5,6 +5,7 @@
  * meaningfully be are refused before their elements are checked, so a large body cannot turn into a far
  * larger list of problems.
  */
+import { ECDH } from 'node:crypto';
 import * as t from 'io-ts';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import { NonEmptyString, decode, describeValue } from '../../shared/kinds.js';
@@ -86,6 +87,18 @@ function typesAt(value: unknown, errors: string[]): unknown[] | undefined {
   return listAt(value, 'types', ALERTABLE_METRICS.length, `alertable metrics (${ALERTABLE_METRICS.join(', ')})`, errors);
 }
 
+/** True for an uncompressed P-256 public key: 65 bytes, 0x04, then a point on the curve. */
+function isP256PublicKey(bytes: Buffer): boolean {
+  if (bytes.length !== 65 || bytes[0] !== 4) return false;
+  try {
+    // Throws for coordinates off the curve, which no push could ever be encrypted for.
+    ECDH.convertKey(bytes, 'prime256v1');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function base64UrlBytes(value: string): number | undefined {
   if (!/^[A-Za-z0-9_-]+={0,2}$/.test(value)) return undefined;
   return Buffer.from(value.replace(/=+$/, ''), 'base64url').length;
@@ -133,7 +146,7 @@ function booleanAt(body: Record<string, unknown>, key: string, path: string, err
 
 /**
  * Checks a device subscription as a push service will use it: an absolute http(s) endpoint, a P-256
- * public key (65 bytes, uncompressed) and a 16-byte auth secret, both base64url. An endpoint whose host
+ * public key (65 bytes, uncompressed, on the curve) and a 16-byte auth secret, both base64url. An endpoint whose host
  * is a private IP literal is refused here already; a host name is checked when a push connects.
  */
 export function parseDeviceSubscription(value: unknown, options: EndpointPolicy, path = 'subscription'): Parsed<DeviceSubscription> {
@@ -167,8 +180,8 @@ export function parseDeviceSubscription(value: unknown, options: EndpointPolicy,
   } else if (crowdedKeys !== undefined) {
     errors.push(crowdedKeys);
   } else {
-    if (typeof keys.p256dh === 'string' && base64UrlBytes(keys.p256dh) === 65 && Buffer.from(keys.p256dh, 'base64url')[0] === 4) p256dh = keys.p256dh;
-    else errors.push(`${path}.keys.p256dh: expected a base64url P-256 public key (65 bytes), got ${describeValue(keys.p256dh)}`);
+    if (typeof keys.p256dh === 'string' && base64UrlBytes(keys.p256dh) === 65 && isP256PublicKey(Buffer.from(keys.p256dh, 'base64url'))) p256dh = keys.p256dh;
+    else errors.push(`${path}.keys.p256dh: expected a base64url P-256 public key (65 bytes, a point on the curve), got ${describeValue(keys.p256dh)}`);
     if (typeof keys.auth === 'string' && base64UrlBytes(keys.auth) === 16) auth = keys.auth;
     else errors.push(`${path}.keys.auth: expected a base64url 16-byte auth secret, got ${describeValue(keys.auth)}`);
   }

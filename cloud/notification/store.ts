@@ -4,8 +4,11 @@
  * on fields, no $lookup, no transactions. Query-side fields (`subscribedTypes`, `configuredTypes`) are
  * derived from `preferences` and written with it.
  *
- * FerretDB 1.x applies an update as read-then-write without isolation, so writes to one preferences
- * record are also serialized in process; on MongoDB the revision check alone is enough.
+ * FerretDB 1.x applies an update as read-then-write without isolation: its filter is checked on the
+ * read, so the revision check does not stop a replica from writing back a record another replica changed
+ * meanwhile. A write to one preferences record therefore holds a lock document, which FerretDB's unique
+ * `_id` makes exclusive across replicas; writes are also queued in process, so replicas contend, not
+ * requests. On MongoDB the revision check alone would be enough.
  */
 import { MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
@@ -17,6 +20,7 @@ export const COLLECTIONS = {
   devices: 'webpushsubscriptions',
   preferences: 'notificationsubscriptions',
   migrations: 'notificationmigrations',
+  locks: 'notificationlocks',
 } as const;
 
 /** A preferences record as the API shows it. */
@@ -55,11 +59,14 @@ interface DeviceDoc {
   updatedAt: string;
 }
 
-interface MigrationDoc {
+interface LockDoc {
   _id: string;
-  state: 'running' | 'done';
   owner: string;
   claimedAt: Date;
+}
+
+interface MigrationDoc extends LockDoc {
+  state: 'running' | 'done';
   completedAt?: Date;
   modified?: number;
 }
@@ -108,6 +115,14 @@ export interface MongoStoreOptions {
 const DUPLICATE_KEY = 11000;
 const WRITE_ATTEMPTS = 20;
 const IN_CHUNK = 500;
+/** A record lock older than this is taken over: its holder stopped mid-write. A write takes milliseconds. */
+const RECORD_LOCK_LEASE_MS = 10_000;
+/** How long a write waits for another replica's lock on its record before answering 409. */
+const RECORD_LOCK_WAIT_MS = 10_000;
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 
 function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
@@ -143,6 +158,9 @@ export class MongoNotificationStore implements NotificationStore {
   private readonly devices: Collection<DeviceDoc>;
   private readonly records: Collection<PreferencesDoc>;
   private readonly markers: Collection<MigrationDoc>;
+  private readonly locks: Collection<LockDoc>;
+  /** The migration lock, in the markers' collection. */
+  private readonly migrationLocks: Collection<LockDoc>;
   private readonly clock: Clock;
   private readonly cacheMs: number;
   private readonly writeQueues = new Map<string, Promise<unknown>>();
@@ -152,6 +170,8 @@ export class MongoNotificationStore implements NotificationStore {
     this.devices = db.collection<DeviceDoc>(COLLECTIONS.devices);
     this.records = db.collection<PreferencesDoc>(COLLECTIONS.preferences);
     this.markers = db.collection<MigrationDoc>(COLLECTIONS.migrations);
+    this.locks = db.collection<LockDoc>(COLLECTIONS.locks);
+    this.migrationLocks = db.collection<LockDoc>(COLLECTIONS.migrations);
     this.clock = options.clock ?? systemClock;
     this.cacheMs = options.recipientsCacheMs ?? 5000;
   }
@@ -211,13 +231,30 @@ export class MongoNotificationStore implements NotificationStore {
   }
 
   setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord> {
-    return this.serialized(`${accountName}\u0000${domainName}`, async () => {
+    const key = `${accountName}\u0000${domainName}`;
+    return this.serialized(key, async () => {
       try {
-        return await this.writePreferences(accountName, domainName, changes);
+        // A stored string cannot hold NUL, so the lock is named by the pair as JSON.
+        return await this.underRecordLock(`preferences:${JSON.stringify([accountName, domainName])}`, () => this.writePreferences(accountName, domainName, changes));
       } finally {
         this.changed();
       }
     });
+  }
+
+  /** Runs a write holding the record's lock, waiting for another replica's; 409 when it is held too long. */
+  private async underRecordLock<T>(id: string, task: () => Promise<T>): Promise<T> {
+    const owner = new ObjectId().toHexString();
+    const giveUpAt = performance.now() + RECORD_LOCK_WAIT_MS;
+    while ((await this.claimIn(this.locks, id, owner, RECORD_LOCK_LEASE_MS, {})) === 'held') {
+      if (performance.now() >= giveUpAt) throw new WriteConflictError();
+      await pause(5 + Math.random() * 20);
+    }
+    try {
+      return await task();
+    } finally {
+      await this.locks.deleteOne({ _id: id, owner });
+    }
   }
 
   private async writePreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord> {
@@ -314,20 +351,25 @@ export class MongoNotificationStore implements NotificationStore {
     return updated;
   }
 
-  async claimLock(id: string, owner: string, leaseMs: number): Promise<LockClaim> {
+  claimLock(id: string, owner: string, leaseMs: number): Promise<LockClaim> {
+    return this.claimIn(this.migrationLocks, id, owner, leaseMs, { state: 'running' });
+  }
+
+  /** Takes the lock `id` in `locks`; `extra` rides along on a new lock document (the migration's state). */
+  private async claimIn(locks: Collection<LockDoc>, id: string, owner: string, leaseMs: number, extra: Partial<MigrationDoc>): Promise<LockClaim> {
     const now = new Date(this.clock());
     try {
-      await this.markers.insertOne({ _id: id, state: 'running', owner, claimedAt: now });
+      await locks.insertOne({ ...extra, _id: id, owner, claimedAt: now });
       return 'claimed';
     } catch (err) {
       if (!isDuplicateKey(err)) throw err;
     }
-    const lock = await this.markers.findOne({ _id: id });
-    if (!lock) return this.claimLock(id, owner, leaseMs);
+    const lock = await locks.findOne({ _id: id });
+    if (!lock) return this.claimIn(locks, id, owner, leaseMs, extra);
     if (now.getTime() - lock.claimedAt.getTime() < leaseMs) return 'held';
     // The holder stopped without releasing: take the lock over, then check we are the one holding it.
-    await this.markers.updateOne({ _id: id, owner: lock.owner }, { $set: { owner, claimedAt: now } });
-    const after = await this.markers.findOne({ _id: id });
+    await locks.updateOne({ _id: id, owner: lock.owner }, { $set: { owner, claimedAt: now } });
+    const after = await locks.findOne({ _id: id });
     return after?.owner === owner ? 'claimed' : 'held';
   }
 

@@ -115,7 +115,11 @@ export function planDeviceRequest(endpoint: string, binding: DeviceBinding, args
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
     throw new DeviceCommandError('bad_endpoint', 'the device command could not be sent');
   }
-  const target = new URL(`${base.origin}${base.pathname.replace(/\/+$/, '')}${binding.path}`);
+  // Trimmed by index, not with /\/+$/: that backtracks quadratically over a long run of inner slashes,
+  // which a registered endpoint may hold, and would block the service while planning one command.
+  let end = base.pathname.length;
+  while (end > 0 && base.pathname[end - 1] === '/') end--;
+  const target = new URL(`${base.origin}${base.pathname.slice(0, end)}${binding.path}`);
   if (target.origin !== base.origin) throw new DeviceCommandError('bad_endpoint', 'the device command could not be sent');
   const body: Record<string, unknown> = {};
   for (const [parameter, deviceField] of Object.entries(binding.fields)) {

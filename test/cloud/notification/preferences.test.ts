@@ -89,6 +89,8 @@ t.test('POST /subscribe refuses a malformed push subscription or a non-alertable
     ['endpoint not a URL', { subscription: { ...device, endpoint: 'nope' } }],
     ['endpoint not http(s)', { subscription: { ...device, endpoint: 'ftp://127.0.0.1/x' } }],
     ['p256dh not a P-256 key', { subscription: { ...device, keys: { ...device.keys, p256dh: 'abc' } } }],
+    // 65 bytes in the uncompressed form, but not a point on the curve: no push could ever be encrypted for it.
+    ['p256dh off the P-256 curve', { subscription: { ...device, keys: { ...device.keys, p256dh: Buffer.concat([Buffer.from([4]), Buffer.alloc(64, 1)]).toString('base64url') } } }],
     ['auth missing', { subscription: { endpoint: device.endpoint, keys: { p256dh: device.keys.p256dh } } }],
     ['non-alertable type', { subscription: device, domainName: acme, types: ['apClients'] }],
     ['empty types', { subscription: device, domainName: acme, types: [] }],
