@@ -1,6 +1,7 @@
 /**
  * One error body for every service: `{type, message}`, with the type fixed by the status.
  */
+import { isUtf8 } from 'node:buffer';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import express from 'express';
 import type { Logger } from 'pino';
@@ -103,11 +104,34 @@ export function sendText(res: Response, status: number, text: string): void {
 /** The JSON body limit every service uses, unless a route says otherwise (ingest: 5 MiB). */
 export const DEFAULT_JSON_LIMIT = '1mb';
 
+/** body-parser's error `type` for a body whose bytes are not UTF-8. */
+export const INVALID_UTF8 = 'encoding.invalid';
+
 /**
- * express.json with the shared limit. Malformed JSON and oversize bodies reach {@link errorHandler}.
+ * Refuses body bytes that are not UTF-8 (JSON text must be, RFC 8259). Decoded leniently, each bad
+ * byte would become U+FFFD, so two different bodies could be stored as one value (two names colliding
+ * in a unique column, say), and the caller would never learn its text was altered.
+ */
+export function invalidUtf8Error(body: Buffer): Error | undefined {
+  if (isUtf8(body)) return undefined;
+  return Object.assign(new Error('request body is not valid UTF-8'), { type: INVALID_UTF8, status: 400 });
+}
+
+/**
+ * express.json with the shared limit. Malformed JSON, bytes that are not UTF-8 and oversize bodies
+ * reach {@link errorHandler}.
  */
 export function jsonBody(limit: string | number = DEFAULT_JSON_LIMIT): RequestHandler {
-  return express.json({ limit, strict: true, type: ['application/json', 'application/*+json'] });
+  return express.json({
+    limit,
+    strict: true,
+    type: ['application/json', 'application/*+json'],
+    // Runs on the (inflated) bytes before they are decoded; a thrown error keeps its status.
+    verify: (_req, _res, body) => {
+      const invalid = invalidUtf8Error(body);
+      if (invalid) throw invalid;
+    },
+  });
 }
 
 interface BodyParserError {
@@ -141,6 +165,10 @@ export function errorHandler(logger?: Logger): ErrorRequestHandler {
     }
     if (parserError?.type === 'entity.too.large') {
       sendError(res, 413, 'request body is too large');
+      return;
+    }
+    if (parserError?.type === INVALID_UTF8) {
+      sendError(res, 400, 'request body is not valid UTF-8');
       return;
     }
     if (parserError?.type === 'encoding.unsupported' || parserError?.type === 'charset.unsupported') {

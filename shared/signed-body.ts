@@ -4,7 +4,7 @@
  */
 import type { Request, RequestHandler } from 'express';
 import express from 'express';
-import { sendText } from './errors.js';
+import { invalidUtf8Error, sendText } from './errors.js';
 import { SIGNATURE_HEADER, verify, type KeyRing } from './hmac.js';
 
 /** Where the raw body is kept on a request that passed through {@link signedBody}. */
@@ -69,6 +69,11 @@ export function signedBody(options: SignedBodyOptions): RequestHandler[] {
     if (body.length === 0) {
       req.body = undefined;
       next();
+      return;
+    }
+    const invalid = invalidUtf8Error(body);
+    if (invalid) {
+      next(invalid);
       return;
     }
     try {

@@ -106,7 +106,15 @@ function parse<A>(codec: t.Type<A, unknown, unknown>, keys: readonly string[], b
   return decoded.value;
 }
 
+/**
+ * `http://` or `https://`, a host, and no whitespace or backslash anywhere. The WHATWG URL parser
+ * silently repairs all of those (and a missing or extra slash), but the Issuer is compared as sent with
+ * a token's `iss`, which a repaired spelling can never equal.
+ */
+const WRITTEN_OUT_HTTP_URL = /^https?:\/\/[^/\\\s][^\\\s]*$/i;
+
 function isHttpUrl(value: string): boolean {
+  if (!WRITTEN_OUT_HTTP_URL.test(value)) return false;
   try {
     const u = new URL(value);
     return u.protocol === 'https:' || u.protocol === 'http:';
@@ -122,7 +130,7 @@ export function parseSignup(body: unknown): Signup {
   const issuer = input.Issuer ?? '';
   const problems: string[] = [];
   if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
-  if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL, got ${JSON.stringify(issuer.slice(0, 40))}`);
+  if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL written out in full (http:// or https://, then the host), without spaces or backslashes, got ${JSON.stringify(issuer.slice(0, 40))}`);
   if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });
   return { name: input.Name.trim(), displayName: input.DisplayName ?? '', tier: input.Tier, identityMode, issuer };
 }
