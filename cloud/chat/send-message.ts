@@ -50,6 +50,9 @@ export const CONVERSATION_NOT_FOUND = 'conversation not found';
 /** A message id: a fresh ObjectId as 24 hex characters. */
 const newMessageId = () => new ObjectId().toHexString();
 
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
+
 /** Tokens of an answer joined into one string at a time while it streams. */
 const TOKENS_PER_PIECE = 16;
 
@@ -148,11 +151,18 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     let text = '';
     const piece: string[] = [];
     let length = 0;
+    // Whether the answer so far ends on the first half of a surrogate pair, which the next token may complete.
+    let endsOnHighSurrogate = false;
     let firstToken = true;
     let final: FinalAnswer;
     try {
       final = await answer.read((token) => {
         length += characterCount(token);
+        if (token.length > 0) {
+          // A pair split over two tokens is one character, but each token counted its half as one.
+          if (endsOnHighSurrogate && isLowSurrogate(token.charCodeAt(0))) length--;
+          endsOnHighSurrogate = isHighSurrogate(token.charCodeAt(token.length - 1));
+        }
         if (length > MAX_MESSAGE_LENGTH) {
           throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
         }

@@ -173,6 +173,19 @@ t.test('an answer with half a surrogate pair, which the store would turn into U+
   t.same(stored.messages?.[1], done?.type === 'done' && done.message, 'done carries the stored message');
 });
 
+t.test('an answer of exactly 8000 characters with a surrogate pair split over two tokens is stored, not refused as 8001', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  // 7998 + one emoji (its halves in two tokens) + 'y': 8000 characters as a reader counts them.
+  chat.agent.expect({ tokens: [`${'x'.repeat(7998)}\ud83d`, '\udd25y'] });
+  const result = await send(chat.url, 'ana', conversation.id, 'q');
+  const done = terminalOf(result);
+  t.match(done, { type: 'done', message: { content: `${'x'.repeat(7998)}🔥y` } });
+  t.equal(answerOf(result), `${'x'.repeat(7998)}🔥y`, 'every token relayed');
+  const stored = await getConversation(chat.url, 'ana', conversation.id);
+  t.equal(stored.messages?.[1]?.content, `${'x'.repeat(7998)}🔥y`);
+});
+
 t.test('a store failure at the end: an error frame, and the conversation is as it was', async (t) => {
   const shared = await freshChatDatabase(t);
   const writer = new MongoClient(shared.uri, { serverSelectionTimeoutMS: 5_000 });
