@@ -15,6 +15,7 @@ import { closeServer, listen } from '../../shared/lifecycle.js';
 import type { Logger } from '../../shared/logger.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
 import type { Notification } from '../../shared/notification.js';
+import { capBacklog } from './backlog.js';
 import { claimsMiddleware, type RelaySocketData } from './handshake.js';
 import { socketLifetimeMs, type Random } from './lifetime.js';
 import { createRelayMetrics, type RelayMetrics } from './metrics.js';
@@ -111,6 +112,7 @@ export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
       lifetimes.delete(lifetime);
       metrics.connectedClients.dec();
     });
+    capBacklog(socket, (waiting) => logger.warn({ accountId: identity.accountId, waiting }, 'client stopped reading; connection closed'));
     attachSubscriptions(socket, identity, { directory, metrics, logger });
   });
 
