@@ -32,6 +32,9 @@ const sensorOfRow = (r: SensorRow): RegisteredSensor => ({
   endpoint: r.endpoint,
 });
 
+/** JavaScript's string order (UTF-16 code units), the order threshold edits lock rows in. */
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
 export class PgBuildingStore implements BuildingStore {
   constructor(private readonly pool: Pool) {}
 
@@ -56,8 +59,13 @@ export class PgBuildingStore implements BuildingStore {
       }
       if (thresholds.length > 0) {
         // Every room at once (the building itself when no room is named): one statement for all of them.
-        const scopes: Array<string | null> = rooms.length > 0 ? rooms : [null];
-        const metrics = thresholds.map((t) => t.metric);
+        // Rows are written in key order, rooms then metrics, as threshold edits write theirs
+        // (store/thresholds.ts): a registration and an edit naming the same rows in other orders would
+        // otherwise deadlock, and one of them would be lost.
+        const sortedRooms = [...rooms].sort(byCodeUnits);
+        const sortedThresholds = [...thresholds].sort((a, b) => byCodeUnits(a.metric, b.metric));
+        const scopes: Array<string | null> = sortedRooms.length > 0 ? sortedRooms : [null];
+        const metrics = sortedThresholds.map((t) => t.metric);
         if (rooms.length > 0) {
           // A room row the registration creates starts from the building's row, as a patched one does
           // (store/thresholds.ts); the registration's bounds then merge into every room's row.
@@ -67,14 +75,16 @@ export class PgBuildingStore implements BuildingStore {
              FROM unnest($2::text[]) AS rooms(r)
              JOIN thresholds bl ON bl.building_id = $1 AND bl.room_id IS NULL AND bl.metric = ANY($3::text[])
              ON CONFLICT (building_id, room_id, metric) DO NOTHING`,
-            [buildingId, rooms, metrics],
+            [buildingId, sortedRooms, metrics],
           );
         }
         await client.query(
           `INSERT INTO thresholds AS t (building_id, room_id, metric, bounds, updated_at)
-           SELECT $1, r, m, b, now() FROM unnest($2::text[]) AS rooms(r) CROSS JOIN unnest($3::text[], $4::jsonb[]) AS ms(m, b)
+           SELECT $1, r, m, b, now()
+           FROM unnest($2::text[]) WITH ORDINALITY AS rooms(r, ri) CROSS JOIN unnest($3::text[], $4::jsonb[]) WITH ORDINALITY AS ms(m, b, mi)
+           ORDER BY ri, mi
            ON CONFLICT (building_id, room_id, metric) DO UPDATE SET bounds = t.bounds || EXCLUDED.bounds, updated_at = now()`,
-          [buildingId, scopes, metrics, thresholds.map((t) => JSON.stringify(t.bounds))],
+          [buildingId, scopes, metrics, sortedThresholds.map((t) => JSON.stringify(t.bounds))],
         );
       }
     });

@@ -35,29 +35,39 @@ ON CONFLICT (building_id, room_id, metric) DO UPDATE
 SET bounds = (t.bounds || $4::jsonb) - $5::text[], updated_at = now()
 RETURNING bounds`;
 
+/**
+ * The rows of one edit in a fixed order (by key), whatever order the body named them in. Two edits of
+ * the same rows in opposite orders would otherwise each hold one row and wait for the other's, and
+ * PostgreSQL would abort one of them as a deadlock, losing that edit.
+ */
+function inLockOrder<T>(items: readonly T[], key: (item: T) => string): T[] {
+  return [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
 export class PgThresholdStore implements ThresholdStore {
   constructor(private readonly pool: Pool) {}
 
   patchRooms(buildingId: string, metric: string, rooms: ReadonlyArray<{ roomId: string; patch: BoundsPatch }>) {
     return inTransaction(this.pool, async (client) => {
-      const out: Array<[string, Record<string, number>]> = [];
-      for (const { roomId, patch } of rooms) {
+      const after = new Map<string, Record<string, number>>();
+      for (const { roomId, patch } of inLockOrder(rooms, (r) => r.roomId)) {
         const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_ROOM, [buildingId, roomId, metric, JSON.stringify(patch.set), patch.clear]);
-        out.push([roomId, rows[0]?.bounds ?? {}]);
+        after.set(roomId, rows[0]?.bounds ?? {});
       }
-      // fromEntries makes every room an own key, "__proto__" too (an assignment would set the prototype).
-      return Object.fromEntries(out);
+      // In the body's order. fromEntries makes every room an own key, "__proto__" too (an assignment
+      // would set the prototype).
+      return Object.fromEntries(rooms.map(({ roomId }): [string, Record<string, number>] => [roomId, after.get(roomId) ?? {}]));
     });
   }
 
   patchBuilding(buildingId: string, metrics: ReadonlyArray<{ metric: string; patch: BoundsPatch }>) {
     return inTransaction(this.pool, async (client) => {
-      const out: Record<string, Record<string, number>> = {};
-      for (const { metric, patch } of metrics) {
+      const after = new Map<string, Record<string, number>>();
+      for (const { metric, patch } of inLockOrder(metrics, (m) => m.metric)) {
         const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_BUILDING, [buildingId, metric, JSON.stringify(patch.set), patch.clear]);
-        out[metric] = rows[0]?.bounds ?? {};
+        after.set(metric, rows[0]?.bounds ?? {});
       }
-      return out;
+      return Object.fromEntries(metrics.map(({ metric }): [string, Record<string, number>] => [metric, after.get(metric) ?? {}]));
     });
   }
 }
