@@ -115,6 +115,11 @@ function kind<A>(name: string, base: t.Type<A, A, unknown>, ok: (a: A) => boolea
 }
 
 export const PositiveSeconds = kind('a positive number of seconds', t.number, (n) => Number.isFinite(n) && n > 0);
+/**
+ * Seconds that become a timer: at least 1 ms (less rounds to 0 ms), and at most 2^31-1 ms, past which
+ * Node fires the timer after 1 ms, so a poll would run back to back or time out at once.
+ */
+export const TimerSeconds = kind('a number of seconds from 0.001 to 2147483', t.number, (n) => Number.isFinite(n) && n >= 0.001 && n <= 2_147_483);
 export const PositiveInt = kind('a positive integer', t.number, (n) => Number.isSafeInteger(n) && n >= 1);
 export const NonNegativeNumber = kind('a number of dB, 0 or more', t.number, (n) => Number.isFinite(n) && n >= 0);
 export const PositiveFactor = kind('a positive number (devices per person, e.g. 1.5)', t.number, (n) => Number.isFinite(n) && n > 0);

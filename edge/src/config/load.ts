@@ -2,6 +2,7 @@
  * Reads the gateway's YAML config once, at start, and reports every problem at once with its path:
  * YAML syntax, shapes and kinds, cross-field rules, dialects, and secret files.
  */
+import { createCipheriv } from 'node:crypto';
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -56,6 +57,8 @@ export interface LoadOptions {
 }
 
 const DEFAULT_INGEST_TIMEOUT_S = 5;
+/** yaml's own default: enough for any hand-written config, far too few for an alias bomb. */
+const MAX_ALIAS_COUNT = 100;
 const NAME_FOR_REPORTS = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/;
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
@@ -90,7 +93,15 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
       }),
     };
   }
-  const raw: unknown = doc.toJS();
+  let raw: unknown;
+  try {
+    raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    // yaml refuses to expand an alias bomb (a few lines that unfold into millions of values) by throwing
+    if (!(err instanceof ReferenceError)) throw err;
+    const bomb = /excessive alias/i.test(err.message);
+    return { ok: false, errors: [bomb ? `YAML: too many alias expansions (more than ${MAX_ALIAS_COUNT}); write the values out instead of repeating aliases` : `YAML: ${err.message}`] };
+  }
   const baseDir = dirname(source);
   const errors: string[] = [];
   const warnings: string[] = [];
@@ -324,6 +335,9 @@ function checkAccessPoint(
       if (snmp.communityFile !== undefined) errors.push(`${at}.snmp.communityFile: not used with SNMP v3; remove it`);
       // without the key the session would quietly run authNoPriv, not the privacy the file asks for
       if (snmp.privProtocol !== undefined && snmp.privKeyFile === undefined) errors.push(`${at}.snmp.privKeyFile: required when privProtocol is set (authPriv); or remove privProtocol`);
+      if (snmp.privProtocol === 'des' && !cipherAvailable('des-cbc')) {
+        errors.push(`${at}.snmp.privProtocol: des is not available in this runtime (OpenSSL 3 dropped DES to its legacy provider), so every poll would fail; set the AP to AES and use privProtocol: aes`);
+      }
     }
     if (version === '2c') {
       for (const key of ['user', 'authKeyFile', 'privKeyFile', 'authProtocol', 'privProtocol']) {
@@ -333,8 +347,24 @@ function checkAccessPoint(
     for (const key of ['communityFile', 'authKeyFile', 'privKeyFile']) checkSecretFile(snmp[key], `${at}.snmp.${key}`, baseDir, errors, warnings);
   }
   const ssh = ap.ssh;
-  if (isRecord(ssh)) checkSecretFile(ssh.privateKeyFile, `${at}.ssh.privateKeyFile`, baseDir, errors, warnings);
+  if (isRecord(ssh)) {
+    checkSecretFile(ssh.privateKeyFile, `${at}.ssh.privateKeyFile`, baseDir, errors, warnings);
+    // Without a pin the poller trusts whatever host answers at this address; say so where it is seen.
+    if (ssh.hostKeySha256 === undefined) {
+      warnings.push(`${at}.ssh.hostKeySha256: not set, so any host key this AP presents is accepted; pin it (ssh-keygen -l -E sha256 -f <the AP host key .pub>)`);
+    }
+  }
   return errors;
+}
+
+/** Whether this runtime's crypto can run `cipher` (net-snmp encrypts with it through node:crypto). */
+function cipherAvailable(cipher: string): boolean {
+  try {
+    createCipheriv(cipher, Buffer.alloc(8), Buffer.alloc(8));
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A secret file must be a readable, non-empty regular file; one others can read is a warning. */

@@ -23,6 +23,7 @@ import {
   PositiveSeconds,
   SecretFilePath,
   SnmpVersion,
+  TimerSeconds,
 } from './codecs.js';
 
 const inline = (fileKey: string) => `inline secrets are not accepted; put the value in a file (mode 600) and set ${fileKey} to its path`;
@@ -86,7 +87,7 @@ const Tracker = closed(
 const Ingest = closed(
   'the ingest settings (an object)',
   { url: HttpUrl, secretFile: SecretFilePath },
-  { keyId: IngestKeyId, timeoutS: PositiveSeconds },
+  { keyId: IngestKeyId, timeoutS: TimerSeconds },
   { secret: inline('secretFile'), signingSecret: inline('secretFile') },
 );
 
@@ -102,8 +103,8 @@ export const EdgeConfigFile = closed(
   'the configuration (a YAML mapping)',
   {
     buildingId: ExportedName,
-    pollIntervalS: PositiveSeconds,
-    requestTimeoutS: PositiveSeconds,
+    pollIntervalS: TimerSeconds,
+    requestTimeoutS: TimerSeconds,
     zones: mapOf('a map from zone id to its settings', ExportedName, Zone),
     accessPoints: t.array(AccessPointConfig, 'a list of access points'),
   },

@@ -234,12 +234,17 @@ export function createPoller(options: PollerOptions): Poller {
       let found = 0;
       for (const command of commands) {
         const result = await session.exec(command, { maxOutputBytes });
+        const firstLine = scrubMacs(result.stderr.trim().split('\n')[0] ?? '').slice(0, 200);
         if (result.exitCode !== 0) {
-          const firstLine = scrubMacs(result.stderr.trim().split('\n')[0] ?? '').slice(0, 200);
           throw new PollFailure(
             'bad_output',
             `\`${command}\` ${result.exitCode === null ? 'was killed' : `exited with ${result.exitCode}`}${firstLine ? `: ${firstLine}` : ''}`,
           );
+        }
+        // Blank output is how some parsers read an AP with nobody on it; with only an error beside it, it is
+        // a failure whose status was lost (a wrapper script), and the tracker must freeze, not expire.
+        if (result.stdout.trim() === '' && firstLine !== '') {
+          throw new PollFailure('bad_output', `\`${command}\` printed nothing but an error: ${firstLine}`);
         }
         const parsed = parse(result.stdout);
         const converted = toSightings(parsed.stations, dialect);

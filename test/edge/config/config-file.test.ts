@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { generateKeyPairSync } from 'node:crypto';
+import { createCipheriv, generateKeyPairSync } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, parseConfig, shippedDialects, type DialectInfo } from '../../../edge/src/config/index.js';
@@ -361,4 +361,82 @@ sensors:
   const all = result.errors.join('\n');
   t.notOk(all.includes('hunter2'), 'the ingest password is not echoed');
   t.notOk(all.includes('pa55word'), 'the device password is not echoed');
+});
+
+t.test('a YAML alias bomb is a configuration error with its cause, not a crash', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  // Each level repeats the one before nine times: 9^6 values from a few hundred bytes.
+  const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+  for (const [prev, name] of [['a', 'b'], ['b', 'c'], ['c', 'd'], ['d', 'e'], ['e', 'f']] as const) {
+    levels.push(`${name}: &${name} [${Array(9).fill(`*${prev}`).join(', ')}]`);
+  }
+  const result = parseConfig(minimal(`${levels.join('\n')}\n`), join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (!result.ok) t.same(result.errors, ['YAML: too many alias expansions (more than 100); write the values out instead of repeating aliases']);
+  const unresolved = parseConfig(minimal('tracker: *nowhere\n'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(unresolved.ok);
+  if (!unresolved.ok) t.same(unresolved.errors, ['YAML: Unresolved alias (the anchor must be set before the alias): nowhere']);
+});
+
+t.test('a poll interval or timeout a timer cannot keep is refused, not run as 0 ms or overflowed', async (t) => {
+  const dir = secrets(t, { community: 'public', 'keys/ingest': 'k3y' });
+  const tiny = parseConfig(
+    minimal('ingest: { url: "http://127.0.0.1:9/ingest", secretFile: keys/ingest, timeoutS: 0.0001 }').replace('requestTimeoutS: 5', 'requestTimeoutS: 0.0004'),
+    join(dir, 'c.yaml'),
+    { dialects },
+  );
+  t.notOk(tiny.ok, 'a value that rounds to 0 ms');
+  if (!tiny.ok) {
+    t.match(tiny.errors, [/^requestTimeoutS: expected a number of seconds from 0\.001 to 2147483, got 0\.0004$/, /^ingest\.timeoutS: expected a number of seconds from 0\.001 to 2147483, got 0\.0001$/]);
+  }
+  // Node's timers fire after 1 ms for anything past 2^31-1 ms: every poll would time out at once.
+  const huge = parseConfig(minimal().replace('pollIntervalS: 10', 'pollIntervalS: 3000000').replace('requestTimeoutS: 5', 'requestTimeoutS: 2500000'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(huge.ok, 'a value past the timer range');
+  if (!huge.ok) {
+    t.same(huge.errors, [
+      'pollIntervalS: expected a number of seconds from 0.001 to 2147483, got 3000000',
+      'requestTimeoutS: expected a number of seconds from 0.001 to 2147483, got 2500000',
+    ]);
+  }
+});
+
+t.test('an SSH AP without a pinned host key is a warning that says any host key is accepted', async (t) => {
+  const dir = secrets(t, { community: 'public', key: 'k' });
+  const ssh = (extra: string) => `  - { name: owrt, zone: lobby, dialect: openwrt-iw, transport: ssh, host: 10.0.0.6, ssh: { username: root, privateKeyFile: key${extra} } }\n`;
+  const unpinned = parseConfig(minimal(ssh('')), join(dir, 'c.yaml'), { dialects });
+  t.ok(unpinned.ok);
+  if (unpinned.ok) {
+    t.same(unpinned.warnings, [
+      'accessPoints[1].ssh.hostKeySha256: not set, so any host key this AP presents is accepted; pin it (ssh-keygen -l -E sha256 -f <the AP host key .pub>)',
+    ]);
+  }
+  const pinned = parseConfig(minimal(ssh(', hostKeySha256: "nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8"')), join(dir, 'c.yaml'), { dialects });
+  t.ok(pinned.ok);
+  if (pinned.ok) t.same(pinned.warnings, []);
+});
+
+t.test('SNMPv3 privProtocol des is refused at start when this runtime cannot encrypt with DES', async (t) => {
+  const dir = secrets(t, { auth: 'auth-pass-123', priv: 'priv-pass-456' });
+  const text = minimal().replace(
+    'snmp: { version: 2c, communityFile: community }',
+    'snmp: { version: 3, user: lintel, authKeyFile: auth, privProtocol: des, privKeyFile: priv }',
+  );
+  // net-snmp encrypts DES with node:crypto's des-cbc; Node on OpenSSL 3 has it only with the legacy provider.
+  let desWorks = true;
+  try {
+    createCipheriv('des-cbc', Buffer.alloc(8), Buffer.alloc(8));
+  } catch {
+    desWorks = false;
+  }
+  const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
+  if (desWorks) {
+    t.ok(result.ok, 'DES works here, so it is accepted');
+    return;
+  }
+  t.notOk(result.ok);
+  if (!result.ok) {
+    t.same(result.errors, [
+      'accessPoints[0].snmp.privProtocol: des is not available in this runtime (OpenSSL 3 dropped DES to its legacy provider), so every poll would fail; set the AP to AES and use privProtocol: aes',
+    ]);
+  }
 });

@@ -23,6 +23,9 @@ t.before(async () => {
       'iw dev phy0-ap0 station dump': { stdoutFile: recording('openwrt-iw-phy0-ap0.txt') },
       'iw dev phy1-ap0 station dump': { stdoutFile: recording('openwrt-iw-phy1-ap0.txt') },
       'iw dev wlan9 station dump': { stderr: 'command failed: No such device (-19)\n', exitCode: 237 },
+      // a wrapper on the AP that reports the error but not its status
+      'iw dev wlan8 station dump': { stderr: 'command failed: No such device (-19)\n', exitCode: 0 },
+      'iw dev wlan7 station dump': { stdoutFile: recording('openwrt-iw-phy1-ap0.txt'), stderr: 'warning: debugfs not mounted\n' },
       'ubus call hostapd.phy0-ap0 get_clients': { stdoutFile: recording('openwrt-ubus.json') },
       'ubus call hostapd.wlan1 get_clients': { stdoutFile: recording('openwrt-ubus-no-signal.json') },
       'ubus call hostapd.garbage get_clients': { stdout: '<html><body>Unauthorized</body></html>\n' },
@@ -113,6 +116,18 @@ t.test('a failing command, malformed output and output without signal are report
   t.teardown(() => small.close());
   const [bounded] = await small.pollAll([ap('too-big', 'unifi')], TIMEOUT_MS);
   t.match(bounded, { ok: false, reason: 'bad_output', error: 'output larger than 1024 bytes' });
+});
+
+t.test('a command that prints only an error and exits 0 is reported, not read as an AP with nobody on it', async (t) => {
+  const poller = createPoller({ dialects });
+  t.teardown(() => poller.close());
+  const [silentError, warned] = await poller.pollAll(
+    [ap('error-exit-0', 'openwrt-iw', { interface: 'wlan8' }), ap('warned', 'openwrt-iw', { interface: 'wlan7' })],
+    TIMEOUT_MS,
+  );
+  t.match(silentError, { ap: 'error-exit-0', ok: false, reason: 'bad_output', error: '`iw dev wlan8 station dump` printed nothing but an error: command failed: No such device (-19)' });
+  t.match(warned, { ap: 'warned', ok: true }, 'a warning beside real output does not fail the poll');
+  t.equal(warned?.ok && warned.stations.length, 2);
 });
 
 t.test('an interface name that is not a plain name never reaches the AP shell', async (t) => {
