@@ -2,9 +2,10 @@
  * The alert event on the Kafka `alerts` topic, and what the breach path makes of it: its cooldown key,
  * the key that marks its alertId seen, and the in-app notification it becomes.
  */
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { metricOf } from '../../shared/catalog/metrics.js';
-import { MAX_NAME_LENGTH, describeValue } from '../../shared/kinds.js';
+import { CONTROL_CHARACTERS, LONE_SURROGATE, MAX_NAME_LENGTH, describeValue } from '../../shared/kinds.js';
 import type { Notification } from '../../shared/notification.js';
 
 /** A breach event: its alertId, type (metric key), field, buildingId and roomId, plus what telemetry adds. */
@@ -26,9 +27,14 @@ const MAX_RECORD_BYTES = 64 * 1024;
 
 const REQUIRED = ['alertId', 'type', 'field', 'buildingId', 'roomId'] as const;
 
+/**
+ * Telemetry's rule for a name (NonEmptyString). A lone surrogate is encoded as U+FFFD on its way to
+ * Redis, so `b\udc00` and `b\udfff` would share one cooldown key and one would suppress the other.
+ */
 function requiredName(record: Record<string, unknown>, key: string): string | undefined {
   const value = record[key];
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) return undefined;
+  if (CONTROL_CHARACTERS.test(value) || LONE_SURROGATE.test(value)) return undefined;
   // A printable ASCII first character is not whitespace: no need to trim (and copy) the name.
   const first = value.charCodeAt(0);
   return (first > 0x20 && first < 0x7f) || value.trim() !== '' ? value : undefined;
@@ -50,6 +56,8 @@ function optional<T>(record: Record<string, unknown>, key: string, kind: 'string
 export function parseAlertRecord(value: Buffer | null): ParsedAlert {
   if (value === null || value.length === 0) return { ok: false, reason: 'empty record' };
   if (value.length > MAX_RECORD_BYTES) return { ok: false, reason: `record larger than ${MAX_RECORD_BYTES} bytes` };
+  // Decoded leniently, bytes that are not UTF-8 would become U+FFFD, and two ids would become one.
+  if (!isUtf8(value)) return { ok: false, reason: 'record is not UTF-8' };
   let json: unknown;
   try {
     json = JSON.parse(value.toString('utf8'));
@@ -65,7 +73,7 @@ export function parseAlertRecord(value: Buffer | null): ParsedAlert {
   const roomId = requiredName(record, 'roomId');
   if (alertId === undefined || type === undefined || field === undefined || buildingId === undefined || roomId === undefined) {
     const bad = REQUIRED.filter((key) => requiredName(record, key) === undefined);
-    return { ok: false, reason: bad.map((key) => `${key}: expected a non-empty string of at most ${MAX_NAME_LENGTH} characters, got ${describeValue(record[key])}`).join('; ') };
+    return { ok: false, reason: bad.map((key) => `${key}: expected a non-empty string of at most ${MAX_NAME_LENGTH} characters, without NUL (\\u0000), other control characters or lone surrogates, got ${describeValue(record[key])}`).join('; ') };
   }
   const alert: AlertEvent = { alertId, type, field, buildingId, roomId };
   const reading = optional<number>(record, 'value', 'number');

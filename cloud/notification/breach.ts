@@ -95,6 +95,12 @@ export class BreachHandler {
    * a record before them failed, so they will be read again. Insertion order is age.
    */
   private readonly unsettledDeliveries = new Map<string, AlertOutcome>();
+  /**
+   * alertId → keys of alerts armed here but not delivered, whose release failed (Redis went away after
+   * arming). Read again, such an alert would find its own seen mark and cooldown and be suppressed, so
+   * the release is retried first. Insertion order is age.
+   */
+  private readonly unreleased = new Map<string, AlertKeys>();
 
   constructor(private readonly deps: BreachDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -199,6 +205,38 @@ export class BreachHandler {
     }
   }
 
+  /** Remembers an alert whose cooldown could not be released, forgetting the oldest past the bound. */
+  private rememberUnreleased(alertId: string, keys: AlertKeys): void {
+    this.unreleased.delete(alertId);
+    this.unreleased.set(alertId, keys);
+    if (this.unreleased.size > MAX_UNSETTLED_DELIVERIES) {
+      const oldest = this.unreleased.keys().next().value;
+      if (oldest !== undefined) this.unreleased.delete(oldest);
+    }
+  }
+
+  /**
+   * Retries the releases this process still owes for the records about to ask. Answers the records
+   * whose release failed again: asking now would suppress them, so they stay unsettled.
+   */
+  private async retryReleases(asking: readonly Pending[]): Promise<Map<number, unknown>> {
+    const failed = new Map<number, unknown>();
+    if (this.unreleased.size === 0) return failed;
+    await Promise.all(
+      asking.map(async (p) => {
+        const keys = this.unreleased.get(p.alert.alertId);
+        if (keys === undefined) return;
+        try {
+          await this.deps.cooldown.release(keys);
+          this.unreleased.delete(p.alert.alertId);
+        } catch (err) {
+          failed.set(p.index, err);
+        }
+      }),
+    );
+    return failed;
+  }
+
   /**
    * Arms the cooldown of every pending record in one round trip, then looks up the buildings of those
    * that armed it and delivers them: every in-app notification is published in one round trip, and the
@@ -217,6 +255,12 @@ export class BreachHandler {
     const failures = new Map<number, unknown>();
     const won: Pending[] = [];
     for (let asking = pending; asking.length > 0; ) {
+      const owed = await this.retryReleases(asking);
+      if (owed.size > 0) {
+        for (const [index, err] of owed) failures.set(index, err);
+        asking = asking.filter((p) => !owed.has(p.index));
+        if (asking.length === 0) break;
+      }
       let armed: Array<Arming | Error>;
       try {
         armed = await cooldown.armAll(asking.map((p) => p.keys));
@@ -282,7 +326,8 @@ export class BreachHandler {
         failures.set(p.index, publishError);
         releases.push(
           cooldown.release(p.keys).catch((releaseErr: unknown) => {
-            logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; the alert may be lost');
+            this.rememberUnreleased(p.alert.alertId, p.keys);
+            logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; retried before the record is read again here');
           }),
         );
         return;

@@ -5,6 +5,7 @@
  */
 import { createECDH, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
+import type { Redis } from 'ioredis';
 import type { Db } from 'mongodb';
 import { request } from 'undici';
 import webpush from 'web-push';
@@ -53,6 +54,8 @@ export interface HarnessOptions {
   shared?: { db: Db; channel: string; keyPrefix: string };
   /** Wraps the real cooldown (fault injection). */
   cooldown?: (real: Cooldown) => Cooldown;
+  /** The client in-app notifications are published with (a restricted Redis user). Default the harness's. */
+  publishWith?: Redis;
   logger?: Logger;
   /**
    * WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS. Default true: web-push-testing and the status endpoints of the
@@ -75,7 +78,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const allowPrivateDestinations = options.allowPrivateDestinations ?? true;
   const push = new WebPushSender({ vapid, timeoutMs: 2000, allowPrivateDestinations });
   t.teardown(() => push.close());
-  const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel }), store, push, pushPool: new Semaphore(8), metrics, logger });
+  const delivery = new Delivery({ publisher: new RedisPublisher(options.publishWith ?? redis, { channel }), store, push, pushPool: new Semaphore(8), metrics, logger });
   t.teardown(() => delivery.drain());
   const realCooldown = new RedisCooldown(redis, { keyPrefix });
   const breach = new BreachHandler({
