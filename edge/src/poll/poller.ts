@@ -157,6 +157,11 @@ function describeFailure(error: unknown): PollFailure {
   if (err?.name === 'ResponseInvalidError' && /auth|digest|decrypt|unknown user|usm/i.test(message)) {
     return new PollFailure('auth', `SNMP credentials refused: ${message}`);
   }
+  // The agent's answer to a request below the user's security level (authNoPriv for an authPriv user,
+  // say): the credentials are wrong for this AP, which doctor reports as not authenticated.
+  if (err?.name === 'RequestFailedError' && /AuthorizationError/.test(message)) {
+    return new PollFailure('auth', `SNMP credentials refused: ${message} (is the security level, auth or priv, the one the AP requires?)`);
+  }
   if (/ECONNREFUSED/.test(message)) return new PollFailure('unreachable', message);
   return new PollFailure('error', `${err?.name && err.name !== 'Error' ? `${err.name}: ` : ''}${message}`);
 }

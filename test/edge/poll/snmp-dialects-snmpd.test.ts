@@ -104,6 +104,15 @@ t.test('aruba-aos over SNMPv3 authPriv: SNR converted to dBm; a zero SNR row is 
   ]);
 });
 
+t.test('SNMPv3 without privacy against a user that requires it: a credentials failure, not an unknown error', async (t) => {
+  const poller = createPoller({ dialects });
+  t.teardown(() => poller.close());
+  const { privProtocol: _privProtocol, privKey: _privKey, ...authNoPriv } = v3(snmpd) as SnmpTarget & { privProtocol?: string; privKey?: string };
+  const [result] = await poller.pollAll([{ name: 'mc-1', zone: 'floor-2', dialect: 'aruba-aos', target: authNoPriv as SnmpTarget }], TIMEOUT_MS);
+  t.match(result, { ap: 'mc-1', ok: false, reason: 'auth', error: /^SNMP credentials refused: / });
+  t.notMatch(result && !result.ok ? result.error : '', new RegExp(v3User.authKey), 'no key in the error');
+});
+
 t.test('aruba-aos with apZones keyed by BSSID (any MAC spelling) splits per AP radio', async (t) => {
   const poller = createPoller({ dialects });
   t.teardown(() => poller.close());
