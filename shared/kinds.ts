@@ -40,12 +40,18 @@ export function storableText(text: string): boolean {
   return !text.includes('\u0000') && !LONE_SURROGATE.test(text);
 }
 
-export const NonEmptyString = t.brand(
-  t.string,
-  (s): s is t.Branded<string, NonEmptyStringBrand> =>
-    s.trim().length > 0 && s.length <= MAX_NAME_LENGTH && !CONTROL_CHARACTERS.test(s) && !LONE_SURROGATE.test(s),
-  'NonEmptyString',
-);
+/**
+ * The rule of {@link NonEmptyString}, for code that checks names by hand on a hot path (the alert
+ * consumer, for each record).
+ */
+export function isName(s: string): boolean {
+  if (s.length === 0 || s.length > MAX_NAME_LENGTH || CONTROL_CHARACTERS.test(s) || LONE_SURROGATE.test(s)) return false;
+  // A printable ASCII first character is not whitespace: no need to trim (and copy) the name.
+  const first = s.charCodeAt(0);
+  return (first > 0x20 && first < 0x7f) || s.trim().length > 0;
+}
+
+export const NonEmptyString = t.brand(t.string, (s): s is t.Branded<string, NonEmptyStringBrand> => isName(s), 'NonEmptyString');
 export type NonEmptyString = t.TypeOf<typeof NonEmptyString>;
 
 /** A number that is neither NaN nor ±Infinity. */

@@ -17,7 +17,8 @@ const SECRET_KEY = /secret|passw|privatekey|apikey|authorization|cookie|claims|s
 /** Whole keys that name a secret: device MAC addresses, and connection URLs that may carry a password. */
 const SECRET_NAMES = new Set(['mac', 'macs', 'databaseurl', 'redisurl', 'mongouri']);
 
-const CENSOR = '[redacted]';
+/** What a redacted value is logged as. */
+export const REDACTED = '[redacted]';
 
 function isSecretKey(key: string): boolean {
   const name = key.toLowerCase().replace(/[-_]/g, '');
@@ -42,7 +43,7 @@ function redactSecrets(value: unknown, ancestors: Set<object> = new Set()): unkn
   ancestors.add(value);
   const copy = Array.isArray(value)
     ? value.map((item) => redactSecrets(item, ancestors))
-    : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, isSecretKey(key) ? CENSOR : redactSecrets(item, ancestors)]));
+    : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, isSecretKey(key) ? REDACTED : redactSecrets(item, ancestors)]));
   ancestors.delete(value);
   return copy;
 }

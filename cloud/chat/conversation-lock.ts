@@ -13,6 +13,7 @@
  * queue instead of polling), then the lease document (so replicas exclude each other).
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collection } from 'mongodb';
 
 export interface LeaseDocument {
@@ -53,8 +54,6 @@ const DUPLICATE_KEY = 11000;
 function isDuplicateKey(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
 }
-
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 export class ConversationLock {
   private readonly leases: Collection<LeaseDocument>;
@@ -157,7 +156,7 @@ export class ConversationLock {
       if (Date.now() >= giveUpAt) throw new LockTimeoutError(key);
       attempt++;
       const backoff = Math.min(this.options.pollMs * 2 ** Math.min(attempt, 5), 100);
-      await this.waitFor(key, pause(backoff / 2 + Math.random() * (backoff / 2)));
+      await this.waitFor(key, sleep(backoff / 2 + Math.random() * (backoff / 2)));
     }
   }
 }

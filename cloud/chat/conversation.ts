@@ -60,6 +60,11 @@ export interface HistoryTurn {
   content: string;
 }
 
+/** The first half of a UTF-16 surrogate pair. */
+export const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;
+/** The second half of a UTF-16 surrogate pair. */
+export const isLowSurrogate = (code: number): boolean => code >= 0xdc00 && code <= 0xdfff;
+
 /**
  * Characters as a reader counts them: Unicode code points, so an emoji is one character, not two.
  *
@@ -69,11 +74,7 @@ export interface HistoryTurn {
 export function characterCount(text: string): number {
   let count = 0;
   for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code >= 0xd800 && code <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-    }
+    if (isHighSurrogate(text.charCodeAt(i)) && i + 1 < text.length && isLowSurrogate(text.charCodeAt(i + 1))) i++;
     count++;
   }
   return count;

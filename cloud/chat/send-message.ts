@@ -20,6 +20,8 @@ import {
   characterCount,
   hasRoomForExchange,
   hasUnpairedSurrogate,
+  isHighSurrogate,
+  isLowSurrogate,
   seedsTitle,
   titleFromQuestion,
   type ChatMessage,
@@ -49,9 +51,6 @@ export const CONVERSATION_NOT_FOUND = 'conversation not found';
 
 /** A message id: a fresh ObjectId as 24 hex characters. */
 const newMessageId = () => new ObjectId().toHexString();
-
-const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
-const isLowSurrogate = (code: number) => code >= 0xdc00 && code <= 0xdfff;
 
 /** Tokens of an answer joined into one string at a time while it streams. */
 const TOKENS_PER_PIECE = 16;

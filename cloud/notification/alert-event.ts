@@ -5,7 +5,7 @@
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { metricOf } from '../../shared/catalog/metrics.js';
-import { CONTROL_CHARACTERS, LONE_SURROGATE, MAX_NAME_LENGTH, describeValue } from '../../shared/kinds.js';
+import { MAX_NAME_LENGTH, describeValue, isName } from '../../shared/kinds.js';
 import type { Notification } from '../../shared/notification.js';
 
 /** A breach event: its alertId, type (metric key), field, buildingId and roomId, plus what telemetry adds. */
@@ -33,11 +33,7 @@ const REQUIRED = ['alertId', 'type', 'field', 'buildingId', 'roomId'] as const;
  */
 function requiredName(record: Record<string, unknown>, key: string): string | undefined {
   const value = record[key];
-  if (typeof value !== 'string' || value.length === 0 || value.length > MAX_NAME_LENGTH) return undefined;
-  if (CONTROL_CHARACTERS.test(value) || LONE_SURROGATE.test(value)) return undefined;
-  // A printable ASCII first character is not whitespace: no need to trim (and copy) the name.
-  const first = value.charCodeAt(0);
-  return (first > 0x20 && first < 0x7f) || value.trim() !== '' ? value : undefined;
+  return typeof value === 'string' && isName(value) ? value : undefined;
 }
 
 function optional<T>(record: Record<string, unknown>, key: string, kind: 'string' | 'number'): T | null | undefined | false {

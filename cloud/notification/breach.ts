@@ -34,6 +34,16 @@ const ALERTABLE = new Set(ALERTABLE_METRICS);
  */
 const MAX_UNSETTLED_DELIVERIES = 100_000;
 
+/** Sets `key` as the newest entry of `memory`, forgetting the oldest past MAX_UNSETTLED_DELIVERIES. */
+function rememberBounded<V>(memory: Map<string, V>, key: string, value: V): void {
+  memory.delete(key);
+  memory.set(key, value);
+  if (memory.size > MAX_UNSETTLED_DELIVERIES) {
+    const oldest = memory.keys().next().value;
+    if (oldest !== undefined) memory.delete(oldest);
+  }
+}
+
 export interface BreachDeps {
   cooldown: Cooldown;
   /** Cached for 15 minutes; empty and failed answers are never cached. */
@@ -182,7 +192,7 @@ export class BreachHandler {
     }
     for (const [index, alertId] of redelivered) if (index < firstFailure) this.unsettledDeliveries.delete(alertId);
     for (const p of asked) {
-      if (p.index > firstFailure && (p.outcome === 'delivered' || p.outcome === 'unroutable')) this.rememberUnsettled(p.alert.alertId, p.outcome);
+      if (p.index > firstFailure && (p.outcome === 'delivered' || p.outcome === 'unroutable')) rememberBounded(this.unsettledDeliveries, p.alert.alertId, p.outcome);
     }
     for (let i = firstFailure; i < outcomes.length; i++) outcomes[i] = undefined;
     const tally = new Map<AlertOutcome, number>();
@@ -193,26 +203,6 @@ export class BreachHandler {
       return { outcomes, settled: firstFailure, error };
     }
     return { outcomes, settled: records.length };
-  }
-
-  /** Remembers an alert delivered by a read that could not settle it, forgetting the oldest past the bound. */
-  private rememberUnsettled(alertId: string, outcome: AlertOutcome): void {
-    this.unsettledDeliveries.delete(alertId);
-    this.unsettledDeliveries.set(alertId, outcome);
-    if (this.unsettledDeliveries.size > MAX_UNSETTLED_DELIVERIES) {
-      const oldest = this.unsettledDeliveries.keys().next().value;
-      if (oldest !== undefined) this.unsettledDeliveries.delete(oldest);
-    }
-  }
-
-  /** Remembers an alert whose cooldown could not be released, forgetting the oldest past the bound. */
-  private rememberUnreleased(alertId: string, keys: AlertKeys): void {
-    this.unreleased.delete(alertId);
-    this.unreleased.set(alertId, keys);
-    if (this.unreleased.size > MAX_UNSETTLED_DELIVERIES) {
-      const oldest = this.unreleased.keys().next().value;
-      if (oldest !== undefined) this.unreleased.delete(oldest);
-    }
   }
 
   /**
@@ -326,7 +316,7 @@ export class BreachHandler {
         failures.set(p.index, publishError);
         releases.push(
           cooldown.release(p.keys).catch((releaseErr: unknown) => {
-            this.rememberUnreleased(p.alert.alertId, p.keys);
+            rememberBounded(this.unreleased, p.alert.alertId, p.keys);
             logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; retried before the record is read again here');
           }),
         );

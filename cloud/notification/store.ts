@@ -10,6 +10,7 @@
  * `_id` makes exclusive across replicas; writes are also queued in process, so replicas contend, not
  * requests. On MongoDB the revision check alone would be enough.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
@@ -119,10 +120,6 @@ const IN_CHUNK = 500;
 const RECORD_LOCK_LEASE_MS = 10_000;
 /** How long a write waits for another replica's lock on its record before answering 409. */
 const RECORD_LOCK_WAIT_MS = 10_000;
-
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
@@ -248,7 +245,7 @@ export class MongoNotificationStore implements NotificationStore {
     const giveUpAt = performance.now() + RECORD_LOCK_WAIT_MS;
     while ((await this.claimIn(this.locks, id, owner, RECORD_LOCK_LEASE_MS, {})) === 'held') {
       if (performance.now() >= giveUpAt) throw new WriteConflictError();
-      await pause(5 + Math.random() * 20);
+      await sleep(5 + Math.random() * 20);
     }
     try {
       return await task();

@@ -4,7 +4,7 @@ import express from 'express';
 import { Writable } from 'node:stream';
 import { request } from 'undici';
 import { createRegistry, metricsHandler, zeroLabels, Counter } from '../../shared/prom.js';
-import { createLogger } from '../../shared/logger.js';
+import { REDACTED, createLogger } from '../../shared/logger.js';
 import { requireClaims, callerOf, healthHandler } from '../../shared/http.js';
 import { encodeClaims } from '../../shared/claims.js';
 import { errorHandler } from '../../shared/errors.js';
@@ -73,7 +73,7 @@ t.test('the logger redacts at any depth, in arrays and error objects, whatever t
   for (const leaked of made) t.notMatch(out, leaked, leaked);
   t.notMatch(out, /"stack"|at .*\.ts:\d+/, 'no stack trace');
   const [, , arrays, errorLine] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
-  t.same(arrays?.sensors, [{ sensorId: 's1', password: '[redacted]' }], 'the rest of the object is kept');
+  t.same(arrays?.sensors, [{ sensorId: 's1', password: REDACTED }], 'the rest of the object is kept');
   t.equal(errorLine?.err, 'Error (ECONNREFUSED)', 'an error is logged as its class and code');
 });
 

@@ -68,6 +68,21 @@ export function uniqueName(prefix: string): string {
   return `${prefix}_${randomBytes(6).toString('hex')}`;
 }
 
+/** Sessions of the pool's database waiting for a lock (writers queued behind a row a test holds). */
+export async function sessionsWaitingForLocks(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+  return rows[0]?.n ?? 0;
+}
+
+/** Waits until at least `sessions` sessions of the pool's database wait for a lock (a bounded poll, not a timing). */
+export async function untilSessionsWaitForLocks(pool: pg.Pool, sessions = 1): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if ((await sessionsWaitingForLocks(pool)) >= sessions) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`${sessions} session(s) never waited for a lock`);
+}
+
 /**
  * Creates a PostgreSQL database of its own (`lintel_test_<random>`) and returns its URL; it is
  * dropped at teardown, WITH (FORCE), so connections left open do not stop the drop.

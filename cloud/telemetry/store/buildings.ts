@@ -5,6 +5,7 @@
 import type { Pool } from 'pg';
 import type { RegisteredSensor, SensorLookup } from '../../../shared/devices/adapter.js';
 import type { Registration } from '../domain/registration.js';
+import { inLockOrder } from './locks.js';
 import { inTransaction } from './tx.js';
 
 export interface BuildingStore extends SensorLookup {
@@ -32,9 +33,6 @@ const sensorOfRow = (r: SensorRow): RegisteredSensor => ({
   endpoint: r.endpoint,
 });
 
-/** JavaScript's string order (UTF-16 code units), the order threshold edits lock rows in. */
-const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
 export class PgBuildingStore implements BuildingStore {
   constructor(private readonly pool: Pool) {}
 
@@ -59,11 +57,9 @@ export class PgBuildingStore implements BuildingStore {
       }
       if (thresholds.length > 0) {
         // Every room at once (the building itself when no room is named): one statement for all of them.
-        // Rows are written in key order, rooms then metrics, as threshold edits write theirs
-        // (store/thresholds.ts): a registration and an edit naming the same rows in other orders would
-        // otherwise deadlock, and one of them would be lost.
-        const sortedRooms = [...rooms].sort(byCodeUnits);
-        const sortedThresholds = [...thresholds].sort((a, b) => byCodeUnits(a.metric, b.metric));
+        // Rows in lock order (store/locks.ts), rooms then metrics, as threshold edits take theirs.
+        const sortedRooms = inLockOrder(rooms, (r) => r);
+        const sortedThresholds = inLockOrder(thresholds, (t) => t.metric);
         const scopes: Array<string | null> = sortedRooms.length > 0 ? sortedRooms : [null];
         const metrics = sortedThresholds.map((t) => t.metric);
         if (rooms.length > 0) {

@@ -5,3 +5,17 @@
 export const ROLLUP_LOCK = 0x7e1e_0002;
 /** Serialises creating day partitions between replicas. */
 export const PARTITION_LOCK = 0x7e1e_0003;
+
+/**
+ * Items in the order their rows are locked in: by key, in JavaScript's string order (UTF-16 code
+ * units). Every writer of the same rows (threshold edits, registrations) takes them in this one order,
+ * whatever order its input named them in: two writers taking them in opposite orders would each hold
+ * a row the other waits for, and PostgreSQL would abort one as a deadlock, losing its change.
+ */
+export function inLockOrder<T>(items: readonly T[], key: (item: T) => string): T[] {
+  return [...items].sort((a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+}

@@ -9,6 +9,7 @@
  */
 import type { Pool } from 'pg';
 import type { BoundsPatch } from '../domain/thresholds.js';
+import { inLockOrder } from './locks.js';
 import { inTransaction } from './tx.js';
 
 export interface ThresholdStore {
@@ -34,15 +35,6 @@ VALUES ($1, $2, $3, (COALESCE(
 ON CONFLICT (building_id, room_id, metric) DO UPDATE
 SET bounds = (t.bounds || $4::jsonb) - $5::text[], updated_at = now()
 RETURNING bounds`;
-
-/**
- * The rows of one edit in a fixed order (by key), whatever order the body named them in. Two edits of
- * the same rows in opposite orders would otherwise each hold one row and wait for the other's, and
- * PostgreSQL would abort one of them as a deadlock, losing that edit.
- */
-function inLockOrder<T>(items: readonly T[], key: (item: T) => string): T[] {
-  return [...items].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-}
 
 export class PgThresholdStore implements ThresholdStore {
   constructor(private readonly pool: Pool) {}

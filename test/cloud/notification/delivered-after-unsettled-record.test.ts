@@ -7,15 +7,11 @@
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
-import { counterValue, startHarness } from './support/harness.js';
+import { counterValue, startHarness, temperatureAlert } from './support/harness.js';
 import { channelRecorder, deleteKeys, freshMongo, redisClient, restrictedRedis, uniqueName, waitFor } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
 const redis = redisClient(t);
-
-function alert(alertId: string, buildingId: string, roomId: string): Buffer {
-  return Buffer.from(JSON.stringify({ alertId, type: 'temperature', field: 'temperature', buildingId, roomId, value: 31, bound: 'maxTemperature', threshold: 28 }));
-}
 
 t.test('an alert delivered after a record that could not be settled is counted delivered when it is settled', async (t) => {
   const keyPrefix = `${uniqueName('notif-test')}:`;
@@ -33,9 +29,9 @@ t.test('an alert delivered after a record that could not be settled is counted d
   const resent = `ok-${uniqueName('alert')}`;
   await redis.set(`${keyPrefix}alert-seen:${resent}`, '1', 'EX', 3600);
   const records = [
-    { value: alert(resent, building, 'r1'), offset: '0' },
-    { value: alert(uniqueName('refused'), building, 'r1'), offset: '1' },
-    { value: alert(`ok-${uniqueName('alert')}`, building, 'r2'), offset: '2' },
+    { value: temperatureAlert(resent, building, 'r1'), offset: '0' },
+    { value: temperatureAlert(uniqueName('refused'), building, 'r1'), offset: '1' },
+    { value: temperatureAlert(`ok-${uniqueName('alert')}`, building, 'r2'), offset: '2' },
   ];
   const first = await h.breach.settle(records);
   t.equal(first.settled, 1, 'only the resend is settled: the refused alert stops the prefix');

@@ -8,15 +8,11 @@
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
-import { counterValue, startHarness } from './support/harness.js';
+import { counterValue, startHarness, temperatureAlert } from './support/harness.js';
 import { channelRecorder, deleteKeys, freshMongo, redisClient, restrictedRedis, uniqueName, waitFor } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
 const redis = redisClient(t);
-
-function alert(alertId: string, buildingId: string, roomId: string): Buffer {
-  return Buffer.from(JSON.stringify({ alertId, type: 'temperature', field: 'temperature', buildingId, roomId, value: 31, bound: 'maxTemperature', threshold: 28 }));
-}
 
 t.test('an alert armed but neither published nor released is delivered when read again', async (t) => {
   const keyPrefix = `${uniqueName('notif-test')}:`;
@@ -30,7 +26,7 @@ t.test('an alert armed but neither published nor released is delivered when read
   const recorder = await channelRecorder(t, channel);
   const building = uniqueName('b');
   directory.set(building, [uniqueName('acme')]);
-  const records = [{ value: alert(uniqueName('alert'), building, 'r1'), offset: '0' }];
+  const records = [{ value: temperatureAlert(uniqueName('alert'), building, 'r1'), offset: '0' }];
 
   const first = await h.breach.settle(records);
   t.equal(first.settled, 0, 'the publish failed: the record is not settled');
@@ -44,7 +40,7 @@ t.test('an alert armed but neither published nor released is delivered when read
   await waitFor('the notification', () => recorder.raw.length === 1);
   t.equal(await counterValue(h.metrics, 'notification_alerts_consumed_total', { outcome: 'suppressed' }), 0, 'nothing counted suppressed');
 
-  const third = await h.breach.settle([{ value: alert(uniqueName('alert'), building, 'r1'), offset: '1' }]);
+  const third = await h.breach.settle([{ value: temperatureAlert(uniqueName('alert'), building, 'r1'), offset: '1' }]);
   t.same(third.outcomes, ['suppressed'], 'the cooldown it armed on delivery holds for the next alert of the room');
 });
 

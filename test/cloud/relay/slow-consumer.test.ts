@@ -24,14 +24,19 @@ async function rawClient(t: Teardown, url: string, header: string) {
   return { ws, sid, nextFrame, closed };
 }
 
-t.test('a consumer that stops reading is dropped once its backlog passes the cap and stops draining; the others get everything', async (t) => {
+/** A relay, a publisher, and a building of its own whose directory answer is one domain; `header` is a member's claims. */
+async function buildingOnRelay(t: Teardown) {
   const directory = await startFakeDirectory(t);
   const relay = await startRelay(t, { directory });
   const redis = publisher(t);
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);
-  const header = claimsOf({ sub: uniqueName('ana'), domains: [acme] });
+  return { relay, redis, building, header: claimsOf({ sub: uniqueName('ana'), domains: [acme] }) };
+}
+
+t.test('a consumer that stops reading is dropped once its backlog passes the cap and stops draining; the others get everything', async (t) => {
+  const { relay, redis, building, header } = await buildingOnRelay(t);
 
   const stalled = await rawClient(t, relay.url, header);
   stalled.ws.send(`421${JSON.stringify(['subscribe_building', building])}`);
@@ -66,13 +71,8 @@ t.test('a consumer that stops reading is dropped once its backlog passes the cap
 });
 
 t.test('a burst larger than the cap reaches a client that reads: a backlog only counts once it stops draining', async (t) => {
-  const directory = await startFakeDirectory(t);
-  const relay = await startRelay(t, { directory });
-  const redis = publisher(t);
-  const acme = uniqueName('acme');
-  const building = uniqueName('b');
-  directory.set(building, [acme]);
-  const healthy = await connectClient(t, relay.url, claimsOf({ sub: uniqueName('ana'), domains: [acme] }));
+  const { relay, redis, building, header } = await buildingOnRelay(t);
+  const healthy = await connectClient(t, relay.url, header);
   t.same(await subscribe(healthy, building), { subscribed: true, buildingId: building });
 
   // One script publishes the whole burst, as telemetry publishes a 5,000-reading batch: Redis writes the

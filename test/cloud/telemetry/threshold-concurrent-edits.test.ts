@@ -1,19 +1,13 @@
 import pg from 'pg';
 import t from 'tap';
 import { PgBuildingStore } from '../../../cloud/telemetry/store/buildings.js';
-import { callAs, startHarness, until, type Answer, type Harness } from './support/harness.js';
+import { untilSessionsWaitForLocks } from '../../support/stack.js';
+import { callAs, startHarness, type Answer, type Harness } from './support/harness.js';
 
 type Tap = { teardown(fn: () => unknown): void };
 
 const manager = { sub: 'u-fm', accountName: 'fm@acme.test', memberships: [{ domainName: 'acme', role: 'facility_manager' }] };
 
-/** Backends of the test database waiting on a lock (the blocked edits). */
-async function waitingOnLocks(h: Harness): Promise<number> {
-  const { rows } = await h.pool.query<{ n: string }>(
-    `SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-  );
-  return Number(rows[0]?.n ?? 0);
-}
 
 /**
  * Holds the threshold rows matching `where` locked while `edits` are sent one after the other, each
@@ -29,7 +23,7 @@ async function editsQueuedBehindLock(t: Tap, h: Harness, where: string, edits: A
   const answers: Array<Promise<Answer>> = [];
   for (const [i, edit] of edits.entries()) {
     answers.push(edit());
-    await until(async () => (await waitingOnLocks(h)) === i + 1, 10_000, `edit ${i + 1} waiting on the lock`);
+    await untilSessionsWaitForLocks(h.pool, i + 1);
   }
   await blocker.query('COMMIT');
   return Promise.all(answers);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import type pg from 'pg';
+import { untilSessionsWaitForLocks } from '../../support/stack.js';
 import { createDomain, newAccount, startTenancy, type Answer, type TenancyUnderTest } from './support/harness.js';
 
 /**
@@ -10,15 +10,6 @@ import { createDomain, newAccount, startTenancy, type Answer, type TenancyUnderT
 
 const admin = (sub: string, domain: string) => ({ sub, memberships: [{ domainName: domain, role: 'business_admin' }] });
 
-/** Waits until `sessions` sessions of this database wait for a lock (a bounded poll, not a timing). */
-async function untilWaitingForLocks(pool: pg.Pool, sessions: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const waiting = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
-    if (waiting.rows[0].n >= sessions) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`${sessions} sessions never waited for a lock`);
-}
 
 /** Runs `request` while another transaction deletes `domain`, which commits once the request waits on it. */
 async function duringDeletion(app: TenancyUnderTest, domain: string, request: () => Promise<Answer>): Promise<Answer> {
@@ -27,7 +18,7 @@ async function duringDeletion(app: TenancyUnderTest, domain: string, request: ()
     await deleter.query('BEGIN');
     await deleter.query('DELETE FROM domains WHERE name = $1', [domain]);
     const answer = request();
-    await untilWaitingForLocks(app.pool, 1);
+    await untilSessionsWaitForLocks(app.pool, 1);
     await deleter.query('COMMIT');
     return await answer;
   } finally {
@@ -94,13 +85,13 @@ t.test('a redemption under way when its domain is deleted finishes first; neithe
     await gate.query('SELECT pg_advisory_lock($1)', [GATE]);
     const redeemer = newAccount();
     const redeeming = app.call('POST', `/invite-codes/${code}/redeem`, { as: { sub: redeemer } });
-    await untilWaitingForLocks(app.pool, 1);
+    await untilSessionsWaitForLocks(app.pool, 1);
     await deleter.query('BEGIN');
     const deleting = deleter.query('DELETE FROM domains WHERE name = $1', ['acme']).then(
       () => 'deleted',
       (err: Error & { code?: string }) => `failed: ${err.code ?? err.message}`,
     );
-    await untilWaitingForLocks(app.pool, 2);
+    await untilSessionsWaitForLocks(app.pool, 2);
     await gate.query('SELECT pg_advisory_unlock($1)', [GATE]);
     const redeemed = await redeeming;
     t.equal(redeemed.status, 201, `the redemption completes (${redeemed.text})`);

@@ -1,5 +1,6 @@
 import t from 'tap';
 import pg from 'pg';
+import { untilSessionsWaitForLocks } from '../../support/stack.js';
 import { createDomain, migratedPool, newAccount, startTenancy } from './support/harness.js';
 
 const provisionBody = (accountId: string, role = 'business_admin') => JSON.stringify({ accountId, domainName: 'acme', role });
@@ -50,15 +51,6 @@ t.test('a membership deleted while provisioning never turns into "domain not fou
   t.equal(deletes, 0, 'adding a member is one statement: there is no point between "it exists" and reading it');
 });
 
-/** Waits until some session of this database is waiting for a lock (a bounded poll, not a timing). */
-async function untilSomeoneWaitsForALock(pool: pg.Pool): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const waiting = await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
-    if (waiting.rows[0].n > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('no session ever waited for the lock');
-}
 
 t.test('provisioning racing a real delete of the membership: either outcome, never a 404', async (t) => {
   const app = await startTenancy(t);
@@ -74,7 +66,7 @@ t.test('provisioning racing a real delete of the membership: either outcome, nev
       await deleter.query('BEGIN');
       await deleter.query('DELETE FROM memberships WHERE account_id = $1', [owner]);
       const provisioning = app.signed('POST', '/internal/provision', JSON.stringify({ accountId: owner, domainName: domain, role: 'business_admin' }));
-      await untilSomeoneWaitsForALock(app.pool);
+      await untilSessionsWaitForLocks(app.pool);
       await deleter.query(ending);
       const provisioned = await provisioning;
       t.equal(provisioned.status, 200, `${ending}: ${provisioned.text}`);

@@ -132,6 +132,11 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
 }
 
 /** Subscription keys as a browser holds them: web-push can encrypt for them. */
+/** An alert record as telemetry produces it: a temperature breach in one room. */
+export function temperatureAlert(alertId: string, buildingId: string, roomId: string): Buffer {
+  return Buffer.from(JSON.stringify({ alertId, type: 'temperature', field: 'temperature', buildingId, roomId, value: 31, bound: 'maxTemperature', threshold: 28 }));
+}
+
 export function browserKeys(): { p256dh: string; auth: string } {
   const ecdh = createECDH('prime256v1');
   ecdh.generateKeys();
