@@ -62,10 +62,17 @@ export interface Page {
 
 export type Outcome<T, E extends string> = { ok: true; value: T } | { ok: false; reason: E };
 
-/** The storage port. Every method is one transaction; concurrency rules are enforced inside it. */
+/**
+ * The storage port. Every method is one transaction; concurrency rules are enforced inside it.
+ * A method that would add a membership for an account the account-deleted event removed answers
+ * `account_deleted` and writes nothing.
+ */
 export interface TenancyStore {
   /** Creates a domain (under `parentName` when given) and makes `creatorId` its business_admin. */
-  createDomain(input: NewDomain & { parentName?: string }, creatorId: string): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found'>>;
+  createDomain(
+    input: NewDomain & { parentName?: string },
+    creatorId: string,
+  ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted'>>;
   /**
    * Idempotent create for internal callers: an identical domain that an earlier internal call created
    * is returned as is; one with other attributes, or one an end user created, is a conflict. The admin
@@ -73,7 +80,7 @@ export interface TenancyStore {
    */
   ensureDomain(
     input: NewDomain & { parentName?: string; adminAccountId?: string },
-  ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain'>>;
+  ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain' | 'account_deleted'>>;
   findDomain(name: string): Promise<Domain | undefined>;
   listPublicDomains(page: Page): Promise<ListedDomain[]>;
   /** Direct children of `parentName`, or undefined when there is no such domain. */
@@ -88,7 +95,7 @@ export interface TenancyStore {
     domainName: string,
     member: NewMember,
     onExisting: 'keep' | 'refuse',
-  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member'>>;
+  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted'>>;
   /**
    * Removes a membership, holding the domain row lock while it counts administrators, so two removals
    * racing can never leave the domain without one.
@@ -96,7 +103,10 @@ export interface TenancyStore {
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>>;
   createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; expiresAt: Date }): Promise<Outcome<InviteCode, 'domain_not_found'>>;
   /** Marks the code redeemed and adds the membership, atomically; exactly one racer wins a code. */
-  redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member'>>;
-  /** Removes every membership of an account (the account-deleted event); returns how many. */
+  redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>>;
+  /**
+   * The account-deleted event: records the deletion and removes every membership of the account;
+   * returns how many. A write adding a membership for it, under way or later, is refused or removed.
+   */
   removeAccount(accountId: string): Promise<number>;
 }

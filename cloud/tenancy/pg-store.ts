@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL adapter of {@link TenancyStore}. Every rule that must hold under concurrency is held
  * by the database: unique names and memberships by constraints, invite redemption by one conditional
- * UPDATE, the last-administrator rule by a row lock on the domain.
+ * UPDATE, the last-administrator rule by a row lock on the domain, a deleted account's absence by a
+ * lock per account.
  */
 import type { Pool, PoolClient } from 'pg';
 import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
@@ -72,6 +73,20 @@ SET redeemed_by = $2::uuid, redeemed_at = now()
 FROM d
 WHERE c.code = $1::text AND c.redeemed_at IS NULL AND c.expires_at > now() AND d.id = c.domain_id
 RETURNING c.domain_id, c.role, d.name AS domain_name`;
+
+/**
+ * A deleted account's memberships stay gone. Every write that adds a membership holds the account's
+ * advisory lock shared and then looks for the deletion record; removeAccount holds the lock exclusively
+ * while it records the deletion and deletes. So a write either commits first, and the deletion (which
+ * waited for it) removes what it added, or comes after and finds the record. The look-up is a statement
+ * of its own: a statement's snapshot is taken before it waits for a lock, so a look-up in the same
+ * statement would miss a deletion committed while it waited. The first key keeps these locks apart from
+ * every other advisory lock in the database.
+ */
+const ACCOUNT_LOCKS = 0x7e4a_0001;
+const LOCK_ACCOUNT_SHARED_SQL = `SELECT pg_advisory_xact_lock_shared(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
+const LOCK_ACCOUNT_SQL = `SELECT pg_advisory_xact_lock(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
+const ACCOUNT_DELETED_SQL = 'SELECT 1 FROM deleted_accounts WHERE account_id = $1::uuid';
 
 const INSERT_MEMBERSHIP_SQL = `
 INSERT INTO memberships (account_id, domain_id, role, external_id, joined_via)
@@ -184,6 +199,16 @@ export class PgTenancyStore implements TenancyStore {
     }
   }
 
+  /**
+   * Holds the account's lock (shared) to the end of the transaction, then tells whether the account
+   * was deleted. Taken before any domain lock, in every write, so the two kinds never wait in a cycle.
+   */
+  private async accountDeleted(client: PoolClient, accountId: string): Promise<boolean> {
+    await client.query(LOCK_ACCOUNT_SHARED_SQL, [accountId]);
+    const deleted = await client.query(ACCOUNT_DELETED_SQL, [accountId]);
+    return (deleted.rowCount ?? 0) > 0;
+  }
+
   private async parentIdOf(client: PoolClient, parentName: string | undefined): Promise<string | null | undefined> {
     if (parentName === undefined) return null;
     // FOR KEY SHARE holds off a concurrent deletion of the parent until the child is in; a parent
@@ -206,8 +231,12 @@ export class PgTenancyStore implements TenancyStore {
     return row ? domainOf(row) : undefined;
   }
 
-  createDomain(input: NewDomain & { parentName?: string }, creatorId: string): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found'>> {
+  createDomain(
+    input: NewDomain & { parentName?: string },
+    creatorId: string,
+  ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted'>> {
     return this.transaction(async (client) => {
+      if (await this.accountDeleted(client, creatorId)) return fail('account_deleted');
       const parentId = await this.parentIdOf(client, input.parentName);
       if (parentId === undefined) return fail('parent_not_found');
       const domain = await this.insertDomain(client, input, parentId, false);
@@ -219,8 +248,9 @@ export class PgTenancyStore implements TenancyStore {
 
   ensureDomain(
     input: NewDomain & { parentName?: string; adminAccountId?: string },
-  ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain'>> {
+  ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain' | 'account_deleted'>> {
     return this.transaction(async (client) => {
+      if (input.adminAccountId !== undefined && (await this.accountDeleted(client, input.adminAccountId))) return fail('account_deleted');
       const parentId = await this.parentIdOf(client, input.parentName);
       if (parentId === undefined) return fail('parent_not_found');
       let domain = await this.insertDomain(client, input, parentId, true);
@@ -279,22 +309,25 @@ export class PgTenancyStore implements TenancyStore {
     return byAccount;
   }
 
-  async addMember(
+  addMember(
     domainName: string,
     member: NewMember,
     onExisting: 'keep' | 'refuse',
-  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member'>> {
-    const upserted = await this.pool.query<MembershipRow & { created: boolean }>(ADD_MEMBER_SQL, [
-      domainName,
-      member.accountId,
-      member.role,
-      member.externalId ?? null,
-      member.joinedVia,
-    ]);
-    const row = upserted.rows[0];
-    if (!row) return fail('domain_not_found');
-    if (!row.created && onExisting === 'refuse') return fail('already_member');
-    return ok({ membership: membershipOf(row, domainName), created: row.created });
+  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted'>> {
+    return this.transaction(async (client) => {
+      if (await this.accountDeleted(client, member.accountId)) return fail('account_deleted');
+      const upserted = await client.query<MembershipRow & { created: boolean }>(ADD_MEMBER_SQL, [
+        domainName,
+        member.accountId,
+        member.role,
+        member.externalId ?? null,
+        member.joinedVia,
+      ]);
+      const row = upserted.rows[0];
+      if (!row) return fail('domain_not_found');
+      if (!row.created && onExisting === 'refuse') return fail('already_member');
+      return ok({ membership: membershipOf(row, domainName), created: row.created });
+    });
   }
 
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>> {
@@ -336,8 +369,10 @@ export class PgTenancyStore implements TenancyStore {
     return ok({ code: row.code, domainName: input.domainName, role: row.role, expiresAt: row.expires_at });
   }
 
-  redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member'>> {
+  redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>> {
     return this.transaction(async (client) => {
+      // Rolling back (any outcome but ok) leaves the code unredeemed for a live account.
+      if (await this.accountDeleted(client, accountId)) return fail('account_deleted');
       const redeemed = await client.query<{ domain_id: string; role: string; domain_name: string }>(REDEEM_SQL, [code, accountId]);
       const grant = redeemed.rows[0];
       if (!grant) return fail('invalid_code');
@@ -350,7 +385,14 @@ export class PgTenancyStore implements TenancyStore {
   }
 
   async removeAccount(accountId: string): Promise<number> {
-    const deleted = await this.pool.query('DELETE FROM memberships WHERE account_id = $1', [accountId]);
-    return deleted.rowCount ?? 0;
+    const removed = await this.transaction(async (client) => {
+      // Waits for every write adding a membership for this account that is under way; its DELETE,
+      // a later statement, then sees what they added.
+      await client.query(LOCK_ACCOUNT_SQL, [accountId]);
+      await client.query('INSERT INTO deleted_accounts (account_id) VALUES ($1) ON CONFLICT (account_id) DO NOTHING', [accountId]);
+      const deleted = await client.query('DELETE FROM memberships WHERE account_id = $1', [accountId]);
+      return ok(deleted.rowCount ?? 0);
+    });
+    return removed.ok ? removed.value : 0;
   }
 }

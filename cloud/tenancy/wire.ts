@@ -108,6 +108,14 @@ export function parseBody<A>(codec: t.Type<A, unknown, unknown>, shape: keyof ty
   return decoded.value;
 }
 
+/**
+ * The answer to a write naming an account the account-deleted event removed: 403 when it is the
+ * caller's own (a token that outlived the account), 409 when a manager or an internal caller names it.
+ */
+export function deletedAccountError(accountId: string, status: 403 | 409): HttpError {
+  return new HttpError(status, `account ${accountId} has been deleted`);
+}
+
 /** Domain JSON: `{id, name, displayName, joinPolicy, isPublic, createdAt, parentId?}`. */
 export function domainJson(domain: Domain): Record<string, unknown> {
   return {

@@ -7,7 +7,7 @@ import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
 import type { TenancyStore } from '../model.js';
 import { accountIdOf } from '../policy.js';
-import { CreateDomainBody, domainJson, isDomainName, listedDomainJson, parseBody } from '../wire.js';
+import { CreateDomainBody, deletedAccountError, domainJson, isDomainName, listedDomainJson, parseBody } from '../wire.js';
 import { linkNextPage, pageOf } from './paging.js';
 
 export function domainRoutes(store: TenancyStore): Router {
@@ -28,6 +28,7 @@ export function domainRoutes(store: TenancyStore): Router {
       { name: body.name, displayName: body.displayName, joinPolicy: body.joinPolicy ?? 'invite-only', isPublic: body.isPublic ?? false },
       creator,
     );
+    if (!created.ok && created.reason === 'account_deleted') throw deletedAccountError(creator, 403);
     if (!created.ok) throw new HttpError(409, `domain name ${JSON.stringify(body.name)} is already taken`);
     res.status(201).json(domainJson(created.value));
   });
@@ -54,6 +55,7 @@ export function domainRoutes(store: TenancyStore): Router {
       { name: body.name, displayName: body.displayName, joinPolicy: body.joinPolicy ?? 'invite-only', isPublic: body.isPublic ?? false, parentName: parent },
       creator,
     );
+    if (!created.ok && created.reason === 'account_deleted') throw deletedAccountError(creator, 403);
     if (!created.ok && created.reason === 'parent_not_found') throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
     if (!created.ok) throw new HttpError(409, `domain name ${JSON.stringify(body.name)} is already taken`);
     res.status(201).json(domainJson(created.value));

@@ -9,7 +9,7 @@ import { HttpError } from '../../../shared/errors.js';
 import type { KeyRing } from '../../../shared/hmac.js';
 import { signedBody } from '../../../shared/signed-body.js';
 import type { TenancyStore } from '../model.js';
-import { domainJson, InternalDomainBody, membershipJson, parseBody, ProvisionBody } from '../wire.js';
+import { deletedAccountError, domainJson, InternalDomainBody, membershipJson, parseBody, ProvisionBody } from '../wire.js';
 
 export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
   const router = Router();
@@ -17,11 +17,13 @@ export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
 
   router.post('/internal/provision', ...signed, async (req, res) => {
     const body = parseBody(ProvisionBody, 'ProvisionBody', req.body);
+    const accountId = body.accountId.toLowerCase();
     const provisioned = await store.addMember(
       body.domainName,
-      { accountId: body.accountId.toLowerCase(), role: body.role, externalId: body.externalId, joinedVia: body.joinedVia ?? 'local' },
+      { accountId, role: body.role, externalId: body.externalId, joinedVia: body.joinedVia ?? 'local' },
       'keep',
     );
+    if (!provisioned.ok && provisioned.reason === 'account_deleted') throw deletedAccountError(accountId, 409);
     if (!provisioned.ok) throw new HttpError(404, `domain ${JSON.stringify(body.domainName)} not found`);
     const { membership } = provisioned.value;
     // The seed says only "member added", and claims-gateway calls this on every first login: an existing
@@ -33,14 +35,16 @@ export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
 
   router.post('/internal/domains', ...signed, async (req, res) => {
     const body = parseBody(InternalDomainBody, 'InternalDomainBody', req.body);
+    const adminAccountId = body.adminAccountId?.toLowerCase();
     const ensured = await store.ensureDomain({
       name: body.name,
       displayName: body.displayName,
       joinPolicy: body.joinPolicy ?? 'invite-only',
       isPublic: body.isPublic ?? false,
       parentName: body.parentName,
-      adminAccountId: body.adminAccountId?.toLowerCase(),
+      adminAccountId,
     });
+    if (!ensured.ok && ensured.reason === 'account_deleted') throw deletedAccountError(adminAccountId ?? '', 409);
     if (!ensured.ok && ensured.reason === 'parent_not_found') throw new HttpError(404, `parent domain ${JSON.stringify(body.parentName)} not found`);
     if (!ensured.ok) throw new HttpError(409, `domain ${JSON.stringify(body.name)} already exists, with different attributes or created by an end user`);
     res.json(domainJson(ensured.value));

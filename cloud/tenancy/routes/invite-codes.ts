@@ -8,7 +8,7 @@ import { canManageDomain } from '../../../shared/roles.js';
 import { INVITE_CODE, inviteExpiry, newInviteCode } from '../invite-codes.js';
 import type { TenancyStore } from '../model.js';
 import { accountIdOf, mayGrantRole } from '../policy.js';
-import { InviteCodeBody, inviteCodeJson, isDomainName, membershipJson, parseBody } from '../wire.js';
+import { deletedAccountError, InviteCodeBody, inviteCodeJson, isDomainName, membershipJson, parseBody } from '../wire.js';
 
 /** Unknown, expired and redeemed codes all get this one answer, so it says nothing about which. */
 export const INVALID_INVITE_CODE = 'invalid invite code';
@@ -38,6 +38,7 @@ export function inviteCodeRoutes(store: TenancyStore, clock: () => Date): Router
     if (!INVITE_CODE.test(code)) throw new HttpError(404, INVALID_INVITE_CODE);
     const redeemed = await store.redeemInviteCode(code, account);
     if (!redeemed.ok && redeemed.reason === 'invalid_code') throw new HttpError(404, INVALID_INVITE_CODE);
+    if (!redeemed.ok && redeemed.reason === 'account_deleted') throw deletedAccountError(account, 403);
     if (!redeemed.ok) throw new HttpError(409, 'you are already a member of the domain this code invites to; the code stays unused');
     res.status(201).json(membershipJson(redeemed.value));
   });

@@ -7,7 +7,7 @@ import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
 import type { TenancyStore } from '../model.js';
 import { accountIdOf, isUuid, mayGrantRole, removalAuthority } from '../policy.js';
-import { InviteBody, isDomainName, membershipJson, parseBody } from '../wire.js';
+import { deletedAccountError, InviteBody, isDomainName, membershipJson, parseBody } from '../wire.js';
 
 const domainNotFound = (name: string) => new HttpError(404, `domain ${JSON.stringify(name)} not found`);
 
@@ -27,6 +27,7 @@ export function memberRoutes(store: TenancyStore): Router {
     if (!domain) throw domainNotFound(name);
     if (domain.joinPolicy !== 'open-via-idp') throw new HttpError(403, `domain ${JSON.stringify(name)} is joined by invitation only`);
     const joined = await store.addMember(name, { accountId: account, role: 'member', joinedVia: 'self-idp' }, 'keep');
+    if (!joined.ok && joined.reason === 'account_deleted') throw deletedAccountError(account, 403);
     if (!joined.ok) throw domainNotFound(name);
     res.status(joined.value.created ? 201 : 200).json(membershipJson(joined.value.membership));
   });
@@ -39,7 +40,9 @@ export function memberRoutes(store: TenancyStore): Router {
     if (!mayGrantRole(caller.memberships, name, body.role)) throw new HttpError(403, `you may not grant the role ${body.role}`);
     // Checked before the lookup: a name holding NUL would fail in PostgreSQL as a 500.
     if (!isDomainName(name)) throw domainNotFound(name);
-    const added = await store.addMember(name, { accountId: body.accountId.toLowerCase(), role: body.role, joinedVia: 'invite' }, 'refuse');
+    const accountId = body.accountId.toLowerCase();
+    const added = await store.addMember(name, { accountId, role: body.role, joinedVia: 'invite' }, 'refuse');
+    if (!added.ok && added.reason === 'account_deleted') throw deletedAccountError(accountId, 409);
     if (!added.ok && added.reason === 'already_member') throw new HttpError(409, `account ${body.accountId} is already a member of ${name}`);
     if (!added.ok) throw domainNotFound(name);
     res.status(201).json(membershipJson(added.value.membership));

@@ -20,16 +20,16 @@ async function emptyPool(t: { teardown(fn: () => unknown): void }): Promise<pg.P
 t.test('migrations apply in order, once, even when several replicas start at the same time', async (t) => {
   const pool = await emptyPool(t);
   const results = await Promise.all(Array.from({ length: 4 }, () => runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)));
-  t.same(results.flatMap((r) => r.applied).sort(), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains'], 'each applied by exactly one starter');
+  t.same(results.flatMap((r) => r.applied).sort(), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts'], 'each applied by exactly one starter');
   t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, [], 'a restart applies nothing');
   const rows = await pool.query("SELECT version FROM schema_migrations WHERE service = 'tenancy' ORDER BY version");
-  t.same(rows.rows.map((r) => r.version), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains']);
+  t.same(rows.rows.map((r) => r.version), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts']);
 });
 
 t.test('tenancy and registry can share one database', async (t) => {
   const pool = await emptyPool(t);
   const [tenancy, registry] = await Promise.all([runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS), runMigrations(pool, 'registry', REGISTRY_MIGRATIONS)]);
-  t.equal(tenancy.applied.length, 5);
+  t.equal(tenancy.applied.length, 6);
   t.same(registry.applied, ['0001_init']);
 });
 
