@@ -93,12 +93,22 @@ function audit(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | un
   return 0;
 }
 
+/**
+ * An entry's time as ISO-8601, or as stored when it is no time at all: created_at is not chained, so an
+ * edited file may hold anything there, and the export must still show every entry.
+ */
+function exportedTime(createdAt: unknown): unknown {
+  if (typeof createdAt !== 'number') return createdAt;
+  const time = new Date(createdAt);
+  return Number.isNaN(time.getTime()) ? createdAt : time.toISOString();
+}
+
 function exportEntries(ledger: Ledger, io: CommandIo, fromSeq: number | undefined): number {
   for (const entry of ledger.entries(fromSeq)) {
     io.out(
       `${JSON.stringify({
         seq: entry.seq,
-        createdAt: new Date(entry.createdAt).toISOString(),
+        createdAt: exportedTime(entry.createdAt),
         prevHash: entry.prevHash,
         hash: entry.hash,
         delivery: entry.delivery,

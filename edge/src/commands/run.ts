@@ -15,6 +15,18 @@ export interface RunOptions {
   frozenPolls?: number;
 }
 
+/** How long closing the state and the listeners may take, on top of any post in flight. */
+const STOP_GRACE_MS = 10_000;
+
+/**
+ * When a stop counts as hung. The tick in flight finishes its batch post, which the ingest timeout
+ * bounds (up to pollIntervalS), so that post's time is allowed on top of the grace: a silent ingest
+ * must not turn a clean stop into an exit 1 with the post's delivery unrecorded.
+ */
+function stopDeadlineMs(ingestTimeoutMs: number | undefined): number {
+  return STOP_GRACE_MS + (ingestTimeoutMs ?? 0);
+}
+
 /** Runs until a signal; resolves with the exit code. */
 export async function runCollector(options: RunOptions, io: CommandIo): Promise<number> {
   const loaded = loadCheckedConfig(options.config, options.frozenPolls, io);
@@ -61,7 +73,7 @@ export async function runCollector(options: RunOptions, io: CommandIo): Promise<
   const deadline = setTimeout(() => {
     logger.error('stop took too long; exiting');
     process.exit(1);
-  }, 10_000);
+  }, stopDeadlineMs(config.ingest?.timeoutMs));
   deadline.unref();
   // Closing the poller ends a poll in flight at once, so stopping never waits out a timeout; the
   // daemon, told first, drops that cut-short poll instead of counting every AP as silent.

@@ -1,0 +1,50 @@
+/**
+ * `lintel-edge run` stopped while its batch post waits on a silent ingest: the post may run out its
+ * configured ingest.timeoutS (the config allows up to pollIntervalS), and the stop still ends cleanly,
+ * with the batch's delivery recorded, instead of being cut off as a hang.
+ */
+import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openLedger } from '../../../edge/src/report/ledger.js';
+import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { freePort, startCli, until } from './building-config.js';
+
+t.test('SIGTERM during a post with a long ingest timeout waits for it and exits 0', { timeout: 90_000 }, async (t) => {
+  const dir = t.testdir({ community: 'public\n', 'ingest.key': 'stop-test-key\n' });
+  const ingest = await startVerifyingIngest(t, { default: 'stop-test-key' });
+  ingest.behave('hang');
+  const apPort = await freePort();
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `buildingId: stop-test
+pollIntervalS: 30
+requestTimeoutS: 1
+stateDir: ${join(dir, 'state')}
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${apPort}, communityFile: ${join(dir, 'community')} } }
+ingest: { url: "${ingest.url}", secretFile: ${join(dir, 'ingest.key')}, timeoutS: 14 }
+`,
+    { mode: 0o600 },
+  );
+
+  const child = startCli(['run', '--config', config]);
+  t.teardown(() => {
+    if (child.process.exitCode === null) child.process.kill('SIGKILL');
+  });
+  t.ok(await until(() => ingest.received.length >= 1 || child.process.exitCode !== null, 30_000), `the first batch is being posted (stderr: ${child.stderr().slice(0, 300)})`);
+  t.equal(child.process.exitCode, null, 'still running');
+
+  child.process.kill('SIGTERM');
+  t.equal(await child.exited, 0, `exits 0 once the post timed out (stdout tail: ${child.stdout().slice(-600)})`);
+  const logs = child.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.notOk(logs.some((l) => l.msg === 'stop took too long; exiting'), 'not ended as a hang');
+  t.ok(logs.some((l) => l.msg === 'ingest unreachable; batch dropped, the next tick supersedes it' && l.reason === 'timeout'), 'the post ran out its timeout');
+  t.ok(logs.some((l) => l.msg === 'stopped'));
+
+  const ledger = openLedger(join(dir, 'state', 'ledger.sqlite'), { readonly: true });
+  t.teardown(() => ledger.close());
+  t.same([...ledger.entries()].map((e) => e.delivery), ['unreachable'], 'the batch is in the ledger with how its post went');
+});
