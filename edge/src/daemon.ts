@@ -364,11 +364,19 @@ export class EdgeDaemon {
     return reason === undefined ? { seq, delivery } : { seq, delivery, reason };
   }
 
+  /**
+   * Prunes the ledger at most hourly by the entries' wall-clock times. That clock can step (a bad RTC, a
+   * typo in `date -s`, a gateway booting at 1970 before NTP), so the newest retention's worth of
+   * entries at the poll interval (one a tick, as many as a right clock keeps) always stays: a step
+   * forward cannot empty the audit trail.
+   */
   private pruneLedger(now: number): void {
     if (now - this.lastPrune < HOUR_MS) return;
     this.lastPrune = now;
     try {
-      const removed = this.deps.ledger.prune(now - (this.deps.ledgerRetentionMs ?? DEFAULT_RETENTION_MS));
+      const retentionMs = this.deps.ledgerRetentionMs ?? DEFAULT_RETENTION_MS;
+      const keepNewest = Math.ceil(retentionMs / this.deps.config.pollIntervalMs) + 1;
+      const removed = this.deps.ledger.prune(now - retentionMs, keepNewest);
       if (removed > 0) {
         const start = this.deps.ledger.start();
         this.deps.logger.info({ removed, checkpointSeq: start.seq, checkpointHash: start.hash }, 'pruned old ledger entries');

@@ -27,8 +27,11 @@ export interface Ledger {
   anchorOf(fromSeq: number): ChainStart | undefined;
   /** Checks the whole chain, or the entries from `fromSeq` on against their anchor (see anchorOf). */
   verify(fromSeq?: number): ChainVerdict;
-  /** Removes entries created before `before` (epoch ms), keeping the chain verifiable; how many went. */
-  prune(before: number): number;
+  /**
+   * Removes entries created before `before` (epoch ms), keeping the chain verifiable; how many went.
+   * The newest `keepNewest` entries stay whatever their time says (see the daemon's pruneLedger).
+   */
+  prune(before: number, keepNewest?: number): number;
   close(): void;
 }
 
@@ -68,8 +71,11 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     return entry;
   });
 
-  const prune = db.transaction((before: number): number => {
-    const lastOld = db.prepare('SELECT seq, hash FROM ledger_entries WHERE created_at < ? ORDER BY seq DESC LIMIT 1').get(before) as ChainStart | undefined;
+  const prune = db.transaction((before: number, keepNewest: number): number => {
+    const newestPrunable = head().seq - keepNewest;
+    const lastOld = db
+      .prepare('SELECT seq, hash FROM ledger_entries WHERE created_at < ? AND seq <= ? ORDER BY seq DESC LIMIT 1')
+      .get(before, newestPrunable) as ChainStart | undefined;
     if (!lastOld) return 0;
     const removed = db.prepare('DELETE FROM ledger_entries WHERE seq <= ?').run(lastOld.seq).changes;
     db.prepare(
@@ -115,9 +121,9 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     count: () => (db.prepare('SELECT COUNT(*) AS n FROM ledger_entries').get() as { n: number }).n,
     anchorOf,
     verify,
-    prune(before) {
+    prune(before, keepNewest = 0) {
       if (options.readonly) throw new Error('the ledger was opened read-only');
-      return prune(before);
+      return prune(before, Math.max(0, Math.floor(keepNewest)));
     },
     close() {
       if (db.open) db.close();

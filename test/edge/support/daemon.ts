@@ -25,6 +25,8 @@ export interface DaemonOptions {
   logger?: Logger;
   /** The daemon's wall clock (epoch ms); default Date.now. */
   clock?: () => number;
+  /** Ledger entries older than this are pruned; default the daemon's. */
+  ledgerRetentionMs?: number;
 }
 
 /**
@@ -51,6 +53,7 @@ export function setupDaemon(t: Test, config: DaemonConfig, poller: Poller, optio
     metrics,
     logger: options.logger ?? silentLogger(),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.ledgerRetentionMs !== undefined ? { ledgerRetentionMs: options.ledgerRetentionMs } : {}),
     onTick: (r) => reports.push(r),
   });
   t.teardown(async () => {
