@@ -4,7 +4,7 @@
  * prune emptied the audit trail. The newest retention's worth of entries (one per tick at the poll
  * interval, as many as a right clock keeps) now always stays.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import type { DaemonConfig } from '../../../edge/src/daemon.js';
 import type { ApPollResult, Poller } from '../../../edge/src/poll/types.js';
@@ -33,7 +33,7 @@ const poller: Poller = {
   async close() {},
 };
 
-function daemonAt(t: Parameters<Parameters<typeof t.test>[1]>[0]) {
+function daemonAt(t: Test) {
   let now = Date.UTC(2026, 10, 1);
   const setup = setupDaemon(t, config, poller, { clock: () => now, ledgerRetentionMs: RETENTION });
   return { ...setup, setNow: (at: number) => (now = at), now: () => now };
