@@ -60,6 +60,11 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
     storing.add(batch);
     try {
       return await batch;
+    } catch (err) {
+      // Every refusal is an HttpError the batch counted already; anything else (PostgreSQL down, a
+      // failed statement) is a 500 that must show on /metrics too.
+      if (!(err instanceof HttpError)) metrics.batches.inc({ outcome: 'error' });
+      throw err;
     } finally {
       storing.delete(batch);
       done();

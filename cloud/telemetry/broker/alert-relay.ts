@@ -100,6 +100,9 @@ export class AlertRelay {
         this.connected = false;
         await sink.disconnect().catch(() => undefined);
       }
+      // An outage is when the backlog matters most: the gauge must follow it, not keep the last
+      // count a successful pass saw (PostgreSQL may be the part that is down, so best effort).
+      if (metrics) await outbox.unsent().then((n) => metrics.outboxUnsent.set(n), () => undefined);
     }
     if (this.stopped) return;
     const again = this.wakeAgain && this.healthy;

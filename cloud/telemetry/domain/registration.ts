@@ -4,7 +4,7 @@
  */
 import * as t from 'io-ts';
 import { metricOf } from '../../../shared/catalog/metrics.js';
-import { Finite, NonEmptyString, decode } from '../../../shared/kinds.js';
+import { CONTROL_CHARACTERS, Finite, NonEmptyString, decode, storableText } from '../../../shared/kinds.js';
 import type { RegisteredSensor } from '../../../shared/devices/adapter.js';
 
 const SensorCodec = t.type({
@@ -34,6 +34,10 @@ export interface Registration {
 
 /** Why an endpoint cannot be registered, or undefined when it is an absolute http(s) URL. */
 function endpointProblem(endpoint: string): string | undefined {
+  // Checked before parsing: the URL parser drops tabs and line breaks and escapes NUL, so such an
+  // endpoint would parse, then be stored other than it was checked, or not at all (PostgreSQL refuses
+  // NUL, and the consumer would fail on that message again at every restart, blocking every later one).
+  if (CONTROL_CHARACTERS.test(endpoint) || !storableText(endpoint)) return 'an endpoint holds no control character (NUL, tab, line break, …) or lone surrogate';
   let url: URL;
   try {
     url = new URL(endpoint);

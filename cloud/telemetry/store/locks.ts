@@ -5,6 +5,11 @@
 export const ROLLUP_LOCK = 0x7e1e_0002;
 /** Serialises creating day partitions between replicas. */
 export const PARTITION_LOCK = 0x7e1e_0003;
+/**
+ * Held by the replica relaying the alert outbox. One relays at a time: two sending disjoint slices of
+ * the outbox at once would put a room's later alerts on its partition before its earlier ones.
+ */
+export const RELAY_LOCK = 0x7e1e_0004;
 
 /**
  * Items in the order their rows are locked in: by key, in JavaScript's string order (UTF-16 code

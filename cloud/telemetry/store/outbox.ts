@@ -1,10 +1,12 @@
 /**
  * PostgreSQL adapter for the alert outbox: rows are written by the ingest transaction and handed to
- * Kafka by the relay. A batch of unsent rows is locked (SKIP LOCKED, so replicas share the work), sent,
- * and marked sent in the same transaction; a failed send leaves them unsent for the next attempt.
+ * Kafka by the relay. One replica relays at a time (RELAY_LOCK; the others find it taken and send
+ * nothing), so rows reach Kafka in outbox order. A batch of unsent rows is sent and marked sent in
+ * the same transaction; a failed send leaves them unsent for the next attempt.
  */
 import type { Pool } from 'pg';
 import type { AlertEvent } from '../domain/alerts.js';
+import { RELAY_LOCK } from './locks.js';
 import { inTransaction } from './tx.js';
 
 export interface OutboxMessage {
@@ -24,8 +26,11 @@ export class PgOutboxStore implements OutboxStore {
 
   relay(limit: number, send: (messages: OutboxMessage[]) => Promise<void>): Promise<number> {
     return inTransaction(this.pool, async (client) => {
+      // Not waited for: the replica holding it is sending, and this one polls again soon.
+      const { rows: lock } = await client.query<{ held: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS held', [RELAY_LOCK]);
+      if (!lock[0]?.held) return 0;
       const { rows } = await client.query<{ alert_id: string; message_key: string; payload: AlertEvent }>(
-        'SELECT alert_id, message_key, payload FROM alert_outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED',
+        'SELECT alert_id, message_key, payload FROM alert_outbox WHERE sent_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE',
         [limit],
       );
       if (rows.length === 0) return 0;

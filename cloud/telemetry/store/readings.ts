@@ -373,8 +373,11 @@ export class PgReadingsStore implements ReadingsStore {
       metric: string;
       bounds: Record<string, number>;
     }>;
-    const raised = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort((a, b) =>
-      a.alert.alertId < b.alert.alertId ? -1 : a.alert.alertId > b.alert.alertId ? 1 : 0,
+    // Outbox order is relay order, and a room's alerts share a Kafka partition: oldest reading first.
+    // The id breaks ties, so the order is fixed by the alerts themselves (an id holds its timestamp)
+    // and two batches sharing alerts take their outbox rows in one order.
+    const raised = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort(
+      (a, b) => a.alert.timestamp - b.alert.timestamp || (a.alert.alertId < b.alert.alertId ? -1 : a.alert.alertId > b.alert.alertId ? 1 : 0),
     );
     if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, order, oldest, [...earliestOfHour.values()], raised), committed: false };
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)

@@ -1,0 +1,73 @@
+/**
+ * A registration the database cannot store (a NUL in a sensor endpoint, which PostgreSQL text refuses)
+ * must be skipped as malformed, like any other bad message: if it reached the database, the consumer
+ * would fail on it, restart at the same offset and fail again, and no later registration would ever
+ * be applied.
+ */
+import { Redis } from 'ioredis';
+import { Kafka, logLevel } from 'kafkajs';
+import pg from 'pg';
+import t from 'tap';
+import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
+import { createTelemetryMetrics } from '../../../cloud/telemetry/metrics.js';
+import { TelemetryService } from '../../../cloud/telemetry/service.js';
+import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
+import { createBuildingDirectory } from '../../../shared/directory.js';
+import { silentLogger } from '../../../shared/logger.js';
+import { startFakeDirectory } from '../../support/fake-directory.js';
+import { freshPgDatabase, quietAtTeardown } from './support/database.js';
+import { SHARED_SECRET, stackRedisUrl, until } from './support/harness.js';
+import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
+
+const sensor = (endpoint: string) => ({ sensorId: 'stat-1', roomId: 'lab', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint });
+
+t.test('an endpoint with NUL, a lone surrogate or a control character is refused with its reason', async (t) => {
+  for (const [endpoint, what] of [
+    ['http://127.0.0.1:9/zone\u00001', 'NUL'],
+    ['http://127.0.0.1:9/zone\ud8001', 'lone surrogate'],
+    ['http://127.0.0.1:9/zone\n1', 'line break'],
+    ['http://127.0.0.1:9/zone\t1', 'tab'],
+  ] as const) {
+    const parsed = parseRegistration({ buildingId: 'b1', sensors: [sensor(endpoint)] });
+    t.same(parsed, { ok: false, errors: ['sensors[0].endpoint: an endpoint holds no control character (NUL, tab, line break, …) or lone surrogate'] }, what);
+  }
+  t.ok(parseRegistration({ buildingId: 'b1', sensors: [sensor('http://127.0.0.1:9/zone-1')] }).ok, 'a plain endpoint is still accepted');
+});
+
+t.test('a registration PostgreSQL cannot store is skipped, and the next one is applied', async (t) => {
+  // First: it fails the test at teardown on a call it was not set up for, which must skip no cleanup.
+  const directory = await startFakeDirectory(t);
+  const alertsTopic = uniqueName('alerts');
+  const registrationsTopic = uniqueName('registrations');
+  await createTopics(t, [alertsTopic]);
+  // One partition, so the good message comes after the bad one.
+  await createTopics(t, [registrationsTopic], 1);
+  await produce(registrationsTopic, [
+    { buildingId: 'b-nul', rooms: ['lab'], sensors: [sensor('http://127.0.0.1:9/zone\u00001')] },
+    { buildingId: 'b-good', rooms: ['lab'], sensors: [sensor('http://127.0.0.1:9/zone-1')] },
+  ]);
+  const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
+  const metrics = createTelemetryMetrics({ defaults: false });
+  const service = new TelemetryService(
+    { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250 },
+    {
+      pool,
+      redis: new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 }),
+      kafka: new Kafka({ clientId: 'telemetry-registrations-unstorable', brokers: stackBrokers(), logLevel: logLevel.NOTHING }),
+      directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
+      catalog: await loadBindingCatalog(),
+      logger: silentLogger(),
+      clock: Date.now,
+      metrics,
+    },
+  );
+  await service.start();
+  t.teardown(() => service.stop());
+
+  const counted = async (outcome: string) => (await metrics.registrations.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+  await until(async () => (await counted('registered')) === 1, 30_000, 'the registration after the unstorable one to be applied');
+  t.equal(await counted('malformed'), 1, 'the unstorable message is counted as malformed');
+  const stored = await pool.query(`SELECT building_id, endpoint FROM sensors ORDER BY building_id`);
+  t.same(stored.rows, [{ building_id: 'b-good', endpoint: 'http://127.0.0.1:9/zone-1' }], 'only the good registration is stored');
+  t.same(directory.unexpected, []);
+});
