@@ -2,7 +2,8 @@
  * Delivery on both channels: one in-app notification per domain on the notifications channel, and a
  * Web Push to every device of the accounts opted in there. A device is pushed once per event even when
  * its account is opted in through several of the domains. Pushes share one bounded pool; one bad
- * endpoint never stops the others. A push service's 410 or 404 deletes that subscription; any other
+ * endpoint never stops the others. A push service's 410 or 404 deletes that subscription (unless its
+ * endpoint was re-registered with other keys while the push was in flight); any other
  * failure (a 403 too: usually a VAPID key mismatch) is logged and the subscription kept.
  * A push payload is the notification, with its message shortened when it would not fit the 4096
  * octets a push service must accept (`push-payload.ts`); the in-app notification is never shortened.
@@ -267,10 +268,18 @@ export class Delivery {
         report.push += 1;
         metrics.pushSent.inc();
       } else if (result.kind === 'gone') {
-        await this.deps.store.removeDevice(endpoint);
-        report.pushRemoved += 1;
-        metrics.pushRemoved.inc();
-        logger.info({ account: recipient.accountName, pushService: endpointOrigin(endpoint), status: result.status }, 'push subscription expired; deleted');
+        const where = { account: recipient.accountName, pushService: endpointOrigin(endpoint), status: result.status };
+        if (await this.deps.store.removeDevice(endpoint, recipient.subscription.keys)) {
+          report.pushRemoved += 1;
+          metrics.pushRemoved.inc();
+          logger.info(where, 'push subscription expired; deleted');
+        } else {
+          // Re-registered with other keys (or deleted) while the push was in flight: that is not the
+          // subscription the answer was about. Its own next push decides.
+          report.pushFailed += 1;
+          metrics.pushFailed.inc({ reason: 'rejected' });
+          logger.info(where, 'push subscription expired, but its endpoint was re-registered or deleted meanwhile; nothing deleted');
+        }
       } else {
         report.pushFailed += 1;
         metrics.pushFailed.inc({ reason: result.reason });

@@ -1,9 +1,10 @@
 /**
- * The Redis adapter: the shared alert cooldown (`SET key 1 NX EX 300`), the alertIds already seen
- * (`SET alert-seen:{alertId} 1 NX EX 86400`) and the in-app channel. The client is owned by the caller.
+ * The Redis adapter: the shared alert cooldown (`SET key {token} NX EX 300`), the alertIds already seen
+ * (`SET alert-seen:{alertId} {token} NX EX 86400`) and the in-app channel. The client is owned by the caller.
  * The breach path arms and publishes a whole slice of records at once: one script call per thousand
  * keys or messages, with one answer per alert or message.
  */
+import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
 
@@ -16,19 +17,35 @@ export const SEEN_SECONDS = 24 * 3600;
 
 /**
  * The slice's alerts arm with one script call instead of commands each. KEYS holds two keys per alert,
- * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime. Per
- * alert, in order: 2 when its alertId was already seen (its cooldown key is not touched), else 1 when
- * this call armed the cooldown or 0 when it was already armed. The client's cost per command (encoding,
- * a reply to parse, a promise) was most of the cost of arming a slice.
+ * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime, and
+ * ARGV[2 + n] the token of the n-th alert, stored as the value of both its keys. Per alert, in order: 2
+ * when its alertId was already seen (its cooldown key is not touched), else 1 when this call armed the
+ * cooldown or 0 when it was already armed. The client's cost per command (encoding, a reply to parse, a
+ * promise) was most of the cost of arming a slice.
+ *
+ * A seen mark holding the alert's own token was set by an earlier run of the same arming whose reply
+ * never arrived (the connection dropped after Redis ran it: the client resends the call on reconnect,
+ * or the record is read again). That run's answer is given again, from whether the cooldown holds the
+ * token too, instead of 2: otherwise the alert would be counted a duplicate of itself and never
+ * delivered. Within one run an alertId or a cooldown key is answered for once, so a repeat in the same
+ * call is never taken for the caller's own earlier run.
  */
 const ARM_ALL = `
 local out = {}
+local answered = {}
 for i = 1, #KEYS, 2 do
-  if not redis.call('SET', KEYS[i], '1', 'EX', ARGV[2], 'NX') then
-    out[#out + 1] = 2
-  else
-    out[#out + 1] = redis.call('SET', KEYS[i + 1], '1', 'EX', ARGV[1], 'NX') and 1 or 0
+  local seen, cooldown, token = KEYS[i], KEYS[i + 1], ARGV[2 + (i + 1) / 2]
+  local result = 2
+  if answered[seen] then
+    result = 2
+  elseif redis.call('SET', seen, token, 'EX', ARGV[2], 'NX') then
+    result = redis.call('SET', cooldown, token, 'EX', ARGV[1], 'NX') and 1 or 0
+  elseif redis.call('GET', seen) == token then
+    result = (not answered[cooldown] and redis.call('GET', cooldown) == token) and 1 or 0
   end
+  answered[seen] = true
+  if result == 1 then answered[cooldown] = true end
+  out[#out + 1] = result
 end
 return out`;
 
@@ -43,6 +60,8 @@ return #ARGV - 1`;
 const KEYS_PER_CALL = 1000;
 /** Each alert arms two keys. */
 const ALERTS_PER_CALL = KEYS_PER_CALL / 2;
+/** Alerts whose arming went unanswered, remembered at most; past it the oldest is forgotten. */
+const MAX_IN_DOUBT = 100_000;
 
 interface ScriptedRedis {
   notificationArmAll(numberOfKeys: number, ...args: string[]): Promise<number[]>;
@@ -124,6 +143,12 @@ export class RedisCooldown implements Cooldown {
   private readonly remember: boolean;
   /** key → expiry (performance.now() ms); insertion order is arming order, so expired keys sit first. */
   private readonly armed = new Map<string, number>();
+  /**
+   * seen key → the token, and send time, of an arming call that failed without an answer (Redis may
+   * have run it). The next arming of that alert presents the same token, so it gets that run's answer
+   * rather than finding the alertId seen. Insertion order is age.
+   */
+  private readonly inDoubt = new Map<string, { token: string; sentAt: number }>();
   private nextPruneAt = 0;
 
   constructor(
@@ -151,14 +176,21 @@ export class RedisCooldown implements Cooldown {
   async armAll(alerts: readonly AlertKeys[]): Promise<Array<Arming | Error>> {
     if (alerts.length === 0) return [];
     const sentAt = performance.now();
+    const callToken = randomBytes(12).toString('base64url');
+    const earlier = alerts.map(({ seen }) => this.inDoubt.get(seen));
+    const tokens = earlier.map((doubt) => doubt?.token ?? callToken);
     const replies: unknown[] = [];
     let failure: Error | undefined;
     const lifetimes = [String(this.seconds), String(this.seenSeconds)];
     for (let start = 0; start < alerts.length; start += ALERTS_PER_CALL) {
-      const keys = alerts.slice(start, start + ALERTS_PER_CALL).flatMap((a) => [`${this.prefix}${a.seen}`, `${this.prefix}${a.cooldown}`]);
+      const slice = alerts.slice(start, start + ALERTS_PER_CALL);
+      const keys = slice.flatMap((a) => [`${this.prefix}${a.seen}`, `${this.prefix}${a.cooldown}`]);
       try {
-        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes)));
+        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes, ...tokens.slice(start, start + slice.length))));
       } catch (err) {
+        // Redis may have run the call before the connection dropped: its alerts keep their tokens, so
+        // arming them again recognizes their own marks.
+        slice.forEach((a, i) => this.rememberInDoubt(a.seen, tokens[start + i] as string, earlier[start + i]?.sentAt ?? sentAt));
         // The earlier calls marked their alerts seen: rejecting would have them read again as
         // duplicates and never delivered. Only this call's alerts and the ones after it fail.
         if (start === 0) throw err;
@@ -166,18 +198,29 @@ export class RedisCooldown implements Cooldown {
         break;
       }
     }
-    const until = sentAt + this.seconds * 1000;
-    return alerts.map(({ cooldown }, i) => {
+    return alerts.map(({ cooldown, seen }, i) => {
       const reply = replies[i];
+      if (reply === 0 || reply === 1 || reply === 2) this.inDoubt.delete(seen);
       if (reply === 2) return 'duplicate';
       if (reply === 0) return 'cooling';
       if (reply !== 1) return failure ?? new Error('no reply from redis');
       if (this.remember) {
+        // An earlier unanswered call may have set the key: its lifetime counts from that call.
+        const until = (earlier[i]?.sentAt ?? sentAt) + this.seconds * 1000;
         this.armed.delete(cooldown);
         this.armed.set(cooldown, until);
       }
       return 'armed';
     });
+  }
+
+  private rememberInDoubt(seen: string, token: string, sentAt: number): void {
+    this.inDoubt.delete(seen);
+    this.inDoubt.set(seen, { token, sentAt });
+    if (this.inDoubt.size > MAX_IN_DOUBT) {
+      const oldest = this.inDoubt.keys().next().value;
+      if (oldest !== undefined) this.inDoubt.delete(oldest);
+    }
   }
 
   async release(alert: AlertKeys): Promise<void> {

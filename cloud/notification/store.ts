@@ -89,7 +89,12 @@ export interface NotificationStore {
    * them. The same account may always replace its keys (key rotation).
    */
   saveDevice(accountName: string, subscription: DeviceSubscription): Promise<DeviceSave>;
-  removeDevice(endpoint: string): Promise<boolean>;
+  /**
+   * Deletes the device at `endpoint`, when it still holds `keys`: a push service's 410 or 404 is about
+   * the subscription the push was encrypted for, not one re-registered at the endpoint meanwhile.
+   * Answers whether a device was deleted.
+   */
+  removeDevice(endpoint: string, keys: { p256dh: string; auth: string }): Promise<boolean>;
   setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord>;
   preferencesOf(accountName: string): Promise<PreferencesRecord[]>;
   /**
@@ -103,7 +108,10 @@ export interface NotificationStore {
   releaseLock(id: string, owner: string): Promise<void>;
   isMarkerDone(id: string): Promise<boolean>;
   completeMarker(id: string, owner: string, modified: number): Promise<void>;
-  /** Switches `metric` on where temperature is on and no choice for `metric` is stored. */
+  /**
+   * Switches `metric` on where temperature is on and no choice for `metric` is stored, each record
+   * under its preferences lock. Answers how many records were switched on.
+   */
   enableWhereTemperatureOn(metric: string): Promise<number>;
 }
 
@@ -120,6 +128,8 @@ const IN_CHUNK = 500;
 const RECORD_LOCK_LEASE_MS = 10_000;
 /** How long a write waits for another replica's lock on its record before answering 409. */
 const RECORD_LOCK_WAIT_MS = 10_000;
+/** Records the startup migration updates at once, each under its lock. */
+const MIGRATION_WRITES_IN_FLIGHT = 8;
 
 function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
@@ -209,8 +219,8 @@ export class MongoNotificationStore implements NotificationStore {
     return 'saved';
   }
 
-  async removeDevice(endpoint: string): Promise<boolean> {
-    const result = await this.devices.deleteOne({ endpoint });
+  async removeDevice(endpoint: string, keys: { p256dh: string; auth: string }): Promise<boolean> {
+    const result = await this.devices.deleteOne({ endpoint, 'keys.p256dh': keys.p256dh, 'keys.auth': keys.auth });
     this.changed();
     return result.deletedCount > 0;
   }
@@ -387,17 +397,62 @@ export class MongoNotificationStore implements NotificationStore {
     );
   }
 
+  /**
+   * Record by record, each under its lock like a preferences write: FerretDB 1.x writes whole documents
+   * back, so an `updateMany` running while another replica saved a choice on one of its records wrote
+   * the record back as it had read it, and the choice was lost. The record is read again under the lock
+   * and left alone when its temperature is no longer on or `metric` has a choice by then.
+   */
   async enableWhereTemperatureOn(metric: string): Promise<number> {
-    const result = await this.records.updateMany(
-      { $and: [{ subscribedTypes: 'temperature' }, { configuredTypes: { $ne: metric } }] },
-      {
-        $push: { preferences: { notificationType: metric, isSubscribed: true } },
-        $addToSet: { subscribedTypes: metric, configuredTypes: metric },
-        $inc: { revision: 1 },
-        $set: { updatedAt: this.now() },
-      },
-    );
-    if (result.modifiedCount > 0) this.changed();
-    return result.modifiedCount;
+    const candidates = await this.records
+      .find({ $and: [{ subscribedTypes: 'temperature' }, { configuredTypes: { $ne: metric } }] })
+      .project<{ accountName: string; domainName: string }>({ _id: 0, accountName: 1, domainName: 1 })
+      .toArray();
+    let modified = 0;
+    let next = 0;
+    let failed = false;
+    const worker = async (): Promise<void> => {
+      for (let at = next++; at < candidates.length && !failed; at = next++) {
+        const { accountName, domainName } = candidates[at] as { accountName: string; domainName: string };
+        const key = `${accountName}\u0000${domainName}`;
+        const lockId = `preferences:${JSON.stringify([accountName, domainName])}`;
+        try {
+          if (await this.serialized(key, () => this.underRecordLock(lockId, () => this.enableIn(accountName, domainName, metric)))) modified++;
+        } catch (err) {
+          failed = true; // the others stop too: the migration fails and is run again at the next start
+          throw err;
+        }
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: MIGRATION_WRITES_IN_FLIGHT }, worker));
+    } finally {
+      if (modified > 0) this.changed();
+    }
+    return modified;
+  }
+
+  /** Switches `metric` on in one record, holding its lock, when temperature is on and `metric` has no choice. */
+  private async enableIn(accountName: string, domainName: string, metric: string): Promise<boolean> {
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      const existing = await this.records.findOne({ accountName, domainName });
+      const stored = Array.isArray(existing?.preferences) ? existing.preferences : [];
+      if (!existing || !subscribedTypesOf(stored).includes('temperature') || configuredTypesOf(stored).includes(metric)) return false;
+      const preferences = applyPreferenceChanges(stored, [{ notificationType: metric, isSubscribed: true }]);
+      const result = await this.records.updateOne(
+        { _id: existing._id, revision: existing.revision === undefined ? { $exists: false } : existing.revision },
+        {
+          $set: {
+            preferences,
+            updatedAt: this.now(),
+            revision: (existing.revision ?? 0) + 1,
+            subscribedTypes: subscribedTypesOf(preferences),
+            configuredTypes: configuredTypesOf(preferences),
+          },
+        },
+      );
+      if (result.matchedCount === 1) return true;
+    }
+    throw new WriteConflictError();
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The startup migration on a real FerretDB: every account with temperature on gets each other alertable
  * metric switched on once, a stored choice is never overwritten, a marker per metric stops re-runs, two
- * replicas starting at once migrate each metric once, and a claim left by a stopped replica is taken over.
+ * replicas starting at once migrate each metric once, a claim left by a stopped replica is taken over, and
+ * a choice saved through a serving replica while the migration runs is kept.
  */
 import { MongoClient, ObjectId, type Db } from 'mongodb';
 import t from 'tap';
@@ -129,4 +130,32 @@ t.test('a replica finding the lock held serves only once the holder has finished
   t.ok(finishedFirst, 'the waiting replica went on only after the holder finished');
   t.same(report.metrics, { peopleCount: 'done', airQuality: 'done' });
   t.same(await preferencesOf(db, 'a'), [on('temperature')], 'and it ran nothing itself: the holder owned the update');
+});
+
+t.test('a choice saved through a serving replica while the migration runs is kept', async (t) => {
+  // Before, the migration's updateMany wrote back, on FerretDB 1.x, records as it had read them: a
+  // user who switched temperature off meanwhile found it on again.
+  const { db, uri } = await freshMongo(t);
+  const accounts = Array.from({ length: 400 }, () => uniqueName('acct'));
+  await db.collection(COLLECTIONS.preferences).insertMany(
+    accounts.map((accountName) => ({ _id: new ObjectId(), accountName, domainName: 'acme', preferences: [on('temperature')], createdAt: '2024-03-01T00:00:00.000Z' })),
+  );
+  const [starting, serving] = [await replica(t, uri, db), await replica(t, uri, db)];
+  await starting.backfillDerivedFields();
+  const migration = migrateAlertableMetrics(starting, logger);
+  // Users switch temperature off through the serving replica, several requests at once.
+  const lanes = 8;
+  const writes = Promise.all(
+    Array.from({ length: lanes }, async (_, lane) => {
+      for (let i = lane; i < accounts.length; i += lanes) await serving.setPreferences(accounts[i] as string, 'acme', [off('temperature')]);
+    }),
+  );
+  const [report] = await Promise.all([migration, writes]);
+  t.type(report.metrics.peopleCount, 'number', 'the migration ran');
+  const docs = await db.collection(COLLECTIONS.preferences).find({}).toArray();
+  const prefsOf = (doc: (typeof docs)[number]) => doc.preferences as Array<{ notificationType: string; isSubscribed: boolean }>;
+  const revived = docs.filter((doc) => prefsOf(doc).some((p) => p.notificationType === 'temperature' && p.isSubscribed)).map((doc) => doc.accountName as string);
+  t.same(revived, [], 'no account has temperature on again');
+  const switched = docs.filter((doc) => prefsOf(doc).some((p) => p.notificationType === 'peopleCount')).length;
+  t.equal(switched, report.metrics.peopleCount, 'every record the migration counted has its entry');
 });

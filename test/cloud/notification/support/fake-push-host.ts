@@ -23,9 +23,10 @@ export interface FakePushHost {
   port: number;
   /**
    * Sets up a subscription at `path` (e.g. `/push/a`) answered with `status` after `holdMs`, and returns
-   * its endpoint URL on `host` (default 127.0.0.1; any spelling that reaches this server).
+   * its endpoint URL on `host` (default 127.0.0.1; any spelling that reaches this server). With
+   * `answerWhen`, each push is answered only once that promise has settled (and the hold has passed).
    */
-  subscribe(path: string, status: number, options?: { holdMs?: number; host?: string }): string;
+  subscribe(path: string, status: number, options?: { holdMs?: number; host?: string; answerWhen?: Promise<unknown> }): string;
   /** The paths of the accepted pushes, in arrival order. */
   calls: string[];
   /** Every request that arrived, accepted or not. */
@@ -78,7 +79,7 @@ function pushProblem(req: IncomingMessage, body: Buffer, vapidPublicKey: string)
 }
 
 export async function startFakePushHost(t: Teardown, options: { vapidPublicKey: string }): Promise<FakePushHost> {
-  const routes = new Map<string, { status: number; holdMs: number }>();
+  const routes = new Map<string, { status: number; holdMs: number; answerWhen: Promise<unknown> }>();
   const calls: string[] = [];
   const unexpected: string[] = [];
   let received = 0;
@@ -104,10 +105,11 @@ export async function startFakePushHost(t: Teardown, options: { vapidPublicKey: 
         return;
       }
       calls.push(path);
-      setTimeout(() => {
+      const answer = () => {
         inFlight -= 1;
         res.writeHead(route.status).end();
-      }, route.holdMs);
+      };
+      void route.answerWhen.finally(() => setTimeout(answer, route.holdMs));
     });
   });
   const port = await listen(server, 0, '127.0.0.1');
@@ -115,8 +117,8 @@ export async function startFakePushHost(t: Teardown, options: { vapidPublicKey: 
   return {
     origin: `http://127.0.0.1:${port}`,
     port,
-    subscribe(path, status, { holdMs = 0, host = '127.0.0.1' } = {}) {
-      routes.set(path, { status, holdMs });
+    subscribe(path, status, { holdMs = 0, host = '127.0.0.1', answerWhen = Promise.resolve() } = {}) {
+      routes.set(path, { status, holdMs, answerWhen });
       return `http://${host}:${port}${path}`;
     },
     calls,

@@ -1,0 +1,70 @@
+/**
+ * A TCP proxy in front of the real Redis that can lose one reply: armed with a marker, it forwards the
+ * next command that contains the marker, lets Redis run it, then cuts the client's connection when the
+ * reply comes back instead of passing it on. The client saw its command leave and never got an answer,
+ * as when a connection drops between Redis running a command and the reply arriving. Later connections
+ * are forwarded untouched.
+ */
+import { connect, createServer, type Socket } from 'node:net';
+import { STACK, type Teardown } from './stack.js';
+
+export interface RedisProxy {
+  /** A redis:// URL through the proxy. */
+  url: string;
+  /** Drops the reply to the next command whose bytes contain `marker`, and cuts that connection. */
+  loseReplyTo(marker: string): void;
+  /** How many replies were dropped so far. */
+  readonly lostReplies: number;
+}
+
+export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
+  const upstream = new URL(STACK.redisUrl);
+  let marker: string | undefined;
+  let lostReplies = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const redis = connect(Number(upstream.port || 6379), upstream.hostname);
+    sockets.add(client).add(redis);
+    let cutOnReply = false;
+    client.on('data', (chunk: Buffer) => {
+      if (marker !== undefined && chunk.includes(marker)) {
+        marker = undefined;
+        cutOnReply = true;
+      }
+      redis.write(chunk);
+    });
+    redis.on('data', (chunk: Buffer) => {
+      if (!cutOnReply) {
+        client.write(chunk);
+        return;
+      }
+      lostReplies++;
+      client.destroy();
+      redis.destroy();
+    });
+    const close = () => {
+      client.destroy();
+      redis.destroy();
+      sockets.delete(client);
+      sockets.delete(redis);
+    };
+    client.on('close', close).on('error', close);
+    redis.on('close', close).on('error', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('the proxy has no port');
+  return {
+    url: `redis://127.0.0.1:${address.port}`,
+    loseReplyTo(next) {
+      marker = next;
+    },
+    get lostReplies() {
+      return lostReplies;
+    },
+  };
+}
