@@ -23,7 +23,10 @@ export interface LeaseDocument {
 }
 
 export interface ConversationLockOptions {
-  /** How long a lease holds before another writer may take it over (a crashed holder). */
+  /**
+   * How long a lease holds unless renewed, before another writer may take it over (a crashed holder).
+   * The holder renews it every third of this while its work runs.
+   */
   leaseMs: number;
   /** How long a writer waits for the lease before giving up. */
   waitMs: number;
@@ -108,15 +111,46 @@ export class ConversationLock {
       done();
       throw err;
     }
+    const stopRenewing = this.keepRenewed(key, token);
     try {
       return await work();
     } finally {
       // A failed release only delays the next writer until the lease expires.
-      void this.leases
-        .deleteOne({ _id: key, token })
+      void stopRenewing()
+        .then(() => this.leases.deleteOne({ _id: key, token }))
         .catch(() => undefined)
         .finally(done);
     }
+  }
+
+  /**
+   * Extends a held lease every third of its length while its work runs: a write slowed past the lease
+   * (a loaded database) must not let another replica take the lease over and write at the same time.
+   * Only a holder that stops renewing (crashed, or cut off from the database) loses it at expiry.
+   * Returns a stop that resolves once no renewal is in flight, so none lands after the release.
+   */
+  private keepRenewed(key: string, token: string): () => Promise<void> {
+    const { leaseMs } = this.options;
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let renewing: Promise<unknown> = Promise.resolve();
+    const schedule = () => {
+      timer = setTimeout(() => {
+        renewing = this.leases
+          .updateOne({ _id: key, token }, { $set: { expires_at: new Date(Date.now() + leaseMs) } })
+          // A failed renewal is retried at the next one; the lease still holds until it expires.
+          .catch(() => undefined)
+          .finally(() => {
+            if (!stopped) schedule();
+          });
+      }, leaseMs / 3);
+    };
+    schedule();
+    return async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await renewing;
+    };
   }
 
   /** Resolves once every lock taken so far has been released. */

@@ -8,10 +8,11 @@
  * does not wait for a new TCP connection.
  */
 import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { CLAIMS_HEADER } from '../../shared/claims.js';
 import { AnswerReader, streamFailureOf } from './agent-events.js';
-import { AgentUnavailableError, type AgentAnswer, type AgentPort, type AgentQuestion } from './agent.js';
+import { AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type AgentQuestion } from './agent.js';
 
 export interface HttpAgentOptions {
   /** Base address of the agent; its /ask endpoint is called. */
@@ -20,7 +21,10 @@ export interface HttpAgentOptions {
   connectTimeoutMs: number;
   /** Time from sending the question to the agent's response headers. */
   responseTimeoutMs: number;
-  /** Longest silence allowed between two chunks of the answer. */
+  /**
+   * Longest silence allowed inside the answer: from the response headers to the first text, and
+   * between two pieces of text. Keep-alive comments, empty tokens and unknown events do not count.
+   */
   idleTimeoutMs: number;
 }
 
@@ -164,8 +168,13 @@ class AskHandler implements Dispatcher.DispatchHandlers {
   private finished = false;
   private cancelled = false;
   private endTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly idleTimeoutMs: number;
+  /** When the answer last moved: its headers, then each token with text. */
+  private progressAt = 0;
+  private idleTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor() {
+  constructor(idleTimeoutMs: number) {
+    this.idleTimeoutMs = idleTimeoutMs;
     this.answered = new Promise<AgentAnswer>((resolve, reject) => {
       this.resolveAnswered = resolve;
       this.rejectAnswered = reject;
@@ -190,8 +199,14 @@ class AskHandler implements Dispatcher.DispatchHandlers {
       this.cut();
       return false;
     }
+    this.progressAt = performance.now();
+    this.idleTimer = setTimeout(this.checkIdle, this.idleTimeoutMs);
     this.resolveAnswered({
-      read: (onToken) => this.reader.start(onToken),
+      read: (onToken) =>
+        this.reader.start((text) => {
+          if (text.length > 0) this.progressAt = performance.now();
+          onToken(text);
+        }),
       cancel: () => this.cancel(),
     });
     return true;
@@ -204,13 +219,13 @@ class AskHandler implements Dispatcher.DispatchHandlers {
 
   onComplete(): void {
     this.finished = true;
-    this.clearEndTimer();
+    this.clearTimers();
     this.reader.end();
   }
 
   onError(err: Error): void {
     this.finished = true;
-    this.clearEndTimer();
+    this.clearTimers();
     if (!this.headersSeen) {
       this.rejectAnswered(unavailable(err));
       return;
@@ -224,6 +239,8 @@ class AskHandler implements Dispatcher.DispatchHandlers {
    */
   private cancel(): void {
     if (this.finished) return;
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
     if (this.reader.final) {
       this.awaitEnd();
       return;
@@ -239,15 +256,34 @@ class AskHandler implements Dispatcher.DispatchHandlers {
   }
 
   private cut(): void {
-    this.clearEndTimer();
+    this.clearTimers();
     if (this.finished) return;
     this.cancelled = true;
     this.abort?.(new AskCancelled());
   }
 
-  private clearEndTimer(): void {
+  /**
+   * The body timeout only sees bytes, so an agent sending keep-alive comments (or empty tokens, or
+   * events this service skips) would hold the answer open for good. This one sees the answer: past
+   * the idle timeout without text, the answer fails as a stalled one does.
+   */
+  private readonly checkIdle = (): void => {
+    this.idleTimer = undefined;
+    if (this.finished || this.reader.settled) return;
+    const quietMs = performance.now() - this.progressAt;
+    if (quietMs < this.idleTimeoutMs) {
+      this.idleTimer = setTimeout(this.checkIdle, this.idleTimeoutMs - quietMs);
+      return;
+    }
+    this.reader.fail(new AgentStreamError('timeout', 'agent stopped sending in the middle of the answer'));
+    this.cut();
+  };
+
+  private clearTimers(): void {
     if (this.endTimer !== undefined) clearTimeout(this.endTimer);
     this.endTimer = undefined;
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
   }
 }
 
@@ -256,8 +292,10 @@ export class HttpAgent implements AgentPort {
   private readonly path: string;
   private readonly dispatcher: Agent;
   private readonly connector: AheadConnector;
+  private readonly idleTimeoutMs: number;
 
   constructor(options: HttpAgentOptions) {
+    this.idleTimeoutMs = options.idleTimeoutMs;
     const askUrl = new URL(`${options.baseUrl.replace(/\/+$/, '')}/ask`);
     this.origin = askUrl.origin;
     this.path = `${askUrl.pathname}${askUrl.search}`;
@@ -270,7 +308,7 @@ export class HttpAgent implements AgentPort {
   }
 
   ask(question: AgentQuestion): Promise<AgentAnswer> {
-    const handler = new AskHandler();
+    const handler = new AskHandler(this.idleTimeoutMs);
     try {
       this.dispatcher.dispatch(
         {

@@ -26,6 +26,14 @@ export interface AgentScript {
   /** After this many tokens, hold until `release` resolves (or forever, when it is absent: a stall). */
   holdAfter?: number;
   release?: Promise<void>;
+  /**
+   * After this many tokens, write `keepAlive` every `keepAliveEveryMs` and never finish: an agent that
+   * keeps its answer open without answering.
+   */
+  keepAliveAfter?: number;
+  /** Bytes written at each keep-alive; an SSE comment unless set. */
+  keepAlive?: string;
+  keepAliveEveryMs?: number;
   /** End the stream after the tokens without a final event. */
   omitFinal?: boolean;
   /** Raw `data:` payloads to send instead of tokens and final. */
@@ -183,6 +191,10 @@ export class FakeAgent {
         res.socket?.destroy();
         return;
       }
+      if (script.keepAliveAfter === i) {
+        await this.keepAlive(res, script.keepAlive ?? ': keep-alive\n\n', script.keepAliveEveryMs ?? 50);
+        return;
+      }
       if (script.holdAfter === i) {
         if (!script.release) return; // a stall: the connection stays open until the fake stops
         await script.release;
@@ -195,6 +207,14 @@ export class FakeAgent {
     if (!script.omitFinal) send(script.citations === undefined ? { type: 'final' } : { type: 'final', citations: script.citations });
     if (script.endAfterFinalMs !== undefined) await pause(script.endAfterFinalMs);
     res.end();
+  }
+
+  /** Writes `bytes` every `everyMs` until the connection closes. */
+  private async keepAlive(res: ServerResponse, bytes: string, everyMs: number): Promise<void> {
+    while (!res.destroyed && !res.writableEnded && res.socket?.destroyed !== true) {
+      res.write(bytes);
+      await pause(everyMs);
+    }
   }
 }
 

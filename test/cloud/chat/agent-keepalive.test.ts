@@ -1,0 +1,58 @@
+import t from 'tap';
+import { answerOf, createConversation, getConversation, metricValue, openSend, OpenStream, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
+
+// An agent that keeps its answer open with keep-alive data but never answers would otherwise hold the
+// browser's stream, the agent connection and the send open for good: the idle timeout counts the
+// answer's silence, not the connection's.
+const STALLED = { type: 'error', error: 'agent_timeout', message: 'agent stopped sending in the middle of the answer' };
+
+/** Sends and waits for the terminal frame; the bound is only a safety net (the idle timeouts here are under 1 s). */
+async function sendUntilTerminal(chat: ChatUnderTest, id: string): Promise<OpenStream> {
+  const stream = await openSend(chat.url, 'ana', id, { content: 'q' });
+  if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status}`);
+  try {
+    await stream.until(() => stream.frames.some((f) => f.frame.type !== 'token'), 15_000);
+  } finally {
+    stream.abort();
+  }
+  return stream;
+}
+
+t.test('an agent sending only keep-alive comments after a token: an error frame after the idle timeout, nothing stored', async (t) => {
+  const chat = await startChat(t, { idleTimeoutMs: 500 });
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['thinking', ' forever'], keepAliveAfter: 1, keepAliveEveryMs: 50 });
+  const result = await sendUntilTerminal(chat, conversation.id);
+  t.equal(answerOf(result), 'thinking');
+  t.same(terminalOf(result), STALLED);
+  t.equal(await metricValue(chat.registry, 'chat_streams_failed_total', { reason: 'agent_timeout' }), 1);
+  const stored = await getConversation(chat.url, 'ana', conversation.id);
+  t.same(stored.messages, [], 'nothing stored');
+  t.equal(stored.title, 'New chat');
+});
+
+t.test('an agent sending keep-alives before any token, empty tokens, or events of unknown types: the same timeout', async (t) => {
+  const chat = await startChat(t, { idleTimeoutMs: 500 });
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect(
+    { tokens: ['never'], keepAliveAfter: 0, keepAliveEveryMs: 50 },
+    { tokens: ['never'], keepAliveAfter: 0, keepAliveEveryMs: 50, keepAlive: 'data: {"type":"token","text":""}\n\n' },
+    { tokens: ['never'], keepAliveAfter: 0, keepAliveEveryMs: 50, keepAlive: 'data: {"type":"progress","step":"retrieval"}\n\n' },
+  );
+  for (const kind of ['comments', 'empty tokens', 'unknown events']) {
+    const result = await sendUntilTerminal(chat, conversation.id);
+    t.same(terminalOf(result), STALLED, kind);
+  }
+  t.same((await getConversation(chat.url, 'ana', conversation.id)).messages, [], 'nothing stored');
+});
+
+t.test('an answer whose tokens keep coming is not cut, though it runs longer than the idle timeout in all', async (t) => {
+  const chat = await startChat(t, { idleTimeoutMs: 1_000 });
+  const conversation = await createConversation(chat.url, 'ana');
+  // Spread over more than twice the idle timeout in all, each gap well inside it.
+  const tokens = Array.from({ length: 12 }, (_, i) => `t${i} `);
+  chat.agent.expect({ tokens, tokenDelayMs: 200 });
+  const result = await sendUntilTerminal(chat, conversation.id);
+  t.equal(answerOf(result), tokens.join(''));
+  t.match(terminalOf(result), { type: 'done', message: { content: tokens.join('') } });
+});
