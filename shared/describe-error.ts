@@ -1,7 +1,43 @@
 /**
- * Describing errors for logs without leaking what they carry. Kept apart from the HTTP helpers so the
- * edge can use it without a web framework.
+ * Describing errors and values for logs without leaking what they carry. Kept apart from the HTTP
+ * helpers and the logger so the edge and the configuration reader can use it without either.
  */
+
+/** What a hidden secret is written as. */
+export const REDACTED = '[redacted]';
+
+/** Where a URL's authority (`user:password@host:port`) ends. */
+const AUTHORITY_END = /[\s/?#]/;
+
+/**
+ * Hides the password of every URL's user info, `scheme://user:password@host`, inside any text (a device
+ * endpoint, a broker address, a driver's message, a configuration value). The user info ends at the
+ * authority's last `@`, as a URL parser reads it, so a password holding `@` is hidden whole. Scanned by
+ * hand, once through the text: a regular expression for this backtracks quadratically over text a
+ * caller may control.
+ *
+ * @example
+ * redactUrlPasswords('connect to postgres://lintel:pw@db/lintel'); // 'connect to postgres://lintel:[redacted]@db/lintel'
+ */
+export function redactUrlPasswords(text: string): string {
+  if (!text.includes('@')) return text;
+  let out = '';
+  let copied = 0;
+  for (let scheme = text.indexOf('://'); scheme !== -1; ) {
+    const start = scheme + 3;
+    let end = start;
+    while (end < text.length && !AUTHORITY_END.test(text.charAt(end))) end++;
+    const authority = text.slice(start, end);
+    const colon = authority.indexOf(':');
+    const lastAt = authority.lastIndexOf('@');
+    if (colon !== -1 && colon < lastAt) {
+      out += `${text.slice(copied, start + colon + 1)}${REDACTED}`;
+      copied = start + lastAt;
+    }
+    scheme = text.indexOf('://', end);
+  }
+  return out + text.slice(copied);
+}
 
 /**
  * An error whose message is built only from values we chose (file names, codes), never from input,

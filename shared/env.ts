@@ -2,6 +2,7 @@
  * Configuration from environment variables, validated once at start. Every problem is reported at once,
  * each naming its variable, e.g. `REDIS_URL: not a redis:// URL`.
  */
+import { REDACTED, redactUrlPasswords } from './describe-error.js';
 import { keyRingFromEnv } from './hmac.js';
 
 /** Thrown by {@link readEnv} with every problem found. */
@@ -75,6 +76,17 @@ export function url(protocols: readonly string[], options: { default?: string; o
 
 const isPort = (n: number) => n >= 1 && n <= 65535;
 
+/**
+ * A broker list as it may be echoed: an entry written `user:password@host:port`, without a scheme, has
+ * its user info hidden (with a scheme, {@link readEnv} hides the password as in any URL).
+ */
+function withoutUserInfo(list: string): string {
+  return list
+    .split(',')
+    .map((entry) => (entry.includes('@') && !entry.includes('://') ? `${REDACTED}${entry.slice(entry.lastIndexOf('@'))}` : entry))
+    .join(',');
+}
+
 /** A comma-separated list of host:port pairs (Kafka brokers), each port 1 to 65535. */
 export function hostPorts(options: { default?: string } = {}): EnvVar<string[]> {
   return {
@@ -82,7 +94,7 @@ export function hostPorts(options: { default?: string } = {}): EnvVar<string[]> 
       fallback<string[]>(raw, options.default?.split(','), true, (s) => {
         const list = s.split(',').map((x) => x.trim()).filter(Boolean);
         const bad = list.filter((x) => !/^[^\s:]+:\d{1,5}$/.test(x) || !isPort(Number(x.slice(x.lastIndexOf(':') + 1))));
-        if (list.length === 0 || bad.length > 0) return problem(`expected host:port[,host:port…], got ${JSON.stringify(s)}`) as unknown as string[];
+        if (list.length === 0 || bad.length > 0) return problem(`expected host:port[,host:port…], got ${JSON.stringify(withoutUserInfo(s))}`) as unknown as string[];
         return list;
       }),
   };
@@ -124,7 +136,8 @@ export function keyRing(options: { minLength?: number } = {}): EnvVar<string[]> 
 }
 
 /**
- * Reads every variable of a spec, or throws one {@link ConfigError} naming every problem.
+ * Reads every variable of a spec, or throws one {@link ConfigError} naming every problem. A value a
+ * problem echoes is shown without the password of any URL in it.
  *
  * @example
  * const env = readEnv({ PORT: int({ default: 3000, min: 0, max: 65535 }), REDIS_URL: url(['redis', 'rediss']) });
@@ -134,8 +147,9 @@ export function readEnv<S extends Spec>(spec: S, source: NodeJS.ProcessEnv = pro
   const problems: string[] = [];
   for (const [name, variable] of Object.entries(spec)) {
     const result = variable.read(source[name]);
+    // A problem may echo the value, and a misplaced URL's password would be printed at start with it.
     if (result.ok) out[name] = result.value;
-    else problems.push(`${name}: ${result.problem}`);
+    else problems.push(`${name}: ${redactUrlPasswords(result.problem)}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return out as EnvOf<S>;

@@ -13,7 +13,8 @@ export interface Lifecycle {
 
 /**
  * Starts a service and stops it on SIGTERM/SIGINT. A stop that takes longer than `deadlineMs` exits 1.
- * A {@link ConfigError} at start prints every problem and exits 2.
+ * Signals that arrive while stopping are logged and otherwise ignored. A {@link ConfigError} at start
+ * prints every problem and exits 2.
  *
  * @example
  * await runUntilSignal(service, logger);
@@ -21,7 +22,14 @@ export interface Lifecycle {
 export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlineMs = 5000): Promise<void> {
   let stopping = false;
   const stop = async (signal: string) => {
-    if (stopping) return;
+    // A second signal is common and must not cut the stop short: `npm start` delivers one Ctrl-C twice
+    // (the terminal signals the process group and npm forwards it), and an operator may press it again.
+    // The listeners stay, so the signal's default action (killing the process at once) never applies;
+    // the deadline below is what ends a stop that hangs.
+    if (stopping) {
+      logger.warn({ signal }, 'already stopping; the stop continues');
+      return;
+    }
     stopping = true;
     logger.info({ signal }, 'stopping');
     // Not unref'd: a stop stuck on a promise nothing will settle would otherwise let the emptied event
@@ -39,8 +47,8 @@ export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlin
       process.exit(1);
     }
   };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
   try {
     await service.start();
   } catch (err) {

@@ -1,9 +1,9 @@
 /**
  * JSON logs with pino. The claims header, signatures, cookies and every secret-named key are redacted
- * at any depth, and an error object is logged as its class and code only.
+ * at any depth, so is the password of any URL, and an error object is logged as its class and code only.
  */
-import pino, { type Logger, type DestinationStream } from 'pino';
-import { describeError } from './describe-error.js';
+import pino, { type Logger, type DestinationStream, type LogFn, type LoggerOptions } from 'pino';
+import { REDACTED, describeError, redactUrlPasswords } from './describe-error.js';
 
 export type { Logger };
 
@@ -18,7 +18,7 @@ const SECRET_KEY = /secret|passw|privatekey|apikey|authorization|cookie|claims|s
 const SECRET_NAMES = new Set(['mac', 'macs', 'databaseurl', 'redisurl', 'mongouri']);
 
 /** What a redacted value is logged as. */
-export const REDACTED = '[redacted]';
+export { REDACTED };
 
 function isSecretKey(key: string): boolean {
   const name = key.toLowerCase().replace(/[-_]/g, '');
@@ -27,8 +27,9 @@ function isSecretKey(key: string): boolean {
 
 /**
  * A copy of a log object with the value of every secret-named key replaced, at any depth and inside
- * arrays, and every error replaced by {@link describeError} (no stack, no driver message). Objects that
- * are neither plain nor arrays (dates, buffers) are kept as they are.
+ * arrays, every URL password hidden, and every error replaced by {@link describeError} (no stack, no
+ * driver message). Objects that serialise themselves (dates, buffers) are kept as they are; other class
+ * instances (an options object) are copied as their own fields, which is how they would be written.
  *
  * @example
  * redactSecrets({ upstream: { headers: { Authorization: 'Bearer x' } }, err: new Error('boom') });
@@ -36,9 +37,11 @@ function isSecretKey(key: string): boolean {
  */
 function redactSecrets(value: unknown, ancestors: Set<object> = new Set()): unknown {
   if (value instanceof Error) return describeError(value);
+  if (typeof value === 'string') return redactUrlPasswords(value);
   if (value === null || typeof value !== 'object') return value;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (!Array.isArray(value) && proto !== Object.prototype && proto !== null) return value;
+  // A URL object is written as its href, password included.
+  if (value instanceof URL) return redactUrlPasswords(value.href);
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
   if (ancestors.has(value)) return '[Circular]';
   ancestors.add(value);
   const copy = Array.isArray(value)
@@ -46,6 +49,24 @@ function redactSecrets(value: unknown, ancestors: Set<object> = new Set()): unkn
     : Object.fromEntries(Object.entries(value).map(([key, item]) => [key, isSecretKey(key) ? REDACTED : redactSecrets(item, ancestors)]));
   ancestors.delete(value);
   return copy;
+}
+
+/**
+ * Makes a log call's message safe before pino builds it. The message and its format arguments
+ * (`logger.info('connecting to %s', url)`) are not seen by the log formatter, so they are redacted here;
+ * and pino takes an error's own message as the line's message when none is given
+ * (`logger.error(err)`, `logger.error({ err })`), which may carry a connection string, so the error's
+ * description is given as the message instead.
+ */
+function safeLogArguments(this: Logger, args: Parameters<LogFn>, method: LogFn): void {
+  const [first, ...rest] = args as unknown[];
+  const merging = first !== null && typeof first === 'object';
+  const safe = [first, ...rest].map((arg, i) => (i === 0 && merging ? arg : redactSecrets(arg)));
+  if (merging && rest.length === 0) {
+    const err = first instanceof Error ? first : (first as { err?: unknown }).err;
+    if (err instanceof Error && (first as { msg?: unknown }).msg === undefined) safe.push(describeError(err));
+  }
+  method.apply(this, safe as Parameters<LogFn>);
 }
 
 /**
@@ -60,10 +81,11 @@ export function createLogger(
   options: { level?: string | undefined; destination?: DestinationStream } = {},
 ): Logger {
   const redact = (object: Record<string, unknown>) => redactSecrets(object) as Record<string, unknown>;
-  const config = {
+  const config: LoggerOptions = {
     name,
     level: options.level ?? 'info',
     formatters: { log: redact },
+    hooks: { logMethod: safeLogArguments },
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
   };

@@ -58,3 +58,21 @@ t.test('a Go-style listen address with a bracketed IPv6 host gives the host a se
   t.same(readEnv({ ADDR: listenAddr({ default: ':3000' }) }, { ADDR: '[::]:8080' }).ADDR, { host: '::', port: 8080 });
   t.throws(() => readEnv({ ADDR: listenAddr({ default: ':3000' }) }, { ADDR: '[]:8080' }), new ConfigError(['ADDR: expected [host]:port, got "[]:8080"']));
 });
+
+t.test('a value echoed in a problem never shows the credentials it carries', async (t) => {
+  // Broker credentials belong in the client's SASL settings; written into KAFKA_BROKERS, they must not
+  // reach the start-up error that lands in the service's log.
+  const err = t.throws(() =>
+    readEnv(
+      { KAFKA_BROKERS: hostPorts(), BACKUP_BROKERS: hostPorts(), PORT: int() },
+      { KAFKA_BROKERS: 'kafka://svc:kafka-pass@broker-1:9092', BACKUP_BROKERS: 'broker-2:9092,svc:bare-pass@broker-3:9092', PORT: 'redis://:redis-pass@cache:6379' },
+    ),
+  ) as ConfigError;
+  t.ok(err instanceof ConfigError);
+  t.same(err.problems, [
+    'KAFKA_BROKERS: expected host:port[,host:port…], got "kafka://svc:[redacted]@broker-1:9092"',
+    'BACKUP_BROKERS: expected host:port[,host:port…], got "broker-2:9092,[redacted]@broker-3:9092"',
+    'PORT: expected an integer, got "redis://:[redacted]@cache:6379"',
+  ]);
+  t.notMatch(err.message, /pass/, 'the whole error, as printed at start');
+});
