@@ -9,10 +9,11 @@
  * - **Hysteresis.** A new (challenger) zone takes a device only when
  *   1. its loudest signal beats the incumbent zone's by at least `switchMarginDb` (the incumbent's signal
  *      this poll, or the last one known when the incumbent zone does not hear it), or
- *   2. it has the device for `switchPolls` consecutive polls in which the incumbent zone's APs answered
- *      and none of them heard the device (the device is "in the new zone" only).
- *   While the incumbent zone still hears the device within the margin it stays put, so RSSI jitter below
- *   the margin never moves it.
+ *   2. it has been the device's zone for `switchPolls` consecutive polls: each poll, it heard the device
+ *      louder than the incumbent zone did, or the incumbent zone's APs answered and none of them heard it.
+ *   Jitter that makes another zone louder for fewer than `switchPolls` polls in a row never moves a
+ *   device, and an equal signal in both zones never moves it; but a device that the new zone keeps
+ *   hearing louder is not held in its old zone for ever because the lead is below the margin.
  * - **Frozen, not expired.** A device unheard this poll whose AP is silent (failed, timed out, rebooting)
  *   keeps its zone and is still counted. After `frozenPolls` such polls in a row it is dropped. A device
  *   that other zones hear while its own AP is silent is frozen too: it only moves by the margin rule, or
@@ -124,9 +125,12 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentAp !== undefined) {
-    // Both zones hear it: only a clear margin moves it.
-    if (heard.rssiDbm - heard.incumbentRssiDbm >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    return settled(current.zone, heard.incumbentAp, heard.incumbentRssiDbm, poll);
+    // Both zones hear it. The loudest sighting is in the new zone, so the lead is 0 (a tie the AP names
+    // broke, which is no reason to move) or more.
+    const lead = heard.rssiDbm - heard.incumbentRssiDbm;
+    if (lead <= 0) return settled(current.zone, heard.incumbentAp, heard.incumbentRssiDbm, poll);
+    if (lead >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    return dwell(current, heard, heard.incumbentAp, heard.incumbentRssiDbm, poll, config);
   }
   const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
   if (silentAps.has(current.ap)) {
@@ -137,9 +141,17 @@ function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<
   }
   if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
   // Its zone answered without it: the dwell rule counts.
+  return dwell(current, heard, current.ap, current.rssiDbm, poll, config);
+}
+
+/**
+ * One more poll in which the new zone has the device: it moves on the `switchPolls`-th in a row, and
+ * until then stays counted in its zone, known there by `ap` at `rssiDbm`.
+ */
+function dwell(current: TrackedDevice, heard: Heard, ap: string, rssiDbm: number, poll: number, config: TrackerConfig): TrackedDevice {
   const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
   if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-  return tracked(current.zone, current.ap, current.rssiDbm, heard.zone, challengerPolls, 0, 0, poll);
+  return tracked(current.zone, ap, rssiDbm, heard.zone, challengerPolls, 0, 0, poll);
 }
 
 /** The next record of a known device nobody heard this poll, or why it is removed. */

@@ -5,7 +5,7 @@
 
 /** The tracker's thresholds, all in polls or dB. */
 export interface TrackerConfig {
-  /** N: consecutive polls in which the new zone hears a device and its zone does not, before it moves. */
+  /** N: consecutive polls in which a new zone hears a device louder than its zone does (or its zone does not hear it), before it moves. */
   switchPolls: number;
   /** A new zone whose signal beats the incumbent's by at least this many dB takes the device at once. */
   switchMarginDb: number;

@@ -80,7 +80,7 @@ const placementArb = fc.uniqueArray(
   { selector: (p) => p.device, minLength: 1 },
 );
 
-t.test('jitter below the margin never moves a device its zone still hears', async (t) => {
+t.test('jitter below the margin that favours another zone for fewer than switchPolls polls in a row never moves a device', async (t) => {
   fc.assert(
     fc.property(
       configArb,
@@ -92,18 +92,25 @@ t.test('jitter below the margin never moves a device its zone still hears', asyn
       (config, placement, jitterPolls) => {
         let state = settledState(placement, config);
         const before = zoneCounts(state, ZONES);
+        // Polls in a row in which another zone heard each device louder than its own zone did.
+        const louderInARow = placement.map(() => 0);
         for (const jitter of jitterPolls) {
           const stations = APS.map(() => [] as Array<{ device: string; rssiDbm: number }>);
           placement.forEach((p, i) => {
             const [own, spread, otherOffset] = jitter[i] ?? [0, 0, 0];
             const ownRssi = p.rssi + own;
             stations[p.apIndex]!.push({ device: p.device, rssiDbm: ownRssi });
-            // Another zone's AP hears it too, never by the margin or more above its own zone.
+            // Another zone's AP hears it too, never by the margin or more above its own zone, and louder
+            // than its own zone for fewer than switchPolls polls in a row.
             const other = (p.apIndex + 1 + otherOffset) % APS.length;
-            if (APS[other]!.zone !== APS[p.apIndex]!.zone) {
-              const below = (spread / 1000) * 30;
-              stations[other]!.push({ device: p.device, rssiDbm: ownRssi + config.switchMarginDb - 0.01 - below });
+            if (APS[other]!.zone === APS[p.apIndex]!.zone) {
+              louderInARow[i] = 0;
+              return;
             }
+            let lead = config.switchMarginDb - 0.01 - (spread / 1000) * 30;
+            if (lead > 0 && louderInARow[i]! + 1 >= config.switchPolls) lead = -0.01 - (spread / 1000) * 30;
+            louderInARow[i] = lead > 0 ? louderInARow[i]! + 1 : 0;
+            stations[other]!.push({ device: p.device, rssiDbm: ownRssi + lead });
           });
           const aps = APS.map(({ ap, zone }, i): ApObservation => ({ ap, zone, answered: true, stations: stations[i]! }));
           const outcome = applyPoll(state, { aps }, config);

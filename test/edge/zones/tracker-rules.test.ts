@@ -44,8 +44,10 @@ t.test('equal signals break ties by AP name whatever the AP order', async (t) =>
   t.equal(b.devices.get('d1')?.zone, 'lobby');
 });
 
-t.test('a louder new zone within the margin does not move a device its zone still hears', async (t) => {
-  const polls = Array.from({ length: 10 }, () => [heard('ap-l', 'lobby', { d1: -60 }), heard('ap-c', 'cafe', { d1: -53 })]);
+t.test('a new zone louder within the margin, never for N polls in a row, does not move a device its zone still hears', async (t) => {
+  const cafeLouder = [heard('ap-l', 'lobby', { d1: -60 }), heard('ap-c', 'cafe', { d1: -53 })];
+  const lobbyLouder = [heard('ap-l', 'lobby', { d1: -58 }), heard('ap-c', 'cafe', { d1: -59 })];
+  const polls = Array.from({ length: 10 }, (_, i) => (i % 3 === 2 ? lobbyLouder : cafeLouder));
   const first = [[heard('ap-l', 'lobby', { d1: -50 })]];
   const { state, moves } = run([...first, ...polls]);
   t.equal(state.devices.get('d1')?.zone, 'lobby');

@@ -73,9 +73,14 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentRssiDbm !== undefined) {
-    // Both zones hear it: only a clear margin moves it.
-    if (heard.rssiDbm - heard.incumbentRssiDbm >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    return settled(current.zone, heard.incumbentAp ?? current.ap, heard.incumbentRssiDbm, poll);
+    const incumbentAp = heard.incumbentAp ?? current.ap;
+    const lead = heard.rssiDbm - heard.incumbentRssiDbm;
+    // Both zones hear it: a tie keeps it, a clear margin moves it, a smaller lead counts toward the dwell.
+    if (lead <= 0) return settled(current.zone, incumbentAp, heard.incumbentRssiDbm, poll);
+    if (lead >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
+    if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    return { ...current, ap: incumbentAp, rssiDbm: heard.incumbentRssiDbm, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
   }
   const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
   if (silentAps.has(current.ap)) {
