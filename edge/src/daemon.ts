@@ -15,7 +15,7 @@ import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
 import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
 import type { ZoneStore } from './zones/store.js';
-import { applyPoll, frozenCount, transitionWindow, zoneCounts } from './zones/tracker.js';
+import { applyPoll, frozenCount, rezoneToConfig, transitionWindow, zoneCounts } from './zones/tracker.js';
 import type { PollOutcome, PollStats, TrackerState, ZonePairCount } from './zones/types.js';
 
 export type DaemonConfig = Pick<EdgeConfig, 'buildingId' | 'pollIntervalMs' | 'requestTimeoutMs' | 'zones' | 'tracker' | 'accessPoints' | 'reportNames'>;
@@ -154,8 +154,18 @@ export class EdgeDaemon {
     return (this.deps.clock ?? Date.now)();
   }
 
+  /**
+   * The tracker state, loaded once. A state saved before an AP was moved to another zone in the
+   * configuration is brought to it: those devices count in their AP's zone from the first tick, not
+   * in the old one for `switchPolls` ticks and then as a transition nobody made.
+   */
   private load(): TrackerState {
-    if (!this.state) this.state = this.deps.zones.load();
+    if (!this.state) {
+      const apZones = new Map(this.deps.config.accessPoints.map((ap) => [ap.name, ap.zone]));
+      const { state, rezoned } = rezoneToConfig(this.deps.zones.load(), apZones);
+      if (rezoned > 0) this.deps.logger.info({ devices: rezoned }, 'devices follow their AP to the zone the configuration gives it now');
+      this.state = state;
+    }
     return this.state;
   }
 

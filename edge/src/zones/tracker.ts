@@ -261,6 +261,29 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
 }
 
 /**
+ * The state with every device counted in the zone its AP belongs to now, for a state saved under an
+ * older configuration: an AP moved to another zone carries its devices along at once. Nobody walked, so
+ * it is no move (no transition, no dwell); a device whose AP is no longer configured is left as it is
+ * (unheard, it is dropped as absent). Answers the state unchanged when nothing differs.
+ *
+ * @example
+ * rezoneToConfig(saved, new Map([['ap-1', 'cafe']])); // { state, rezoned: 12 }
+ */
+export function rezoneToConfig(state: TrackerState, apZones: ReadonlyMap<string, string>): { state: TrackerState; rezoned: number } {
+  let devices: Map<string, TrackedDevice> | undefined;
+  for (const [id, device] of state.devices) {
+    const zone = apZones.get(device.ap);
+    if (zone === undefined || zone === device.zone) continue;
+    devices ??= new Map(state.devices);
+    devices.set(id, { ...device, zone, challengerZone: null, challengerPolls: 0 });
+  }
+  if (!devices) return { state, rezoned: 0 };
+  let rezoned = 0;
+  for (const [id, device] of devices) if (device !== state.devices.get(id)) rezoned++;
+  return { state: { ...state, devices }, rezoned };
+}
+
+/**
  * Devices counted per zone. Every zone named in `zones` is present (0 when empty); a device is counted
  * once, in its own zone.
  */
