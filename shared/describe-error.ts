@@ -65,3 +65,21 @@ export function describeError(err: unknown): string {
   }
   return typeof err;
 }
+
+/**
+ * A start failure that names the dependency and where it was looked for: a driver's error alone
+ * (`Error`, `Error (ECONNREFUSED)`, `Error: Connection is closed.`) names neither. Only the URL's host,
+ * port and path are shown, never its user info or query, which may hold a password.
+ *
+ * @example
+ * new DependencyUnreachable('PostgreSQL', 'postgres://u:pw@db:5432/lintel', err).message;
+ * // 'cannot reach PostgreSQL at db:5432/lintel: Error (ECONNREFUSED)'
+ */
+export class DependencyUnreachable extends Error implements SafeMessageError {
+  readonly messageIsSafe = true;
+  constructor(what: string, url: string, cause: unknown) {
+    const { host, pathname } = new URL(url);
+    super(`cannot reach ${what} at ${host}${pathname}: ${describeError(cause)}`, { cause });
+    this.name = 'DependencyUnreachable';
+  }
+}

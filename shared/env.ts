@@ -41,6 +41,19 @@ export function str(options: { default?: string; optional?: boolean } = {}): Env
   return { read: (raw) => fallback(raw, options.default, !options.optional, (s) => s) };
 }
 
+/** The levels a service's logger accepts, quietest last. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** A log level (`LOG_LEVEL`), default info: a misspelt level is a configuration problem, not a crash in the logger. */
+export function logLevel(): EnvVar<string> {
+  return {
+    read: (raw) =>
+      fallback<string>(raw?.trim(), 'info', false, (s) =>
+        (LOG_LEVELS as readonly string[]).includes(s) ? s : problem(`expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(s)}`),
+      ),
+  };
+}
+
 /** An integer within bounds. */
 export function int(options: { default?: number; min?: number; max?: number; optional?: boolean } = {}): EnvVar<number> {
   return {

@@ -1,7 +1,7 @@
 /**
  * The chat service's environment, read once at start; every problem is reported at once.
  */
-import { int, readEnv, str, url } from '../../shared/env.js';
+import { int, logLevel, readEnv, url } from '../../shared/env.js';
 import { DEFAULT_HISTORY_MAX_MESSAGES } from './app.js';
 import { DEFAULT_AGENT_TIMEOUTS } from './http-agent.js';
 
@@ -13,7 +13,7 @@ export const CHAT_ENV = {
   AGENT_CONNECT_TIMEOUT_MS: int({ default: DEFAULT_AGENT_TIMEOUTS.connectTimeoutMs, min: 1, max: 60_000 }),
   AGENT_RESPONSE_TIMEOUT_MS: int({ default: DEFAULT_AGENT_TIMEOUTS.responseTimeoutMs, min: 1, max: 600_000 }),
   AGENT_IDLE_TIMEOUT_MS: int({ default: DEFAULT_AGENT_TIMEOUTS.idleTimeoutMs, min: 1, max: 600_000 }),
-  LOG_LEVEL: str({ default: 'info' }),
+  LOG_LEVEL: logLevel(),
 };
 
 export type ChatConfig = ReturnType<typeof readChatConfig>;

@@ -5,6 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { MongoClient } from 'mongodb';
+import { describeError } from '../../shared/errors.js';
 import { runUntilSignal, listen, exitOnConfigError } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/prom.js';
@@ -91,5 +92,12 @@ try {
 } catch (err) {
   exitOnConfigError(err);
 }
-const service = new ChatService(config);
-await runUntilSignal(service, createLogger('chat', { level: config.LOG_LEVEL }), 8_000);
+const logger = createLogger('chat', { level: config.LOG_LEVEL });
+try {
+  await runUntilSignal(new ChatService(config), logger, 8_000);
+} catch (err) {
+  // MongoDB unreachable, or the port taken: say so in one safe line, not a stack trace (the driver's
+  // error dumps its whole topology).
+  logger.fatal({ error: describeError(err), port: config.PORT }, 'chat failed to start');
+  process.exit(1);
+}

@@ -7,8 +7,9 @@ import { Redis } from 'ioredis';
 import { MongoClient } from 'mongodb';
 import webpush from 'web-push';
 import { encodeClaims, systemClaims } from '../../shared/claims.js';
+import { DependencyUnreachable } from '../../shared/describe-error.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
-import { ConfigError, hostPorts, int, readEnv, str, url, type EnvOf, type EnvVar } from '../../shared/env.js';
+import { ConfigError, hostPorts, int, logLevel, readEnv, str, url, type EnvOf, type EnvVar } from '../../shared/env.js';
 import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createApp } from './app.js';
@@ -65,7 +66,7 @@ const ENV_SPEC = {
   PUSH_CONCURRENCY: int({ default: 16, min: 1, max: 1024 }),
   WEB_PUSH_ALLOW_HTTP: bool({ default: false }),
   WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: bool({ default: false }),
-  LOG_LEVEL: str({ default: 'info' }),
+  LOG_LEVEL: logLevel(),
 };
 
 /** Reads and checks the whole configuration, reporting every problem at once. */
@@ -104,8 +105,10 @@ async function main(): Promise<void> {
   }
   const logger = createLogger('notification', { level: config.LOG_LEVEL });
   if (!config.vapid) {
+    // Names, not `privateKeySet: true`: the logger redacts every field named like a private key.
+    const missing = (['VAPID_PUBLIC_KEY', 'VAPID_PRIVATE_KEY'] as const).filter((name) => !config[name]);
     logger.warn(
-      { publicKeySet: Boolean(config.VAPID_PUBLIC_KEY), privateKeySet: Boolean(config.VAPID_PRIVATE_KEY) },
+      { missing },
       'VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are not both set: every push will fail and be logged',
     );
   }
@@ -163,7 +166,9 @@ async function main(): Promise<void> {
         await store.start();
         const migration = await migrateAlertableMetrics(store, logger);
         logger.info(migration, 'startup migration finished');
-        await redis.connect();
+        await redis.connect().catch((err: unknown) => {
+          throw new DependencyUnreachable('Redis', config.REDIS_URL, err);
+        });
         server = createServer(app);
         const port = await listen(server, config.PORT);
         logger.info({ port, database: config.database, topic: consumer.topic, groupId: consumer.groupId }, 'notification service listening');

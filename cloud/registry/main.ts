@@ -10,12 +10,12 @@
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { keyRing, listenAddr, readEnv, url } from '../../shared/env.js';
-import { describeError } from '../../shared/errors.js';
-import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { keyRing, listenAddr, logLevel, readEnv, url } from '../../shared/env.js';
+import { describeError } from '../../shared/describe-error.js';
+import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { runMigrations } from '../../shared/pg-migrations.js';
-import { openPgPool } from '../../shared/pg-pool.js';
+import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
 import { createRegistryApp } from './app.js';
 import { PgRegistryStore } from './pg-store.js';
 
@@ -39,6 +39,7 @@ class RegistryService {
     const keys = env.INTERNAL_SIGNING_SECRET;
 
     this.pool = openPgPool(env.DATABASE_URL, { max: 10, logger: this.logger });
+    await reachPostgres(this.pool, env.DATABASE_URL);
     const migrated = await runMigrations(this.pool, 'registry', MIGRATIONS);
     if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
 
@@ -53,7 +54,13 @@ class RegistryService {
   }
 }
 
-const logger = createLogger('registry', { level: process.env.LOG_LEVEL });
+let level: string;
+try {
+  level = readEnv({ LOG_LEVEL: logLevel() }).LOG_LEVEL;
+} catch (err) {
+  exitOnConfigError(err);
+}
+const logger = createLogger('registry', { level });
 const service = new RegistryService(logger);
 runUntilSignal(service, logger).catch(async (err: unknown) => {
   logger.fatal({ error: describeError(err) }, 'start failed');

@@ -1,7 +1,7 @@
 /**
  * The relay's environment, read once at start. Every problem is reported at once.
  */
-import { ConfigError, int, readEnv, str, url } from '../../shared/env.js';
+import { ConfigError, int, logLevel, readEnv, str, url } from '../../shared/env.js';
 import { DEFAULT_CHANNELS, type BrokerChannels } from './routing.js';
 
 export const RELAY_ENV = {
@@ -14,7 +14,7 @@ export const RELAY_ENV = {
   SOCKET_MAX_LIFETIME_SECS: int({ default: 900, min: 1, max: 20 * 24 * 3600 }),
   NOTIFICATIONS_CHANNEL: str({ default: DEFAULT_CHANNELS.notifications }),
   TELEMETRY_CHANNEL_PREFIX: str({ default: DEFAULT_CHANNELS.telemetryPrefix }),
-  LOG_LEVEL: str({ default: 'info' }),
+  LOG_LEVEL: logLevel(),
 };
 
 export interface RelayConfig {

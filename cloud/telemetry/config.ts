@@ -1,7 +1,7 @@
 /**
  * The service's environment, read once at start; every problem is reported at once.
  */
-import { hostPorts, int, keyRing, str, url } from '../../shared/env.js';
+import { hostPorts, int, keyRing, logLevel, str, url } from '../../shared/env.js';
 
 export const TELEMETRY_ENV = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
@@ -11,7 +11,7 @@ export const TELEMETRY_ENV = {
   DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://localhost:3000' }),
   INGEST_SIGNING_SECRET: keyRing({ minLength: 16 }),
   PRIVACY_FLOOR: int({ default: 5, min: 1, max: 1000 }),
-  LOG_LEVEL: str({ default: 'info' }),
+  LOG_LEVEL: logLevel(),
   // Optional renames, so several deployments (or a benchmark) can share one broker.
   ALERTS_TOPIC: str({ default: 'alerts' }),
   REGISTRATIONS_TOPIC: str({ default: 'building-registrations' }),

@@ -7,11 +7,11 @@
  */
 import { Redis } from 'ioredis';
 import { Kafka } from 'kafkajs';
-import { openPgPool } from '../../shared/pg-pool.js';
+import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
 import { loadBindingCatalog } from '../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
 import { readEnv } from '../../shared/env.js';
-import { describeError } from '../../shared/errors.js';
+import { describeError } from '../../shared/describe-error.js';
 import { exitOnConfigError, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { kafkaLogCreator } from './broker/kafka-log.js';
@@ -56,7 +56,16 @@ async function main(): Promise<void> {
     },
     { pool, redis, kafka, directory, catalog, logger, clock: Date.now },
   );
-  await runUntilSignal(service, logger);
+  await runUntilSignal(
+    {
+      start: async () => {
+        await reachPostgres(pool, env.DATABASE_URL);
+        await service.start();
+      },
+      stop: () => service.stop(),
+    },
+    logger,
+  );
 }
 
 main().catch((err) => {

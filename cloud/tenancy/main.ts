@@ -11,14 +11,14 @@
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { keyRing, listenAddr, readEnv, url } from '../../shared/env.js';
-import { closeServer, listen, runUntilSignal } from '../../shared/lifecycle.js';
-import { describeError } from '../../shared/errors.js';
+import { keyRing, listenAddr, logLevel, readEnv, url } from '../../shared/env.js';
+import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { describeError } from '../../shared/describe-error.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { AccountDeletedConsumer } from './account-deleted-consumer.js';
 import { createTenancyApp } from './app.js';
 import { runMigrations } from '../../shared/pg-migrations.js';
-import { openPgPool } from '../../shared/pg-pool.js';
+import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
 import { PgTenancyStore } from './pg-store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -43,6 +43,7 @@ class TenancyService {
     const keys = env.INTERNAL_SIGNING_SECRET;
 
     this.pool = openPgPool(env.DATABASE_URL, { max: 16, logger: this.logger });
+    await reachPostgres(this.pool, env.DATABASE_URL);
     const migrated = await runMigrations(this.pool, 'tenancy', MIGRATIONS);
     if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
 
@@ -67,7 +68,13 @@ class TenancyService {
   }
 }
 
-const logger = createLogger('tenancy', { level: process.env.LOG_LEVEL });
+let level: string;
+try {
+  level = readEnv({ LOG_LEVEL: logLevel() }).LOG_LEVEL;
+} catch (err) {
+  exitOnConfigError(err);
+}
+const logger = createLogger('tenancy', { level });
 const service = new TenancyService(logger);
 runUntilSignal(service, logger).catch(async (err: unknown) => {
   logger.fatal({ error: describeError(err) }, 'start failed');

@@ -1,9 +1,11 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createServer } from 'node:http';
 import { ConfigError } from '../../../shared/env.js';
+import { listen } from '../../../shared/lifecycle.js';
 import { readChatConfig } from '../../../cloud/chat/config.js';
-import { chatWithConversation, startChatProcess } from './support/chat-process.js';
+import { chatWithConversation, freePort, startChatProcess } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
 import { claimsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
@@ -131,4 +133,33 @@ t.test('SIGTERM while the agent stalls: at the drain limit the browser gets an e
   t.equal(code, 0);
   const stored = await db.collection('conversations').findOne({});
   t.same(stored?.messages, [], 'nothing of the exchange is stored');
+});
+
+t.test('npm run chat with MongoDB unreachable, or its port taken: one log line naming the cause, exit 1, no stack trace', async (t) => {
+  const closedPort = await freePort();
+  const unreachable = await startChatProcess(t, { MONGO_URI: `mongodb://chat:hunter2@127.0.0.1:${closedPort}/chat`, LOG_LEVEL: 'info' });
+  // startChatProcess returns once the process has exited, so its exit code is already known.
+  const code = unreachable.child.exitCode ?? ((await once(unreachable.child, 'exit')) as [number | null])[0];
+  t.equal(code, 1);
+  t.notMatch(unreachable.output(), /\n\s+at /, 'no stack trace');
+  t.notMatch(unreachable.output(), /hunter2/, 'the password is not printed');
+  const line = unreachable.output().split('\n').find((l) => l.includes('chat failed to start'));
+  t.ok(line, `a start failure line: ${unreachable.output()}`);
+  t.match(JSON.parse(line ?? '{}'), { level: 60, error: /^MongoServerSelectionError/ }, 'it names MongoDB');
+
+  const { uri } = await freshChatDatabase(t);
+  const taken = createServer();
+  const takenPort = await listen(taken, 0);
+  t.teardown(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+  const busy = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
+    env: { ...process.env, PORT: String(takenPort), LOG_LEVEL: 'info', MONGO_URI: uri },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  busy.stdout.on('data', (chunk) => (output += chunk));
+  busy.stderr.on('data', (chunk) => (output += chunk));
+  const [busyCode] = (await once(busy, 'exit')) as [number | null];
+  t.equal(busyCode, 1);
+  t.notMatch(output, /\n\s+at /, 'no stack trace');
+  t.match(output, /"error":"Error \(EADDRINUSE\)".*"port":\d+.*"msg":"chat failed to start"/);
 });

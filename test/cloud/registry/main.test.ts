@@ -56,3 +56,14 @@ t.test('starts, migrates, serves signup and the signed routes, and stops on SIGT
   t.match(run.stdout(), /"msg":"migrations applied"/);
   t.notMatch(run.stdout() + run.stderr(), /prov-secret/);
 });
+
+t.test('PostgreSQL unreachable at start: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
+  const closed = await freePort();
+  const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/registry_db`, INTERNAL_SIGNING_SECRET: 's' });
+  t.equal(await run.code, 1);
+  const fatal = run.stdout().split('\n').find((l) => l.includes('"start failed"'));
+  t.ok(fatal, `a start failure line: ${run.stdout()}`);
+  t.match(JSON.parse(fatal ?? '{}'), { level: 60, error: `DependencyUnreachable: cannot reach PostgreSQL at 127.0.0.1:${closed}/registry_db: Error (ECONNREFUSED)` });
+  t.notMatch(run.stdout() + run.stderr(), /hunter2/, 'the password is not printed');
+  t.notMatch(run.stderr(), /\n\s+at /, 'no stack trace');
+});

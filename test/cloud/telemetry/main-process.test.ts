@@ -1,12 +1,22 @@
+import { createServer } from 'node:http';
 import pg from 'pg';
 import t from 'tap';
 import { ConfigError, readEnv } from '../../../shared/env.js';
 import { sign } from '../../../shared/hmac.js';
+import { listen } from '../../../shared/lifecycle.js';
 import { TELEMETRY_ENV } from '../../../cloud/telemetry/config.js';
 import { freshPgDatabase } from './support/database.js';
 import { call, peopleReading, stackRedisUrl } from './support/harness.js';
 import { directKafka, stackBrokers, uniqueName } from './support/kafka.js';
 import { runScript as run } from './support/process.js';
+
+/** A loopback port where nothing listens: connections to it are refused. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  const port = await listen(server, 0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 t.test('configuration: every problem is reported at once, with its variable', async (t) => {
   const err = t.throws(() =>
@@ -110,4 +120,18 @@ t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from
   t.equal(await service.exited, 0, 'SIGTERM stops it cleanly');
   t.match(service.out(), /"msg":"stopped"/);
   t.notMatch(service.out() + service.err(), /main-process-test-secret|[0-9a-f]{64}/, 'no secret or signature in the logs');
+});
+
+t.test('npm run telemetry with PostgreSQL unreachable: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
+  const closed = await freePort();
+  const proc = run('cloud/telemetry/main.ts', [], {
+    PORT: '0',
+    DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/telemetry_db`,
+    REDIS_URL: stackRedisUrl(),
+    KAFKA_BROKERS: stackBrokers().join(','),
+    INGEST_SIGNING_SECRET: 'shared-secret-0123456789',
+  });
+  t.equal(await proc.exited, 1);
+  t.equal(proc.err(), `telemetry failed to start: DependencyUnreachable: cannot reach PostgreSQL at 127.0.0.1:${closed}/telemetry_db: Error (ECONNREFUSED)\n`);
+  t.notMatch(proc.out(), /hunter2/, 'the password is not logged');
 });

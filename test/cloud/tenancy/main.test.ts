@@ -110,3 +110,14 @@ t.test('without REDIS_URL the account-deleted consumer never starts, and every r
   t.match(run.stdout(), /"msg":"REDIS_URL not set; account-deleted consumer not started"/);
   t.notMatch(run.stdout(), /"msg":"account-deleted consumer started"/);
 });
+
+t.test('PostgreSQL unreachable at start: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
+  const closed = await freePort();
+  const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/tenancy_db`, INTERNAL_SIGNING_SECRET: 's' });
+  t.equal(await run.code, 1);
+  const fatal = run.stdout().split('\n').find((l) => l.includes('"start failed"'));
+  t.ok(fatal, `a start failure line: ${run.stdout()}`);
+  t.match(JSON.parse(fatal ?? '{}'), { level: 60, error: `DependencyUnreachable: cannot reach PostgreSQL at 127.0.0.1:${closed}/tenancy_db: Error (ECONNREFUSED)` });
+  t.notMatch(run.stdout() + run.stderr(), /hunter2/, 'the password is not printed');
+  t.notMatch(run.stderr(), /\n\s+at /, 'no stack trace');
+});

@@ -1,0 +1,36 @@
+/**
+ * A misspelt LOG_LEVEL is a configuration problem like any other: every service names it on stderr and
+ * exits 2 before it starts anything, instead of crashing inside the logger with a stack trace.
+ */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SERVICES = ['relay', 'chat', 'tenancy', 'registry', 'notification', 'telemetry'] as const;
+
+function run(service: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', `cloud/${service}/main.ts`], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code, stderr, stdout }));
+  });
+}
+
+for (const service of SERVICES) {
+  t.test(`${service}: LOG_LEVEL=verbose is named as a configuration problem, exit 2`, async (t) => {
+    const { code, stderr, stdout } = await run(service, { LOG_LEVEL: 'verbose' });
+    t.equal(code, 2);
+    t.match(stderr, 'LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "verbose"');
+    t.notMatch(stderr, /\n\s+at /, 'no stack trace');
+    t.equal(stdout, '', 'nothing started, nothing logged');
+  });
+}
