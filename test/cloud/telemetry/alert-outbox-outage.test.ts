@@ -1,17 +1,12 @@
-import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import t from 'tap';
-import { TelemetryService } from '../../../cloud/telemetry/service.js';
-import { createTelemetryMetrics } from '../../../cloud/telemetry/metrics.js';
-import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
-import { createBuildingDirectory } from '../../../shared/directory.js';
 import { sign } from '../../../shared/hmac.js';
-import { silentLogger } from '../../../shared/logger.js';
 import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import { startOwnKafka } from '../../support/peers/kafka.js';
-import { SHARED_SECRET, call, stackRedisUrl, temperatureReading, until } from './support/harness.js';
+import { SHARED_SECRET, call, temperatureReading, until } from './support/harness.js';
+import { startBrokeredService } from './support/brokered-service.js';
 import { collect, createTopics, uniqueName } from './support/kafka.js';
 
 t.test('alerts written while the Kafka broker is stopped reach the topic once it is back, each exactly once', async (t) => {
@@ -25,24 +20,16 @@ t.test('alerts written while the Kafka broker is stopped reach the topic once it
   await createTopics(t, [alertsTopic, registrationsTopic], 3, brokers);
   await broker.stop();
   const databaseUrl = await freshPgDatabase(t);
-  const metrics = createTelemetryMetrics({ defaults: false });
   const pool = quietAtTeardown(new pg.Pool({ connectionString: databaseUrl }));
-  const service = new TelemetryService(
-    { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], channels: { raw: uniqueName('raw'), filteredPrefix: uniqueName('filtered') + ':' }, alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250, relayIdleMs: 100 },
-    {
-      pool,
-      redis: new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 }),
-      // Short retries: the relay gives up on a stopped broker quickly and reconnects every brokerRetryMs.
-      kafka: new Kafka({ clientId: 'telemetry-outage', brokers, connectionTimeout: 1000, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, logLevel: logLevel.NOTHING }),
-      directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
-      catalog: await loadBindingCatalog(),
-      logger: silentLogger(),
-      clock: Date.now,
-      metrics,
-    },
-  );
-  await service.start();
-  t.teardown(() => service.stop());
+  const { service, metrics } = await startBrokeredService(t, {
+    pool,
+    directoryUrl: directory.url,
+    alertsTopic,
+    registrationsTopic,
+    config: { channels: { raw: uniqueName('raw'), filteredPrefix: uniqueName('filtered') + ':' }, relayIdleMs: 100 },
+    // Short retries: the relay gives up on a stopped broker quickly and reconnects every brokerRetryMs.
+    kafka: new Kafka({ clientId: 'telemetry-outage', brokers, connectionTimeout: 1000, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 500 }, logLevel: logLevel.NOTHING }),
+  });
   const url = `http://127.0.0.1:${service.port}`;
   const ingest = (readings: unknown[]) => {
     const body = JSON.stringify({ readings });

@@ -1,17 +1,11 @@
-import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import t from 'tap';
-import { TelemetryService } from '../../../cloud/telemetry/service.js';
-import { createTelemetryMetrics } from '../../../cloud/telemetry/metrics.js';
 import { encodeClaims } from '../../../shared/claims.js';
-import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
-import { createBuildingDirectory } from '../../../shared/directory.js';
-import { silentLogger } from '../../../shared/logger.js';
 import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
-import { SHARED_SECRET, call, stackRedisUrl, until } from './support/harness.js';
-import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
+import { call, until } from './support/harness.js';
+import { startBrokeredService } from './support/brokered-service.js';
+import { createTopics, produce, uniqueName } from './support/kafka.js';
 
 t.test('building-registrations: building, rooms, sensors, and thresholds for every room at once', async (t) => {
   // First: it fails the test at teardown on a call it was not set up for, which must skip no cleanup.
@@ -22,7 +16,6 @@ t.test('building-registrations: building, rooms, sensors, and thresholds for eve
   // One partition, so the messages are read in the order sent.
   await createTopics(t, [registrationsTopic], 1);
   const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
-  const metrics = createTelemetryMetrics({ defaults: false });
   // Messages sent before the service starts are read too: the group starts from the earliest offset.
   await produce(registrationsTopic, [
     'not json at all',
@@ -38,21 +31,7 @@ t.test('building-registrations: building, rooms, sensors, and thresholds for eve
       ],
     },
   ]);
-  const service = new TelemetryService(
-    { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250 },
-    {
-      pool,
-      redis: new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 }),
-      kafka: new Kafka({ clientId: 'telemetry-registrations-test', brokers: stackBrokers(), logLevel: logLevel.NOTHING }),
-      directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
-      catalog: await loadBindingCatalog(),
-      logger: silentLogger(),
-      clock: Date.now,
-      metrics,
-    },
-  );
-  await service.start();
-  t.teardown(() => service.stop());
+  const { service, metrics } = await startBrokeredService(t, { pool, directoryUrl: directory.url, alertsTopic, registrationsTopic });
 
   const registered = async () => (await metrics.registrations.get()).values.find((v) => v.labels.outcome === 'registered')?.value ?? 0;
   await until(async () => (await registered()) === 1, 30_000, 'the registration to be applied');

@@ -4,20 +4,14 @@
  * would fail on it, restart at the same offset and fail again, and no later registration would ever
  * be applied.
  */
-import { Redis } from 'ioredis';
-import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import t from 'tap';
 import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
-import { createTelemetryMetrics } from '../../../cloud/telemetry/metrics.js';
-import { TelemetryService } from '../../../cloud/telemetry/service.js';
-import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
-import { createBuildingDirectory } from '../../../shared/directory.js';
-import { silentLogger } from '../../../shared/logger.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import { freshPgDatabase, quietAtTeardown } from './support/database.js';
-import { SHARED_SECRET, stackRedisUrl, until } from './support/harness.js';
-import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
+import { until } from './support/harness.js';
+import { startBrokeredService } from './support/brokered-service.js';
+import { createTopics, produce, uniqueName } from './support/kafka.js';
 
 const sensor = (endpoint: string) => ({ sensorId: 'stat-1', roomId: 'lab', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint });
 
@@ -47,22 +41,7 @@ t.test('a registration PostgreSQL cannot store is skipped, and the next one is a
     { buildingId: 'b-good', rooms: ['lab'], sensors: [sensor('http://127.0.0.1:9/zone-1')] },
   ]);
   const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
-  const metrics = createTelemetryMetrics({ defaults: false });
-  const service = new TelemetryService(
-    { port: 0, host: '127.0.0.1', privacyFloor: 5, sharedKeys: [SHARED_SECRET], alertsTopic, registrationsTopic, registrationsGroup: uniqueName('group'), registrationsSessionTimeoutMs: 6000, brokerRetryMs: 250 },
-    {
-      pool,
-      redis: new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 }),
-      kafka: new Kafka({ clientId: 'telemetry-registrations-unstorable', brokers: stackBrokers(), logLevel: logLevel.NOTHING }),
-      directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
-      catalog: await loadBindingCatalog(),
-      logger: silentLogger(),
-      clock: Date.now,
-      metrics,
-    },
-  );
-  await service.start();
-  t.teardown(() => service.stop());
+  const { metrics } = await startBrokeredService(t, { pool, directoryUrl: directory.url, alertsTopic, registrationsTopic });
 
   const counted = async (outcome: string) => (await metrics.registrations.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
   await until(async () => (await counted('registered')) === 1, 30_000, 'the registration after the unstorable one to be applied');
