@@ -3,6 +3,7 @@
  */
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import { describeError } from './describe-error.js';
 import { ConfigError } from './env.js';
 
 /** Anything with an async start and a stop that undoes it. */
@@ -13,8 +14,9 @@ export interface Lifecycle {
 
 /**
  * Starts a service and stops it on SIGTERM/SIGINT. A stop that takes longer than `deadlineMs` exits 1.
- * Signals that arrive while stopping are logged and otherwise ignored. A {@link ConfigError} at start
- * prints every problem and exits 2.
+ * Signals that arrive while stopping are logged and otherwise ignored; a signal during start stops the
+ * service, and the start it cuts short is not a start failure. A {@link ConfigError} at start prints
+ * every problem and exits 2.
  *
  * @example
  * await runUntilSignal(service, logger);
@@ -43,7 +45,7 @@ export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlin
       logger.info('stopped');
       process.exit(0);
     } catch (err) {
-      logger.error({ error: (err as Error).name }, 'stop failed');
+      logger.error({ error: describeError(err) }, 'stop failed');
       process.exit(1);
     }
   };
@@ -52,6 +54,12 @@ export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlin
   try {
     await service.start();
   } catch (err) {
+    // A signal during start stops the service under it (a pool ended while start still waited on it):
+    // that start failing is the stop's doing, and the stop, already under way, decides the exit.
+    if (stopping) {
+      logger.info({ error: describeError(err) }, 'start cut short by the stop');
+      return;
+    }
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(2);

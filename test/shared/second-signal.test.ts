@@ -45,3 +45,28 @@ t.test('a second SIGINT or SIGTERM while stopping does not kill the process: the
   t.match(stdout, /stop finished\n/);
   t.same(messages(), ['stopping', 'already stopping; the stop continues', 'already stopping; the stop continues', 'stopped']);
 });
+
+t.test('a signal during start stops the service cleanly: the start it cut short is not a start failure', async (t) => {
+  const fixture = fileURLToPath(new URL('./fixtures/signal-during-start.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  let stdout = '';
+  child.stdout.setEncoding('utf8');
+  const starting = new Promise<void>((resolve) => {
+    child.stdout.on('data', (chunk: string) => {
+      stdout += chunk;
+      if (stdout.includes('starting\n')) resolve();
+    });
+  });
+  await starting;
+  child.kill('SIGTERM');
+  const [code, signal] = await exited;
+  t.same({ code, signal }, { code: 0, signal: null }, 'exit 0, as for any stop');
+  const messages = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => (JSON.parse(line) as { msg: string }).msg);
+  t.notOk(messages.includes('failed to start'), 'no start failure is reported');
+  t.ok(messages.includes('start cut short by the stop'), 'the cut-short start is logged as such');
+  t.equal(messages.at(-1), 'stopped');
+});
