@@ -68,6 +68,20 @@ export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlin
   }
 }
 
+/**
+ * The configuration `read` gives, or exits 2 with every problem listed when it throws a ConfigError.
+ *
+ * @example
+ * const config = configOrExit(() => readEnv(SPEC));
+ */
+export function configOrExit<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    exitOnConfigError(err);
+  }
+}
+
 /** Exits with a readable message when configuration is invalid (every problem listed). */
 export function exitOnConfigError(err: unknown): never {
   if (err instanceof ConfigError) {

@@ -6,7 +6,7 @@
 import { createServer, type Server } from 'node:http';
 import { MongoClient } from 'mongodb';
 import { describeError } from '../../shared/errors.js';
-import { runUntilSignal, listen, exitOnConfigError } from '../../shared/lifecycle.js';
+import { configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/prom.js';
 import { createChatApp } from './app.js';
@@ -86,12 +86,7 @@ class ChatService {
   }
 }
 
-let config: ChatConfig;
-try {
-  config = readChatConfig();
-} catch (err) {
-  exitOnConfigError(err);
-}
+const config: ChatConfig = configOrExit(readChatConfig);
 const logger = createLogger('chat', { level: config.LOG_LEVEL });
 try {
   await runUntilSignal(new ChatService(config), logger, 8_000);

@@ -21,6 +21,7 @@ import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, seenKey, type AlertEvent } from './alert-event.js';
+import { rememberBounded } from './bounded-memory.js';
 import { mapSettled } from './concurrency.js';
 import type { AlertFanOut, Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
@@ -33,16 +34,6 @@ const ALERTABLE = new Set(ALERTABLE_METRICS);
  * Past it the oldest is forgotten: read again, it is counted as the duplicate it then is.
  */
 const MAX_UNSETTLED_DELIVERIES = 100_000;
-
-/** Sets `key` as the newest entry of `memory`, forgetting the oldest past MAX_UNSETTLED_DELIVERIES. */
-function rememberBounded<V>(memory: Map<string, V>, key: string, value: V): void {
-  memory.delete(key);
-  memory.set(key, value);
-  if (memory.size > MAX_UNSETTLED_DELIVERIES) {
-    const oldest = memory.keys().next().value;
-    if (oldest !== undefined) memory.delete(oldest);
-  }
-}
 
 export interface BreachDeps {
   cooldown: Cooldown;
@@ -192,7 +183,7 @@ export class BreachHandler {
     }
     for (const [index, alertId] of redelivered) if (index < firstFailure) this.unsettledDeliveries.delete(alertId);
     for (const p of asked) {
-      if (p.index > firstFailure && (p.outcome === 'delivered' || p.outcome === 'unroutable')) rememberBounded(this.unsettledDeliveries, p.alert.alertId, p.outcome);
+      if (p.index > firstFailure && (p.outcome === 'delivered' || p.outcome === 'unroutable')) rememberBounded(this.unsettledDeliveries, p.alert.alertId, p.outcome, MAX_UNSETTLED_DELIVERIES);
     }
     for (let i = firstFailure; i < outcomes.length; i++) outcomes[i] = undefined;
     const tally = new Map<AlertOutcome, number>();
@@ -316,7 +307,7 @@ export class BreachHandler {
         failures.set(p.index, publishError);
         releases.push(
           cooldown.release(p.keys).catch((releaseErr: unknown) => {
-            rememberBounded(this.unreleased, p.alert.alertId, p.keys);
+            rememberBounded(this.unreleased, p.alert.alertId, p.keys, MAX_UNSETTLED_DELIVERIES);
             logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; retried before the record is read again here');
           }),
         );

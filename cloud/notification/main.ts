@@ -10,7 +10,7 @@ import { encodeClaims, systemClaims } from '../../shared/claims.js';
 import { DependencyUnreachable } from '../../shared/describe-error.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
 import { ConfigError, hostPorts, int, logLevel, readEnv, str, url, type EnvOf, type EnvVar } from '../../shared/env.js';
-import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createApp } from './app.js';
 import { BreachHandler } from './breach.js';
@@ -97,12 +97,7 @@ async function main(): Promise<void> {
     process.stdout.write(`VAPID_PUBLIC_KEY=${keys.publicKey}\nVAPID_PRIVATE_KEY=${keys.privateKey}\n`);
     return;
   }
-  let config: ReturnType<typeof readConfig>;
-  try {
-    config = readConfig();
-  } catch (err) {
-    exitOnConfigError(err);
-  }
+  const config = configOrExit(() => readConfig());
   const logger = createLogger('notification', { level: config.LOG_LEVEL });
   if (!config.vapid) {
     // Names, not `privateKeySet: true`: the logger redacts every field named like a private key.

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
+import { rememberBounded } from './bounded-memory.js';
 
 /** The default in-app channel. */
 export const NOTIFICATIONS_CHANNEL = 'notifications';
@@ -190,7 +191,7 @@ export class RedisCooldown implements Cooldown {
       } catch (err) {
         // Redis may have run the call before the connection dropped: its alerts keep their tokens, so
         // arming them again recognizes their own marks.
-        slice.forEach((a, i) => this.rememberInDoubt(a.seen, tokens[start + i] as string, earlier[start + i]?.sentAt ?? sentAt));
+        slice.forEach((a, i) => rememberBounded(this.inDoubt, a.seen, { token: tokens[start + i] as string, sentAt: earlier[start + i]?.sentAt ?? sentAt }, MAX_IN_DOUBT));
         // The earlier calls marked their alerts seen: rejecting would have them read again as
         // duplicates and never delivered. Only this call's alerts and the ones after it fail.
         if (start === 0) throw err;
@@ -212,15 +213,6 @@ export class RedisCooldown implements Cooldown {
       }
       return 'armed';
     });
-  }
-
-  private rememberInDoubt(seen: string, token: string, sentAt: number): void {
-    this.inDoubt.delete(seen);
-    this.inDoubt.set(seen, { token, sentAt });
-    if (this.inDoubt.size > MAX_IN_DOUBT) {
-      const oldest = this.inDoubt.keys().next().value;
-      if (oldest !== undefined) this.inDoubt.delete(oldest);
-    }
   }
 
   async release(alert: AlertKeys): Promise<void> {

@@ -237,16 +237,18 @@ export class MongoNotificationStore implements NotificationStore {
     return run;
   }
 
-  setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord> {
-    const key = `${accountName}\u0000${domainName}`;
-    return this.serialized(key, async () => {
-      try {
-        // A stored string cannot hold NUL, so the lock is named by the pair as JSON.
-        return await this.underRecordLock(`preferences:${JSON.stringify([accountName, domainName])}`, () => this.writePreferences(accountName, domainName, changes));
-      } finally {
-        this.changed();
-      }
-    });
+  async setPreferences(accountName: string, domainName: string, changes: readonly PreferenceChange[]): Promise<PreferencesRecord> {
+    try {
+      return await this.underPreferencesLock(accountName, domainName, () => this.writePreferences(accountName, domainName, changes));
+    } finally {
+      this.changed();
+    }
+  }
+
+  /** Runs a write of one preferences record: after this replica's writes of it, holding its record lock. */
+  private underPreferencesLock<T>(accountName: string, domainName: string, task: () => Promise<T>): Promise<T> {
+    // A stored string cannot hold NUL, so the lock is named by the pair as JSON.
+    return this.serialized(`${accountName}\u0000${domainName}`, () => this.underRecordLock(`preferences:${JSON.stringify([accountName, domainName])}`, task));
   }
 
   /** Runs a write holding the record's lock, waiting for another replica's; 409 when it is held too long. */
@@ -290,22 +292,26 @@ export class MongoNotificationStore implements NotificationStore {
         }
       }
       const preferences = applyPreferenceChanges(existing.preferences ?? [], changes);
-      const revision = existing.revision ?? 0;
-      const result = await this.records.updateOne(
-        { _id: existing._id, revision: existing.revision === undefined ? { $exists: false } : existing.revision },
-        {
-          $set: {
-            preferences,
-            updatedAt: now,
-            revision: revision + 1,
-            subscribedTypes: subscribedTypesOf(preferences),
-            configuredTypes: configuredTypesOf(preferences),
-          },
-        },
-      );
-      if (result.matchedCount === 1) return toRecord({ ...existing, preferences, updatedAt: now });
+      if (await this.replacePreferences(existing, preferences, now)) return toRecord({ ...existing, preferences, updatedAt: now });
     }
     throw new WriteConflictError();
+  }
+
+  /** Writes `preferences` over a record read as `existing`, when no write came between; whether it did. */
+  private async replacePreferences(existing: PreferencesDoc, preferences: PreferenceEntry[], now: string): Promise<boolean> {
+    const result = await this.records.updateOne(
+      { _id: existing._id, revision: existing.revision === undefined ? { $exists: false } : existing.revision },
+      {
+        $set: {
+          preferences,
+          updatedAt: now,
+          revision: (existing.revision ?? 0) + 1,
+          subscribedTypes: subscribedTypesOf(preferences),
+          configuredTypes: configuredTypesOf(preferences),
+        },
+      },
+    );
+    return result.matchedCount === 1;
   }
 
   async preferencesOf(accountName: string): Promise<PreferencesRecord[]> {
@@ -414,10 +420,8 @@ export class MongoNotificationStore implements NotificationStore {
     const worker = async (): Promise<void> => {
       for (let at = next++; at < candidates.length && !failed; at = next++) {
         const { accountName, domainName } = candidates[at] as { accountName: string; domainName: string };
-        const key = `${accountName}\u0000${domainName}`;
-        const lockId = `preferences:${JSON.stringify([accountName, domainName])}`;
         try {
-          if (await this.serialized(key, () => this.underRecordLock(lockId, () => this.enableIn(accountName, domainName, metric)))) modified++;
+          if (await this.underPreferencesLock(accountName, domainName, () => this.enableIn(accountName, domainName, metric))) modified++;
         } catch (err) {
           failed = true; // the others stop too: the migration fails and is run again at the next start
           throw err;
@@ -439,19 +443,7 @@ export class MongoNotificationStore implements NotificationStore {
       const stored = Array.isArray(existing?.preferences) ? existing.preferences : [];
       if (!existing || !subscribedTypesOf(stored).includes('temperature') || configuredTypesOf(stored).includes(metric)) return false;
       const preferences = applyPreferenceChanges(stored, [{ notificationType: metric, isSubscribed: true }]);
-      const result = await this.records.updateOne(
-        { _id: existing._id, revision: existing.revision === undefined ? { $exists: false } : existing.revision },
-        {
-          $set: {
-            preferences,
-            updatedAt: this.now(),
-            revision: (existing.revision ?? 0) + 1,
-            subscribedTypes: subscribedTypesOf(preferences),
-            configuredTypes: configuredTypesOf(preferences),
-          },
-        },
-      );
-      if (result.matchedCount === 1) return true;
+      if (await this.replacePreferences(existing, preferences, this.now())) return true;
     }
     throw new WriteConflictError();
   }

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { keyRing, listenAddr, logLevel, readEnv, url } from '../../shared/env.js';
 import { describeError } from '../../shared/describe-error.js';
-import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { runMigrations } from '../../shared/pg-migrations.js';
 import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
@@ -54,13 +54,7 @@ class RegistryService {
   }
 }
 
-let level: string;
-try {
-  level = readEnv({ LOG_LEVEL: logLevel() }).LOG_LEVEL;
-} catch (err) {
-  exitOnConfigError(err);
-}
-const logger = createLogger('registry', { level });
+const logger = createLogger('registry', { level: configOrExit(() => readEnv({ LOG_LEVEL: logLevel() })).LOG_LEVEL });
 const service = new RegistryService(logger);
 runUntilSignal(service, logger).catch(async (err: unknown) => {
   logger.fatal({ error: describeError(err) }, 'start failed');

@@ -4,7 +4,7 @@
  */
 import { createBuildingDirectory } from '../../shared/directory.js';
 import { describeError } from '../../shared/errors.js';
-import { exitOnConfigError, runUntilSignal } from '../../shared/lifecycle.js';
+import { configOrExit, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/prom.js';
 import { createRelay } from './app.js';
@@ -17,12 +17,7 @@ const DIRECTORY_CACHE_TTL_MS = 60_000;
 /** A directory lookup that takes longer is a lookup_failed. */
 const DIRECTORY_TIMEOUT_MS = 2000;
 
-let config: RelayConfig;
-try {
-  config = readRelayConfig();
-} catch (err) {
-  exitOnConfigError(err);
-}
+const config: RelayConfig = configOrExit(readRelayConfig);
 
 const logger = createLogger('relay', { level: config.logLevel });
 const broker = new RedisSubscriber({

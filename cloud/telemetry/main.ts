@@ -12,19 +12,14 @@ import { loadBindingCatalog } from '../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
 import { readEnv } from '../../shared/env.js';
 import { describeError } from '../../shared/describe-error.js';
-import { exitOnConfigError, runUntilSignal } from '../../shared/lifecycle.js';
+import { configOrExit, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { kafkaLogCreator } from './broker/kafka-log.js';
 import { TELEMETRY_ENV } from './config.js';
 import { TelemetryService } from './service.js';
 
 async function main(): Promise<void> {
-  let env;
-  try {
-    env = readEnv(TELEMETRY_ENV);
-  } catch (err) {
-    exitOnConfigError(err);
-  }
+  const env = configOrExit(() => readEnv(TELEMETRY_ENV));
   const logger = createLogger('telemetry', { level: env.LOG_LEVEL });
   const catalog = await loadBindingCatalog();
 

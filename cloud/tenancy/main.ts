@@ -12,7 +12,7 @@ import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { keyRing, listenAddr, logLevel, readEnv, url } from '../../shared/env.js';
-import { closeServer, exitOnConfigError, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { describeError } from '../../shared/describe-error.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { AccountDeletedConsumer } from './account-deleted-consumer.js';
@@ -68,13 +68,7 @@ class TenancyService {
   }
 }
 
-let level: string;
-try {
-  level = readEnv({ LOG_LEVEL: logLevel() }).LOG_LEVEL;
-} catch (err) {
-  exitOnConfigError(err);
-}
-const logger = createLogger('tenancy', { level });
+const logger = createLogger('tenancy', { level: configOrExit(() => readEnv({ LOG_LEVEL: logLevel() })).LOG_LEVEL });
 const service = new TenancyService(logger);
 runUntilSignal(service, logger).catch(async (err: unknown) => {
   logger.fatal({ error: describeError(err) }, 'start failed');

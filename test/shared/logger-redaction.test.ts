@@ -1,7 +1,7 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { createLogger } from '../../shared/logger.js';
+import { REDACTED, createLogger } from '../../shared/logger.js';
 import { MigrationError } from '../../shared/pg-migrations.js';
 
 /** A logger writing into an array of parsed lines, and a maker of values that must never reach it. */
@@ -51,11 +51,11 @@ t.test('a password in a URL is redacted under any key, in URL objects, class ins
   const out = lines.join('');
   for (const leaked of made) t.notMatch(out, leaked, leaked);
   const [strings, urlObject, instance, message, kept] = parsed();
-  t.equal(strings?.endpoint, 'http://admin:[redacted]@10.0.4.21:8089/api', 'the rest of the URL is kept');
-  t.same(strings?.upstream, [{ target: 'amqp://u:[redacted]@broker:5672' }]);
-  t.equal(strings?.written, 'mqtt://u:[redacted]@broker', 'a password holding "@" is hidden whole');
-  t.equal(urlObject?.connection, 'postgres://lintel:[redacted]@db:5432/lintel');
-  t.same(instance?.options, { host: 'db', password: '[redacted]' });
-  t.equal(message?.msg, 'reconnecting to redis://:[redacted]@cache:6379');
+  t.equal(strings?.endpoint, `http://admin:${REDACTED}@10.0.4.21:8089/api`, 'the rest of the URL is kept');
+  t.same(strings?.upstream, [{ target: `amqp://u:${REDACTED}@broker:5672` }]);
+  t.equal(strings?.written, `mqtt://u:${REDACTED}@broker`, 'a password holding "@" is hidden whole');
+  t.equal(urlObject?.connection, `postgres://lintel:${REDACTED}@db:5432/lintel`);
+  t.same(instance?.options, { host: 'db', password: REDACTED });
+  t.equal(message?.msg, `reconnecting to redis://:${REDACTED}@cache:6379`);
   t.same(kept, { ...kept, when: '1970-01-01T00:00:00.000Z', plain: 'http://example.test/a@b', user: 'http://only-user@example.test/' }, 'dates and URLs without a password are as they were');
 });

@@ -270,17 +270,15 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
  * rezoneToConfig(saved, new Map([['ap-1', 'cafe']])); // { state, rezoned: 12 }
  */
 export function rezoneToConfig(state: TrackerState, apZones: ReadonlyMap<string, string>): { state: TrackerState; rezoned: number } {
-  let devices: Map<string, TrackedDevice> | undefined;
+  const devices = new Map(state.devices);
+  let rezoned = 0;
   for (const [id, device] of state.devices) {
     const zone = apZones.get(device.ap);
     if (zone === undefined || zone === device.zone) continue;
-    devices ??= new Map(state.devices);
     devices.set(id, { ...device, zone, challengerZone: null, challengerPolls: 0 });
+    rezoned++;
   }
-  if (!devices) return { state, rezoned: 0 };
-  let rezoned = 0;
-  for (const [id, device] of devices) if (device !== state.devices.get(id)) rezoned++;
-  return { state: { ...state, devices }, rezoned };
+  return rezoned === 0 ? { state, rezoned } : { state: { ...state, devices }, rezoned };
 }
 
 /**

@@ -1,29 +1,8 @@
 import t from 'tap';
 import { applyPoll, emptyTrackerState, transitionWindow, zoneCounts } from '../../../edge/src/zones/tracker.js';
-import type { ApObservation, TrackerConfig, TrackerState, ZonePairCount } from '../../../edge/src/zones/types.js';
+import { ZONES, config, heard, run, silent } from './support/polls.js';
 
 // Each rule at its exact boundary: one poll short of a threshold, exactly on it, a fraction of a dB under.
-const config: TrackerConfig = { switchPolls: 3, switchMarginDb: 8, frozenPolls: 5, absentPolls: 2, transitionWindowPolls: 4 };
-const ZONES = ['lobby', 'cafe'];
-
-const heard = (ap: string, zone: string, stations: Record<string, number>): ApObservation => ({
-  ap,
-  zone,
-  answered: true,
-  stations: Object.entries(stations).map(([device, rssiDbm]) => ({ device, rssiDbm })),
-});
-const silent = (ap: string, zone: string): ApObservation => ({ ap, zone, answered: false });
-
-function run(polls: ApObservation[][], start: TrackerState = emptyTrackerState(), cfg = config) {
-  let state = start;
-  const moves: ZonePairCount[] = [];
-  for (const aps of polls) {
-    const outcome = applyPoll(state, { aps }, cfg);
-    state = outcome.state;
-    moves.push(...outcome.moves);
-  }
-  return { state, moves };
-}
 
 const repeat = <T>(n: number, item: T): T[] => Array.from({ length: n }, () => item);
 

@@ -1,28 +1,6 @@
 import t from 'tap';
-import { applyPoll, emptyTrackerState, transitionWindow, zoneCounts } from '../../../edge/src/zones/tracker.js';
-import type { ApObservation, TrackerConfig, TrackerState } from '../../../edge/src/zones/types.js';
-
-const config: TrackerConfig = { switchPolls: 3, switchMarginDb: 8, frozenPolls: 5, absentPolls: 2, transitionWindowPolls: 4 };
-const ZONES = ['lobby', 'cafe'];
-
-const heard = (ap: string, zone: string, stations: Record<string, number>): ApObservation => ({
-  ap,
-  zone,
-  answered: true,
-  stations: Object.entries(stations).map(([device, rssiDbm]) => ({ device, rssiDbm })),
-});
-const silent = (ap: string, zone: string): ApObservation => ({ ap, zone, answered: false });
-
-function run(polls: ApObservation[][], start: TrackerState = emptyTrackerState(), cfg = config) {
-  let state = start;
-  const moves: Array<{ from: string; to: string; count: number }> = [];
-  for (const aps of polls) {
-    const outcome = applyPoll(state, { aps }, cfg);
-    state = outcome.state;
-    moves.push(...outcome.moves);
-  }
-  return { state, moves };
-}
+import { applyPoll, transitionWindow, zoneCounts } from '../../../edge/src/zones/tracker.js';
+import { ZONES, config, heard, run, silent } from './support/polls.js';
 
 t.test('a device heard by two APs in two zones is counted once, in the loudest one', async (t) => {
   const { state } = run([[heard('ap-l', 'lobby', { d1: -70, d2: -40 }), heard('ap-c', 'cafe', { d1: -50, d2: -80 })]]);
