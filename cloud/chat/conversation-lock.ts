@@ -4,10 +4,13 @@
  * Why: FerretDB 1.24 (our MongoDB-wire server) applies an update by reading the document, changing it
  * in FerretDB's own process and writing the whole document back by `_id`. Two concurrent updates of one
  * document therefore lose one another's changes, `$push` and `$inc` included, and a conditional filter
- * (the message cap) is checked against a read that may already be stale. Only an insert with a taken
- * `_id` is refused atomically (E11000), so the lock is a lease document inserted under the
- * conversation's id. On MongoDB proper the guarded update is atomic by itself and the lease costs two
- * small round trips.
+ * (the message cap) is checked against a read that may already be stale. A delete is a read and then a
+ * delete by `_id` too. What PostgreSQL refuses atomically is an insert that breaks a unique index
+ * (E11000), so the lock is a lease document: one per taking, under an `_id` of its own, with the
+ * conversation's id in a field under a unique index. Every later write to a lease (renewal, release, a
+ * crashed holder's lease removed) names that taking's `_id`, so it can never reach a lease another
+ * replica took meanwhile. On MongoDB proper the guarded update is atomic by itself and the lease costs
+ * two small round trips.
  *
  * Two layers: a FIFO chain per conversation inside this process (so concurrent sends of one replica
  * queue instead of polling), then the lease document (so replicas exclude each other).
@@ -17,10 +20,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collection } from 'mongodb';
 
 export interface LeaseDocument {
+  /** This taking of the lease: a fresh UUID each time. */
   _id: string;
-  token: string;
+  /** The conversation locked; unique across the collection ({@link LEASE_INDEX}). */
+  conversation: string;
   expires_at: Date;
 }
+
+/** The collection of leases. A new name: the leases of earlier releases were keyed otherwise. */
+export const LEASE_COLLECTION = 'conversation_leases';
+
+/** One lease per conversation, refused atomically by the database. */
+export const LEASE_INDEX = { key: { conversation: 1 } as const, name: 'conversation_unique' };
 
 export interface ConversationLockOptions {
   /**
@@ -66,6 +77,7 @@ export class ConversationLock {
   private readonly abandoned: Promise<never>;
   private abandon!: () => void;
   private waitsAbandoned = false;
+  private indexed: Promise<unknown> | undefined;
 
   constructor(leases: Collection<LeaseDocument>, options: Partial<ConversationLockOptions> = {}) {
     this.leases = leases;
@@ -74,6 +86,22 @@ export class ConversationLock {
       this.abandon = () => reject(new Error('lock waits abandoned'));
     });
     this.abandoned.catch(() => undefined);
+  }
+
+  /**
+   * Creates the unique index the leases rely on. Idempotent; the first lock taken waits for it too, so
+   * no lease is ever taken without it.
+   */
+  async start(): Promise<void> {
+    await this.ensureIndex();
+  }
+
+  private ensureIndex(): Promise<unknown> {
+    this.indexed ??= this.leases.createIndex(LEASE_INDEX.key, { name: LEASE_INDEX.name, unique: true }).catch((err: unknown) => {
+      this.indexed = undefined;
+      throw err;
+    });
+    return this.indexed;
   }
 
   /**
@@ -103,21 +131,21 @@ export class ConversationLock {
       release();
       if (this.queues.get(key) === tail) this.queues.delete(key);
     };
-    let token: string;
+    let lease: string;
     try {
       await this.waitFor(key, previous);
-      token = await this.acquire(key);
+      lease = await this.acquire(key);
     } catch (err) {
       done();
       throw err;
     }
-    const stopRenewing = this.keepRenewed(key, token);
+    const stopRenewing = this.keepRenewed(lease);
     try {
       return await work();
     } finally {
       // A failed release only delays the next writer until the lease expires.
       void stopRenewing()
-        .then(() => this.leases.deleteOne({ _id: key, token }))
+        .then(() => this.leases.deleteOne({ _id: lease }))
         .catch(() => undefined)
         .finally(done);
     }
@@ -129,7 +157,7 @@ export class ConversationLock {
    * Only a holder that stops renewing (crashed, or cut off from the database) loses it at expiry.
    * Returns a stop that resolves once no renewal is in flight, so none lands after the release.
    */
-  private keepRenewed(key: string, token: string): () => Promise<void> {
+  private keepRenewed(lease: string): () => Promise<void> {
     const { leaseMs } = this.options;
     let stopped = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -137,7 +165,7 @@ export class ConversationLock {
     const schedule = () => {
       timer = setTimeout(() => {
         renewing = this.leases
-          .updateOne({ _id: key, token }, { $set: { expires_at: new Date(Date.now() + leaseMs) } })
+          .updateOne({ _id: lease }, { $set: { expires_at: new Date(Date.now() + leaseMs) } })
           // A failed renewal is retried at the next one; the lease still holds until it expires.
           .catch(() => undefined)
           .finally(() => {
@@ -169,22 +197,25 @@ export class ConversationLock {
     }
   }
 
+  /** Takes the conversation's lease; returns the `_id` of this taking. */
   private async acquire(key: string): Promise<string> {
-    const token = randomUUID();
+    await this.ensureIndex();
+    const lease = randomUUID();
     const giveUpAt = Date.now() + this.options.waitMs;
     let attempt = 0;
     for (;;) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);
       try {
-        await this.leases.insertOne({ _id: key, token, expires_at: new Date(Date.now() + this.options.leaseMs) });
-        return token;
+        await this.leases.insertOne({ _id: lease, conversation: key, expires_at: new Date(Date.now() + this.options.leaseMs) });
+        return lease;
       } catch (err) {
         if (!isDuplicateKey(err)) throw err;
       }
-      const holder = await this.leases.findOne({ _id: key });
+      const holder = await this.leases.findOne({ conversation: key });
       if (holder && holder.expires_at.getTime() <= Date.now()) {
-        // The holder outlived its lease (crashed or hung): remove exactly that lease and race for a new one.
-        await this.leases.deleteOne({ _id: key, token: holder.token });
+        // The holder outlived its lease (crashed or hung): remove exactly that taking (by its own `_id`,
+        // so never a lease taken since) and race for a new one.
+        await this.leases.deleteOne({ _id: holder._id });
         continue;
       }
       if (Date.now() >= giveUpAt) throw new LockTimeoutError(key);

@@ -5,7 +5,7 @@
  * in the same update, and the list reads it instead of counting.
  */
 import { ObjectId, type Collection, type Db, type Filter } from 'mongodb';
-import { ConversationLock, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
+import { ConversationLock, LEASE_COLLECTION, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
 import {
   DEFAULT_TITLE,
   MAX_MESSAGES,
@@ -127,12 +127,13 @@ export class MongoConversationStore implements ConversationStore {
 
   constructor(db: Db, options: MongoConversationStoreOptions = {}) {
     this.conversations = db.collection<ConversationDocument>(options.collection ?? 'conversations');
-    this.lock = new ConversationLock(db.collection<LeaseDocument>(options.lockCollection ?? 'conversation_locks'), options.lock);
+    this.lock = new ConversationLock(db.collection<LeaseDocument>(options.lockCollection ?? LEASE_COLLECTION), options.lock);
   }
 
-  /** Creates the list index. Idempotent. */
+  /** Creates the list index and the leases' unique index. Idempotent. */
   async start(): Promise<void> {
     await this.conversations.createIndex(LIST_INDEX.key, { name: LIST_INDEX.name });
+    await this.lock.start();
   }
 
   /**

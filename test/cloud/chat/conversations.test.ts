@@ -1,6 +1,7 @@
 import t from 'tap';
 import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
 import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
+import { LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { freshChatDatabase } from './support/mongo.js';
 import { call, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
 
@@ -208,9 +209,9 @@ t.test('health and metrics are public, under both prefixes; unknown routes are a
 
 /** Takes a conversation's lease as another replica would, for a minute. */
 async function holdLease(db: Db, conversationId: string): Promise<void> {
-  await db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
-    _id: conversationId,
-    token: 'another-replica',
+  await db.collection<LeaseDocument>(LEASE_COLLECTION).insertOne({
+    _id: 'another-replica',
+    conversation: conversationId,
     expires_at: new Date(Date.now() + 60_000),
   });
 }

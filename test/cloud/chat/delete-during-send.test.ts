@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { Db, Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
+import { LEASE_COLLECTION } from '../../../cloud/chat/conversation-lock.js';
 import { call, createConversation, send, startChat, terminalOf } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
@@ -67,10 +68,10 @@ t.test('a delete landing between the read and the write back of an append: never
     db,
     storeDb: (real) =>
       dbWith(real, {
-        conversation_locks: {
+        [LEASE_COLLECTION]: {
           findOne: (filter: Filter<Document>) => {
             deleteWaits();
-            return real.collection('conversation_locks').findOne(filter);
+            return real.collection(LEASE_COLLECTION).findOne(filter);
           },
         },
       }),

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConversationLock, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
+import { ConversationLock, LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 // Long enough that a renewal (every third of it) lands in time on a loaded machine.
@@ -8,7 +8,7 @@ const LEASE_MS = 1_500;
 
 t.test('a holder whose work outlasts the lease keeps it: another replica waits instead of taking it over', async (t) => {
   const { db } = await freshChatDatabase(t);
-  const leases = db.collection<LeaseDocument>('conversation_locks');
+  const leases = db.collection<LeaseDocument>(LEASE_COLLECTION);
   // Two replicas: two locks on one collection.
   const first = new ConversationLock(leases, { leaseMs: LEASE_MS, waitMs: 20_000, pollMs: 5 });
   const second = new ConversationLock(leases, { leaseMs: LEASE_MS, waitMs: 20_000, pollMs: 5 });
@@ -42,11 +42,12 @@ t.test('a holder whose work outlasts the lease keeps it: another replica waits i
 
 t.test('a lease whose holder stopped renewing it (a crashed replica) is still taken over once it expires', async (t) => {
   const { db } = await freshChatDatabase(t);
-  const leases = db.collection<LeaseDocument>('conversation_locks');
-  await leases.insertOne({ _id: 'c2', token: 'crashed', expires_at: new Date(Date.now() + LEASE_MS) });
+  const leases = db.collection<LeaseDocument>(LEASE_COLLECTION);
+  await leases.insertOne({ _id: 'crashed', conversation: 'c2', expires_at: new Date(Date.now() + LEASE_MS) });
   const lock = new ConversationLock(leases, { leaseMs: LEASE_MS, waitMs: 20_000, pollMs: 5 });
-  const token = await lock.withLock('c2', async () => (await leases.findOne({ _id: 'c2' }))?.token);
-  t.not(token, 'crashed', 'the work ran under a lease of its own');
+  const lease = await lock.withLock('c2', async () => (await leases.findOne({ conversation: 'c2' }))?._id);
+  t.not(lease, undefined, 'the work ran under a lease');
+  t.not(lease, 'crashed', 'the work ran under a lease of its own');
   await lock.settled();
   t.equal(await leases.countDocuments({}), 0);
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ObjectId } from 'mongodb';
-import { ConversationLock, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
+import { ConversationLock, LEASE_COLLECTION, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import type { ChatMessage } from '../../../cloud/chat/conversation.js';
 import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { freshChatDatabase } from './support/mongo.js';
@@ -115,15 +115,16 @@ t.test('two stores (two replicas) exclude each other through the lease', async (
   t.equal((await first.get(conversation.id, 'ana'))?.messages.length, 32);
   await first.stop();
   await second.stop();
-  t.equal(await db.collection('conversation_locks').countDocuments({}), 0, 'every lease was released');
+  t.equal(await db.collection(LEASE_COLLECTION).countDocuments({}), 0, 'every lease was released');
 });
 
 t.test('a lease left by a crashed holder is taken over once it expires', async (t) => {
   const { db } = await freshChatDatabase(t);
-  const leases = db.collection<LeaseDocument>('conversation_locks');
-  await leases.insertOne({ _id: 'c1', token: 'crashed', expires_at: new Date(Date.now() + 300) });
+  const leases = db.collection<LeaseDocument>(LEASE_COLLECTION);
+  await leases.insertOne({ _id: 'crashed', conversation: 'c1', expires_at: new Date(Date.now() + 300) });
   const lock = new ConversationLock(leases, { leaseMs: 1_000, waitMs: 5_000, pollMs: 5 });
-  const ran = await lock.withLock('c1', async () => (await leases.findOne({ _id: 'c1' }))?.token);
+  const ran = await lock.withLock('c1', async () => (await leases.findOne({ conversation: 'c1' }))?._id);
+  t.not(ran, undefined, 'the work ran under a lease');
   t.not(ran, 'crashed', 'the work ran under a new lease');
   await lock.settled();
   t.equal(await leases.countDocuments({}), 0);
@@ -131,18 +132,18 @@ t.test('a lease left by a crashed holder is taken over once it expires', async (
 
 t.test('a lease held alive longer than the wait gives up with LockTimeoutError, and the holder keeps it', async (t) => {
   const { db } = await freshChatDatabase(t);
-  const leases = db.collection<LeaseDocument>('conversation_locks');
-  await leases.insertOne({ _id: 'c2', token: 'busy', expires_at: new Date(Date.now() + 60_000) });
+  const leases = db.collection<LeaseDocument>(LEASE_COLLECTION);
+  await leases.insertOne({ _id: 'busy', conversation: 'c2', expires_at: new Date(Date.now() + 60_000) });
   const lock = new ConversationLock(leases, { leaseMs: 1_000, waitMs: 200, pollMs: 5 });
   let ran = false;
   await t.rejects(lock.withLock('c2', async () => (ran = true)), LockTimeoutError);
   t.equal(ran, false);
-  t.equal((await leases.findOne({ _id: 'c2' }))?.token, 'busy');
+  t.equal((await leases.findOne({ conversation: 'c2' }))?._id, 'busy');
 });
 
 t.test('the lock is released when the work fails, and the next writer proceeds', async (t) => {
   const { db } = await freshChatDatabase(t);
-  const lock = new ConversationLock(db.collection<LeaseDocument>('conversation_locks'));
+  const lock = new ConversationLock(db.collection<LeaseDocument>(LEASE_COLLECTION));
   await t.rejects(lock.withLock('c3', async () => Promise.reject(new Error('boom'))), /boom/);
   t.equal(await lock.withLock('c3', async () => 'next'), 'next');
 });

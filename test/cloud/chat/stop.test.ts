@@ -1,6 +1,7 @@
 import t from 'tap';
 import { once } from 'node:events';
 import { Client } from 'undici';
+import { LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { chatWithConversation } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
 import { claimsOf, openSend, OpenStream, terminalOf } from './support/harness.js';
@@ -11,9 +12,9 @@ t.test('SIGTERM while an answer waits for a conversation another replica holds: 
   const { uri, db } = await freshChatDatabase(t);
   const { child, base, id } = await chatWithConversation(t, uri, agent.url);
   // Another replica holds the conversation's lease for a minute: the append waits (up to 15 s).
-  await db.collection<{ _id: string; token: string; expires_at: Date }>('conversation_locks').insertOne({
-    _id: id,
-    token: 'another-replica',
+  await db.collection<LeaseDocument>(LEASE_COLLECTION).insertOne({
+    _id: 'another-replica',
+    conversation: id,
     expires_at: new Date(Date.now() + 60_000),
   });
   agent.expect({ tokens: ['never ', 'stored'] });
