@@ -203,7 +203,7 @@ export class MongoConversationStore implements ConversationStore {
     // Ownership first: another user's rename must not take (and hold up) the owner's lock.
     if ((await this.conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return undefined;
     return this.lock.withLock(id, async () => {
-      const result = await this.conversations.updateOne({ _id, user_id: userId }, { $set: { title, updated_at: at } });
+      const result = await this.conversations.updateOne({ _id, user_id: userId }, { $set: { title }, $max: { updated_at: at } });
       if (result.matchedCount === 0) return undefined;
       const doc = await this.conversations.findOne({ _id, user_id: userId }, { projection: { messages: 0 } });
       return doc ? summaryOf(doc) : undefined;
@@ -229,6 +229,8 @@ export class MongoConversationStore implements ConversationStore {
     const owned = { _id, user_id: userId };
     // The cap lives in the filter: the update only matches while index 98 is still free.
     const withRoom: Filter<ConversationDocument> = { ...owned, [`messages.${LAST_FREE_INDEX}`]: { $exists: false } };
+    // updated_at by $max: an exchange stamped earlier may be written after one stamped later (it waited
+    // for the lock), and the conversation's place in the list must not move back.
     const push = {
       $push: { messages: { $each: [messageDocumentOf(exchange.question), messageDocumentOf(exchange.answer)] } },
       $inc: { message_count: MESSAGES_PER_EXCHANGE },
@@ -237,11 +239,11 @@ export class MongoConversationStore implements ConversationStore {
       if (exchange.seededTitle !== undefined) {
         const seeded = await this.conversations.updateOne(
           { ...withRoom, title: DEFAULT_TITLE, 'messages.0': { $exists: false } },
-          { ...push, $set: { updated_at: exchange.at, title: exchange.seededTitle } },
+          { ...push, $set: { title: exchange.seededTitle }, $max: { updated_at: exchange.at } },
         );
         if (seeded.matchedCount === 1) return 'appended';
       }
-      const appended = await this.conversations.updateOne(withRoom, { ...push, $set: { updated_at: exchange.at } });
+      const appended = await this.conversations.updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
       if (appended.matchedCount === 1) return 'appended';
       const exists = await this.conversations.countDocuments(owned, { limit: 1 });
       return exists > 0 ? 'full' : 'missing';

@@ -56,7 +56,8 @@ export interface ConversationStore {
   rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined>;
   remove(id: string, userId: string): Promise<boolean>;
   /**
-   * Appends both messages of an exchange in one update, with updatedAt set, and only while the
+   * Appends both messages of an exchange in one update, with updatedAt moved on to the exchange's time
+   * (never back: an exchange stamped earlier may be written later), and only while the
    * conversation has room for both. Concurrent appends never lose each other's messages.
    */
   appendExchange(id: string, userId: string, exchange: Exchange): Promise<AppendOutcome>;

@@ -147,3 +147,24 @@ t.test('the lock is released when the work fails, and the next writer proceeds',
   await t.rejects(lock.withLock('c3', async () => Promise.reject(new Error('boom'))), /boom/);
   t.equal(await lock.withLock('c3', async () => 'next'), 'next');
 });
+
+t.test('updatedAt never goes back: an exchange or rename stamped earlier but written later leaves the later time', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  await store.start();
+  const created = new Date('2026-01-01T10:00:00Z');
+  const conversation = await store.create('ana', 'New chat', created);
+  const later = new Date('2026-01-01T10:05:00Z');
+  const earlier = new Date('2026-01-01T10:04:00Z');
+  // A send that finished later but got the lock first, then one stamped earlier that waited for it
+  // (on another replica, or behind the first in this one's queue).
+  t.equal(await store.appendExchange(conversation.id, 'ana', { ...exchange(1), at: later }), 'appended');
+  t.equal(await store.appendExchange(conversation.id, 'ana', { ...exchange(2), at: earlier }), 'appended');
+  t.same((await store.get(conversation.id, 'ana'))?.updatedAt, later);
+  t.same((await store.rename(conversation.id, 'ana', 'Boiler', earlier))?.updatedAt, later, 'a rename stamped earlier');
+  const renamed = await store.get(conversation.id, 'ana');
+  t.same([renamed?.title, renamed?.messages.length], ['Boiler', 4], 'both exchanges and the rename are stored');
+  const evenLater = new Date('2026-01-01T10:06:00Z');
+  t.equal(await store.appendExchange(conversation.id, 'ana', { ...exchange(3), at: evenLater }), 'appended');
+  t.same((await store.get(conversation.id, 'ana'))?.updatedAt, evenLater, 'a later exchange still moves it on');
+});
