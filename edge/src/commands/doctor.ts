@@ -154,6 +154,7 @@ const VERDICTS: Record<string, string> = {
   auth: 'reachable ✓  authenticated ✗',
   bad_output: 'reachable ✓  authenticated ✓  walkable ✗',
   config: 'not polled: its configuration cannot work with its dialect',
+  ap_down: 'reachable ✓  authenticated ✓  walkable ✓  AP down ✗ (its devices are frozen)',
   error: 'failed',
 };
 
@@ -169,7 +170,9 @@ async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Chec
     }
     if (failed && !failed.ok) {
       const why = VERDICTS[failed.reason ?? 'error'] ?? 'failed';
-      check.line(FAIL, `${head}: ${why} — ${redactIdentifiers(failed.error)}`);
+      // a controller that answers can report several of its APs down: each is named, not only the first
+      const errors = failed.reason === 'ap_down' ? mine.flatMap((r) => (!r.ok && r.reason === 'ap_down' ? [r.error] : [])) : [failed.error];
+      check.line(FAIL, `${head}: ${why} — ${redactIdentifiers(errors.join('; '))}`);
       continue;
     }
     const stations = mine.reduce((n, r) => n + (r.ok ? r.stations.length : 0), 0);

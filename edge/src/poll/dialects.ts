@@ -2,6 +2,13 @@
  * AP dialects are data: `firmware-bindings/access-points/<dialect>.json` says which SNMP table columns or
  * which SSH command and parser read the stations of one AP family, and in which unit the signal comes.
  * This module decodes and checks those files, so a typo fails at start with its file and path.
+ *
+ * A controller dialect may also name an `apStatus` table: the controller's list of the APs joined to it,
+ * with a column naming each AP (as `apZones` and the station table's `apIdentity` do) and a status
+ * column whose `up` values mean the AP is serving clients. With it, an AP behind the controller that is
+ * not up, or not listed, fails for the tick (reason `ap_down`) and its devices are frozen. Without it, a
+ * controller simply stops listing the clients of an AP that went down, and that AP reads as empty; so
+ * it does when the status table lists no AP at all (the agent may not serve it: firmware, SNMP view).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -61,14 +68,19 @@ const ColumnNumber = new t.Type<number, number, unknown>(
   t.identity,
 );
 
+const StatusValue = new t.Type<number, number, unknown>(
+  'an integer status value',
+  (u): u is number => typeof u === 'number' && Number.isInteger(u),
+  (u, c) => (typeof u === 'number' && Number.isInteger(u) ? t.success(u) : t.failure(u, c)),
+  t.identity,
+);
+
 const IndexPart = closed('IndexPart', { name: Text, kind: t.keyof({ mac: null, int: null }) }, {});
 const ColumnRef = closed('ColumnRef', { column: ColumnNumber, name: Text }, {});
 const IndexRef = closed('IndexRef', { index: Text }, {});
 const FieldRef = t.union([IndexRef, ColumnRef]);
-const IdentityRef = t.union([
-  IndexRef,
-  closed('IdentityColumn', { column: ColumnNumber, name: Text, format: t.keyof({ text: null, mac: null }) }, {}),
-]);
+const IdentityColumn = closed('IdentityColumn', { column: ColumnNumber, name: Text, format: t.keyof({ text: null, mac: null }) }, {});
+const IdentityRef = t.union([IndexRef, IdentityColumn]);
 const LastHeard = closed('LastHeard', { column: ColumnNumber, name: Text, maxSeconds: t.number }, {});
 
 const SignalUnit = t.union([
@@ -82,12 +94,18 @@ const SnmpTable = closed(
   { apIdentity: IdentityRef, lastHeard: LastHeard },
 );
 
+/** The status column of an AP status table: which values mean the AP is up, and (for messages) their names. */
+const ApStatusColumn = closed('ApStatusColumn', { column: ColumnNumber, name: Text, up: t.array(StatusValue) }, { states: t.record(t.string, Text) });
+
+/** A controller's table of the APs joined to it, one row per AP. */
+const ApStatusTable = closed('ApStatusTable', { name: Text, oid: Oid, apIdentity: IdentityColumn, status: ApStatusColumn }, {});
+
 const Common = { name: Text, vendor: Text, description: Text, signal: SignalUnit };
 
 const SnmpDialectCodec = closed(
   'SnmpDialect',
   { ...Common, transport: t.literal('snmp'), controller: t.boolean, tables: t.array(SnmpTable) },
-  { notes: t.array(Text) },
+  { apStatus: ApStatusTable, notes: t.array(Text) },
 );
 
 const SshDialectCodec = closed(
@@ -104,6 +122,7 @@ const SshDialectCodec = closed(
 export type ParserName = (typeof PARSER_NAMES)[number];
 export type SignalUnit = t.TypeOf<typeof SignalUnit>;
 export type SnmpTableSpec = t.TypeOf<typeof SnmpTable>;
+export type ApStatusTableSpec = t.TypeOf<typeof ApStatusTable>;
 export type SnmpDialect = t.TypeOf<typeof SnmpDialectCodec>;
 export type SshDialect = t.TypeOf<typeof SshDialectCodec>;
 export type Dialect = SnmpDialect | SshDialect;
@@ -148,6 +167,39 @@ function crossCheck(dialect: Dialect): string[] {
     }
     if (table.lastHeard && !(table.lastHeard.maxSeconds > 0)) {
       problems.push(`${at}.lastHeard.maxSeconds: expected a positive number of seconds, got ${table.lastHeard.maxSeconds}`);
+    }
+  });
+  if (dialect.apStatus) problems.push(...checkApStatus(dialect));
+  return problems;
+}
+
+/** How a station table names the AP that heard a station: `mac` for an index part, else its column's format. */
+function identityFormat(table: SnmpTableSpec): 'text' | 'mac' | undefined {
+  if (!table.apIdentity) return undefined;
+  return 'index' in table.apIdentity ? 'mac' : table.apIdentity.format;
+}
+
+/** The AP status table: only for controllers, naming APs as the station tables do, with sane status values. */
+function checkApStatus(dialect: SnmpDialect): string[] {
+  const status = dialect.apStatus;
+  if (!status) return [];
+  const problems: string[] = [];
+  if (!dialect.controller) problems.push('apStatus: only a controller dialect (controller: true) can have an AP status table');
+  if (status.apIdentity.column === status.status.column) {
+    problems.push(`apStatus.status.column: ${status.status.column} is already the apIdentity column; expected the AP's status column`);
+  }
+  const up = status.status.up;
+  if (up.length === 0) problems.push('apStatus.status.up: expected at least one value that means the AP is up');
+  if (new Set(up).size !== up.length) problems.push('apStatus.status.up: values must be unique');
+  for (const key of Object.keys(status.status.states ?? {})) {
+    if (!/^-?\d+$/.test(key)) problems.push(`apStatus.status.states: expected integer keys (status values), got "${key}"`);
+  }
+  dialect.tables.forEach((table, i) => {
+    const format = identityFormat(table);
+    if (format !== undefined && format !== status.apIdentity.format) {
+      problems.push(
+        `apStatus.apIdentity.format: expected "${format}" as tables[${i}].apIdentity names the AP (apZones keys must match both), got "${status.apIdentity.format}"`,
+      );
     }
   });
   return problems;

@@ -8,14 +8,21 @@
  * the zone `apZones` maps it to. Every AP listed in `apZones` gets a result each tick (empty when it
  * carries nobody; the same failure when the controller fails, so the tracker freezes its devices);
  * rows of APs not listed are ignored.
+ *
+ * A controller stops listing the clients of an AP that reboots or drops off, which would read as an
+ * empty AP and expire its devices. So when the dialect has an AP status table, it is walked in the same
+ * session, and an AP of `apZones` that the controller reports as not up, or does not list, fails with
+ * `ap_down`: its devices are frozen, not expired. A failed status walk fails the controller. A status
+ * table without a single row cannot be told from one the agent does not serve (older firmware, an SNMP
+ * view without it), so it is read as no status table, as before.
  */
 import { performance } from 'node:perf_hooks';
-import type { Dialect, DialectCatalog, SnmpDialect, SshDialect } from './dialects.js';
+import type { ApStatusTableSpec, Dialect, DialectCatalog, SnmpDialect, SshDialect } from './dialects.js';
 import { normalizeMac, scrubMacs } from './mac.js';
 import { PARSERS, ParseError } from './parsers/index.js';
 import { toDbm } from './signal.js';
 import { openNetSnmpSession, type OpenSnmpSession } from './snmp/session.js';
-import { decodeStationTable, walkStationTable } from './snmp/table.js';
+import { decodeApStatusTable, decodeStationTable, walkApStatusTable, walkStationTable, type ApState } from './snmp/table.js';
 import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
 import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
 
@@ -42,8 +49,19 @@ class PollFailure extends Error {
   }
 }
 
-/** One AP's stations before zoning: the loudest reading per MAC, in dBm. */
-type Grouped = { kind: 'single'; stations: StationSighting[] } | { kind: 'byAp'; stations: Map<string, StationSighting[]> };
+/** What a controller's AP status table said this tick: each AP's state, by identity. */
+interface ApStatusReport {
+  spec: ApStatusTableSpec;
+  aps: ReadonlyMap<string, ApState>;
+}
+
+/**
+ * One AP's stations before zoning: the loudest reading per MAC, in dBm. Behind a controller, by AP
+ * identity, with the controller's AP states when its dialect has a status table that lists any AP.
+ */
+type Grouped =
+  | { kind: 'single'; stations: StationSighting[] }
+  | { kind: 'byAp'; stations: Map<string, StationSighting[]>; apStatus?: ApStatusReport };
 
 const elapsedSince = (started: number) => Math.round((performance.now() - started) * 10) / 10;
 
@@ -69,6 +87,17 @@ function normalizedApZones(apZones: Record<string, string>): Map<string, { name:
 function splitsByAp(ap: AccessPoint, dialect: Dialect): boolean {
   if (dialect.transport !== 'snmp') return false;
   return dialect.controller || (ap.apZones !== undefined && dialect.tables.some((table) => table.apIdentity));
+}
+
+/** Why an AP behind a controller gets no stations this tick, or undefined when the controller says it is up. */
+function whyDown(name: string, identity: string, status: ApStatusReport): string | undefined {
+  const state = status.aps.get(identity);
+  const column = status.spec.status;
+  if (state === undefined) return `AP ${name} is not joined to the controller (not listed in ${status.spec.name})`;
+  if (state.up) return undefined;
+  if (state.value === undefined) return `AP ${name} has no readable ${column.name} on the controller`;
+  const meaning = column.states?.[String(state.value)];
+  return `AP ${name} is not up on the controller: ${column.name} is ${state.value}${meaning ? ` (${meaning})` : ''}`;
 }
 
 /**
@@ -187,15 +216,20 @@ export function createPoller(options: PollerOptions): Poller {
   async function pollSnmp(ap: AccessPoint, dialect: SnmpDialect, timeoutMs: number, signal: AbortSignal): Promise<Grouped> {
     if (ap.target.transport !== 'snmp') throw new PollFailure('config', `dialect ${dialect.name} needs an SNMP target`);
     const byAp = splitsByAp(ap, dialect);
+    const statusSpec = byAp ? dialect.apStatus : undefined;
     const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     try {
-      const decoded = await Promise.all(
-        dialect.tables.map(async (table) =>
-          decodeStationTable(table, await walkStationTable(session, table, { withIdentity: byAp, maxRepetitions })),
+      // the status walk shares the session and the deadline; its failure is the controller's failure
+      const [decoded, status] = await Promise.all([
+        Promise.all(
+          dialect.tables.map(async (table) =>
+            decodeStationTable(table, await walkStationTable(session, table, { withIdentity: byAp, maxRepetitions })),
+          ),
         ),
-      );
+        statusSpec ? walkApStatusTable(session, statusSpec, { maxRepetitions }).then((walked) => decodeApStatusTable(statusSpec, walked)) : undefined,
+      ]);
       let rows = 0;
       let unreadable = 0;
       const raw: Array<{ mac: string; signal: number; apIdentity?: string }> = [];
@@ -218,7 +252,10 @@ export function createPoller(options: PollerOptions): Poller {
         list.push({ mac: row.mac, rssiDbm });
         perAp.set(row.apIdentity, list);
       }
-      return { kind: 'byAp', stations: new Map([...perAp].map(([id, list]) => [id, loudestPerMac(list)])) };
+      const stations = new Map([...perAp].map(([id, list]) => [id, loudestPerMac(list)]));
+      // no row at all: not served here (or nothing joined, which the station table then shows as empty)
+      if (!statusSpec || !status || status.rows === 0) return { kind: 'byAp', stations };
+      return { kind: 'byAp', stations, apStatus: { spec: statusSpec, aps: status.aps } };
     } finally {
       signal.removeEventListener('abort', abort);
       session.close();
@@ -279,13 +316,12 @@ export function createPoller(options: PollerOptions): Poller {
       const stations = outcome.kind === 'single' ? outcome.stations : loudestPerMac([...outcome.stations.values()].flat());
       return [{ ap: ap.name, zone: ap.zone, ok: true, stations, durationMs }];
     }
-    return [...mapped].map(([identity, { name, zone }]) => ({
-      ap: name,
-      zone,
-      ok: true as const,
-      stations: outcome.stations.get(identity) ?? [],
-      durationMs,
-    }));
+    const apStatus = outcome.apStatus;
+    return [...mapped].map(([identity, { name, zone }]): ApPollResult => {
+      const down = apStatus && whyDown(name, identity, apStatus);
+      if (down !== undefined) return { ap: name, zone, ok: false, error: down, reason: 'ap_down', durationMs };
+      return { ap: name, zone, ok: true, stations: outcome.stations.get(identity) ?? [], durationMs };
+    });
   }
 
   async function pollOne(ap: AccessPoint, timeoutMs: number): Promise<ApPollResult[]> {

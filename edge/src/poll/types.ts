@@ -18,9 +18,11 @@ export interface StationSighting {
  * - `auth`: credentials or the pinned host key were refused;
  * - `bad_output`: the AP answered something the dialect cannot read;
  * - `config`: the AP's configuration cannot work with its dialect;
+ * - `ap_down`: an AP behind a controller that the controller reports as not up, or does not list (the
+ *   controller answered; only dialects with an AP status table can tell);
  * - `error`: anything else.
  */
-export type PollFailureReason = 'timeout' | 'unreachable' | 'auth' | 'bad_output' | 'config' | 'error';
+export type PollFailureReason = 'timeout' | 'unreachable' | 'auth' | 'bad_output' | 'config' | 'ap_down' | 'error';
 
 /** The outcome of polling one configured access point in one tick. */
 export type ApPollResult =

@@ -12,7 +12,18 @@ t.test('every shipped dialect loads', async (t) => {
   if (cisco?.transport === 'snmp') {
     t.equal(cisco.controller, true);
     t.equal(cisco.tables[0]?.oid, '1.3.6.1.4.1.14179.2.1.11.1', 'bsnMobileStationRssiDataTable');
+    t.match(
+      cisco.apStatus,
+      { name: 'bsnAPTable', oid: '1.3.6.1.4.1.14179.2.2.1.1', apIdentity: { column: 3, format: 'text' }, status: { column: 6, name: 'bsnAPOperationStatus', up: [1] } },
+      'AP status from bsnAPTable: bsnAPName, associated(1)',
+    );
   }
+  const ruckus = dialects.get('ruckus-zd');
+  t.match(
+    ruckus?.transport === 'snmp' && ruckus.apStatus,
+    { name: 'ruckusZDWLANAPTable', oid: '1.3.6.1.4.1.25053.1.2.2.1.1.2.1.1', apIdentity: { column: 1, format: 'mac' }, status: { column: 3, up: [1] } },
+    'AP status from ruckusZDWLANAPTable: AP MAC, connected(1)',
+  );
   const aruba = dialects.get('aruba-aos');
   t.same(aruba?.signal, { unit: 'SNR', noiseFloorDbm: -95 }, 'aruba RSSI is an SNR');
   const mikrotik = dialects.get('mikrotik');
@@ -111,4 +122,61 @@ t.test('loading a directory reads its json files; a missing directory is a clear
   writeFileSync(join(dir, 'README.md'), 'not a dialect');
   t.same([...loadDialects(dir).keys()], ['acme']);
   t.throws(() => loadDialects(join(dir, 'missing')), { name: 'DialectError', message: /cannot read the dialect directory \(ENOENT\)/ });
+});
+
+const controller = {
+  ...valid,
+  controller: true,
+  tables: [{ ...valid.tables[0], apIdentity: { column: 4, name: 'acmeStaApName', format: 'text' } }],
+  apStatus: {
+    name: 'acmeApTable',
+    oid: '1.3.6.1.4.1.99999.2.1',
+    apIdentity: { column: 2, name: 'acmeApName', format: 'text' },
+    status: { column: 5, name: 'acmeApState', up: [1, 4], states: { '1': 'joined', '2': 'lost', '4': 'joinedMesh' } },
+  },
+};
+
+t.test('a controller dialect with an AP status table loads', async (t) => {
+  const parsed = parseDialect(controller, 'acme.json');
+  t.equal(parsed.ok, true);
+  t.match(parsed.ok && parsed.value, { apStatus: { status: { up: [1, 4] } } });
+});
+
+t.test('a bad AP status table is refused, naming the field', async (t) => {
+  const problemsOf = (apStatus: unknown, extra: Record<string, unknown> = {}) => {
+    const parsed = parseDialect({ ...controller, ...extra, apStatus }, 'acme.json');
+    return parsed.ok ? [] : parsed.errors;
+  };
+  t.same(
+    problemsOf({ ...controller.apStatus, oid: 'acmeApTable', statu: {} }),
+    ['acme.json: apStatus.statu: expected nothing (unknown key; check the spelling), got an object'],
+    'an unknown key is refused first, before the fields are read',
+  );
+  t.same(problemsOf({ ...controller.apStatus, oid: 'acmeApTable' }), [
+    'acme.json: apStatus.oid: expected a dotted numeric OID such as 1.3.6.1.4.1.14179.2.1.11.1, got "acmeApTable"',
+  ]);
+  t.match(problemsOf({ ...controller.apStatus, status: { column: 5, name: 'acmeApState' } }).join('\n'), /^acme\.json: apStatus\.status\.up: expected /);
+  t.match(problemsOf({ ...controller.apStatus, status: { ...controller.apStatus.status, up: ['up'] } }).join('\n'), /^acme\.json: apStatus\.status\.up\[0\]: expected an integer status value, got "up"$/);
+  t.match(
+    problemsOf({ ...controller.apStatus, apIdentity: { index: 'acmeApMac' } }).join('\n'),
+    /acme\.json: apStatus\.apIdentity\.index: expected nothing \(unknown key; check the spelling\)/,
+    'the AP is named by a column, not by an index part',
+  );
+  t.same(problemsOf({ ...controller.apStatus, status: { ...controller.apStatus.status, column: 2, up: [], states: { up: 'joined' } } }), [
+    "acme.json: apStatus.status.column: 2 is already the apIdentity column; expected the AP's status column",
+    'acme.json: apStatus.status.up: expected at least one value that means the AP is up',
+    'acme.json: apStatus.status.states: expected integer keys (status values), got "up"',
+  ]);
+  t.same(problemsOf({ ...controller.apStatus, status: { ...controller.apStatus.status, up: [1, 1] } }), ['acme.json: apStatus.status.up: values must be unique']);
+  t.same(problemsOf({ ...controller.apStatus, apIdentity: { column: 2, name: 'acmeApMac', format: 'mac' } }), [
+    'acme.json: apStatus.apIdentity.format: expected "text" as tables[0].apIdentity names the AP (apZones keys must match both), got "mac"',
+  ]);
+  t.same(problemsOf(controller.apStatus, { controller: false }), ['acme.json: apStatus: only a controller dialect (controller: true) can have an AP status table']);
+});
+
+t.test('a bad AP status table fails the load with its file', async (t) => {
+  t.throws(() => dialectsFromFiles({ 'acme.json': JSON.stringify({ ...controller, apStatus: { ...controller.apStatus, status: { ...controller.apStatus.status, up: [] } } }) }), {
+    name: 'DialectError',
+    message: /invalid AP dialect definitions:\n {2}acme\.json: apStatus\.status\.up: expected at least one value that means the AP is up/,
+  });
 });

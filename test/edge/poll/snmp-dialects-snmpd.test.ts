@@ -2,10 +2,12 @@
  * The SNMP dialects against the real Net-SNMP snmpd, serving recorded AP tables through pass_persist.
  */
 import t from 'tap';
-import { loadDialects } from '../../../edge/src/poll/dialects.js';
+import { loadDialects, type DialectCatalog } from '../../../edge/src/poll/dialects.js';
 import { createPoller } from '../../../edge/src/poll/poller.js';
+import { openNetSnmpSession } from '../../../edge/src/poll/snmp/session.js';
 import type { AccessPoint, ApPollResult, SnmpTarget, StationSighting } from '../../../edge/src/poll/types.js';
 import { recording, startSnmpd, type RunningSnmpd } from '../../support/peers/snmpd.js';
+import { edgeRecording } from '../support/recordings.js';
 
 const dialects = loadDialects();
 const TIMEOUT_MS = 3000;
@@ -13,20 +15,34 @@ const v3User = { name: 'lintel', authProtocol: 'SHA' as const, authKey: 'auth-pa
 
 let snmpd: RunningSnmpd;
 let ros7: RunningSnmpd;
+/** The recorded controllers while some of the APs behind them are down. */
+let apsDown: RunningSnmpd;
 
 t.before(async () => {
-  [snmpd, ros7] = await Promise.all([
+  [snmpd, ros7, apsDown] = await Promise.all([
     startSnmpd({
       community: 'lintel-ro',
       v3Users: [v3User],
-      recordings: ['cisco-wlc.snmpwalk', 'aruba-aos.snmpwalk', 'mikrotik.snmpwalk', 'ruckus-zd.snmpwalk'].map(recording),
+      recordings: [
+        ...['cisco-wlc.snmpwalk', 'aruba-aos.snmpwalk', 'mikrotik.snmpwalk', 'ruckus-zd.snmpwalk'].map(recording),
+        ...['cisco-wlc-aps.snmpwalk', 'ruckus-zd-aps.snmpwalk'].map(edgeRecording),
+      ],
     }),
     startSnmpd({ community: 'lintel-ro', recordings: ['mikrotik-ros7.snmpwalk', 'aruba-aos-malformed.snmpwalk'].map(recording) }),
+    startSnmpd({ community: 'lintel-ro', recordings: ['cisco-wlc-ap-down.snmpwalk', 'ruckus-zd-ap-down.snmpwalk'].map(edgeRecording) }),
   ]);
 });
 t.teardown(async () => {
-  await Promise.all([snmpd?.stop(), ros7?.stop()]);
+  await Promise.all([snmpd?.stop(), ros7?.stop(), apsDown?.stop()]);
 });
+
+/** The shipped dialects plus `<name>-no-status`: the same controller dialect without its AP status table. */
+function withoutStatusTable(name: string): DialectCatalog {
+  const dialect = dialects.get(name);
+  if (dialect?.transport !== 'snmp' || !dialect.apStatus) throw new Error(`${name} is not a controller dialect with an AP status table`);
+  const { apStatus: _apStatus, ...rest } = dialect;
+  return new Map([...dialects, [`${name}-no-status`, { ...rest, name: `${name}-no-status` }]]);
+}
 
 const v2c = (server: RunningSnmpd, community = 'lintel-ro'): SnmpTarget => ({
   transport: 'snmp',
@@ -197,5 +213,65 @@ t.test('an agent without the table answers an empty AP', async (t) => {
   const poller = createPoller({ dialects });
   t.teardown(() => poller.close());
   const [result] = await poller.pollAll([{ name: 'empty', zone: 'hall', dialect: 'cisco-wlc', target: v2c(ros7), apZones: { 'AP-1': 'hall' } }], TIMEOUT_MS);
-  t.same(summary(result ? [result] : []), [{ ap: 'AP-1', zone: 'hall', stations: [] }]);
+  t.same(summary(result ? [result] : []), [{ ap: 'AP-1', zone: 'hall', stations: [] }], 'no AP status table served either: read as without one');
+});
+
+const wlcAps = { 'AP-Lobby-1': 'lobby', 'AP-Lobby-2': 'lobby', 'AP-Cafe-1': 'cafe' };
+
+t.test('cisco-wlc: an AP the controller reports down or does not list fails as ap_down; its neighbour gives its stations', async (t) => {
+  const poller = createPoller({ dialects });
+  t.teardown(() => poller.close());
+  const results = await poller.pollAll([{ name: 'wlc-1', zone: 'unused', dialect: 'cisco-wlc', target: v2c(apsDown), apZones: wlcAps }], TIMEOUT_MS);
+  t.same(summary(results), [
+    { ap: 'AP-Lobby-1', zone: 'lobby', error: 'AP AP-Lobby-1 is not joined to the controller (not listed in bsnAPTable)', reason: 'ap_down' },
+    { ap: 'AP-Lobby-2', zone: 'lobby', error: 'AP AP-Lobby-2 is not up on the controller: bsnAPOperationStatus is 3 (downloading)', reason: 'ap_down' },
+    { ap: 'AP-Cafe-1', zone: 'cafe', stations: [{ mac: '3c:22:fb:0c:4d:02', rssiDbm: -58 }, { mac: 'a4:83:e7:55:10:03', rssiDbm: -44 }] },
+  ]);
+  for (const r of results) t.type(r.durationMs, 'number', `${r.ap} reports how long the controller's poll took`);
+});
+
+t.test('ruckus-zd: a disconnected AP and one missing from the AP table fail as ap_down; a connected one gives its stations', async (t) => {
+  const poller = createPoller({ dialects });
+  t.teardown(() => poller.close());
+  const results = await poller.pollAll(
+    [{ name: 'zd', zone: 'unused', dialect: 'ruckus-zd', target: v2c(apsDown), apZones: { 'C4-01-7C-3D-50-10': 'hall', 'c4:01:7c:3d:50:20': 'library', 'c4:01:7c:3d:50:30': 'attic' } }],
+    TIMEOUT_MS,
+  );
+  t.same(summary(results), [
+    { ap: 'C4-01-7C-3D-50-10', zone: 'hall', error: 'AP C4-01-7C-3D-50-10 is not up on the controller: ruckusZDWLANAPStatus is 0 (disconnected)', reason: 'ap_down' },
+    { ap: 'c4:01:7c:3d:50:20', zone: 'library', error: 'AP c4:01:7c:3d:50:20 is not joined to the controller (not listed in ruckusZDWLANAPTable)', reason: 'ap_down' },
+    { ap: 'c4:01:7c:3d:50:30', zone: 'attic', stations: [{ mac: '10:f1:f2:00:00:05', rssiDbm: -55 }] },
+  ]);
+});
+
+t.test('a controller dialect without an AP status table reads a down AP as empty, as before', async (t) => {
+  const poller = createPoller({ dialects: withoutStatusTable('cisco-wlc') });
+  t.teardown(() => poller.close());
+  const results = await poller.pollAll([{ name: 'wlc-1', zone: 'unused', dialect: 'cisco-wlc-no-status', target: v2c(apsDown), apZones: wlcAps }], TIMEOUT_MS);
+  t.same(summary(results), [
+    { ap: 'AP-Lobby-1', zone: 'lobby', stations: [] },
+    { ap: 'AP-Lobby-2', zone: 'lobby', stations: [{ mac: 'dc:a6:32:9e:7f:04', rssiDbm: -62 }] },
+    { ap: 'AP-Cafe-1', zone: 'cafe', stations: [{ mac: '3c:22:fb:0c:4d:02', rssiDbm: -58 }, { mac: 'a4:83:e7:55:10:03', rssiDbm: -44 }] },
+  ]);
+});
+
+t.test('a status walk that fails is the controller failing: every AP behind it fails alike', async (t) => {
+  // only the status table's columns go unanswered: the station table itself is walked fine
+  const poller = createPoller({
+    dialects,
+    openSnmp: (target, options) => {
+      const real = openNetSnmpSession(target, options);
+      return {
+        walk: (oid, maxRepetitions) => (oid.startsWith('1.3.6.1.4.1.14179.2.2.1.1.') ? Promise.reject(new Error('walk refused')) : real.walk(oid, maxRepetitions)),
+        close: () => real.close(),
+      };
+    },
+  });
+  t.teardown(() => poller.close());
+  const results = await poller.pollAll([{ name: 'wlc-1', zone: 'unused', dialect: 'cisco-wlc', target: v2c(apsDown), apZones: wlcAps }], TIMEOUT_MS);
+  t.same(summary(results), [
+    { ap: 'AP-Lobby-1', zone: 'lobby', error: 'walk refused', reason: 'error' },
+    { ap: 'AP-Lobby-2', zone: 'lobby', error: 'walk refused', reason: 'error' },
+    { ap: 'AP-Cafe-1', zone: 'cafe', error: 'walk refused', reason: 'error' },
+  ]);
 });

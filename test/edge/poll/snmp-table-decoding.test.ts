@@ -1,16 +1,21 @@
 /**
  * Decoding walked SNMP columns into sightings, with plain data (no agent): index splitting, MAC from
- * index or column, AP identity, stale rows.
+ * index or column, AP identity, stale rows; and a controller's AP status table.
  */
 import t from 'tap';
-import { loadDialects, type SnmpTableSpec } from '../../../edge/src/poll/dialects.js';
-import { columnsToWalk, decodeStationTable } from '../../../edge/src/poll/snmp/table.js';
+import { loadDialects, type ApStatusTableSpec, type SnmpTableSpec } from '../../../edge/src/poll/dialects.js';
+import { columnsToWalk, decodeApStatusTable, decodeStationTable } from '../../../edge/src/poll/snmp/table.js';
 
 const dialects = loadDialects();
 function tableOf(name: string, i = 0): SnmpTableSpec {
   const dialect = dialects.get(name);
   if (dialect?.transport !== 'snmp' || !dialect.tables[i]) throw new Error(`no SNMP table ${name}[${i}]`);
   return dialect.tables[i];
+}
+function statusTableOf(name: string): ApStatusTableSpec {
+  const dialect = dialects.get(name);
+  if (dialect?.transport !== 'snmp' || !dialect.apStatus) throw new Error(`no AP status table in ${name}`);
+  return dialect.apStatus;
 }
 
 t.test('only the needed columns are walked', async (t) => {
@@ -61,4 +66,37 @@ t.test('ruckus rows: AP identity is a MacAddress column, normalised', async (t) 
 t.test('an index with a sub-id out of range for a MAC is skipped', async (t) => {
   const walked = new Map([[14, new Map([['4.211.176.18.52.999', 40]])]]);
   t.same(decodeStationTable(tableOf('aruba-aos'), walked), { sightings: [], rows: 1, skipped: 1, stale: 0 });
+});
+
+t.test('cisco AP status: by AP name; a name on two rows is up when either row is; an unreadable status is not up', async (t) => {
+  const walked = new Map<number, Map<string, number | Buffer | null>>([
+    [
+      3,
+      new Map<string, Buffer | null>([
+        ['0.58.154.17.34.1', Buffer.from('AP-Lobby-1\0')],
+        ['0.58.154.17.34.2', Buffer.from('AP-Lobby-2')],
+        ['0.58.154.17.34.12', Buffer.from('AP-Lobby-2')],
+        ['0.58.154.17.34.3', Buffer.from('AP-Cafe-1')],
+        ['0.58.154.17.34.4', null],
+      ]),
+    ],
+    [6, new Map<string, number | Buffer>([['0.58.154.17.34.1', 2], ['0.58.154.17.34.2', 1], ['0.58.154.17.34.12', 3], ['0.58.154.17.34.3', Buffer.from('1')], ['0.58.154.17.34.4', 1]])],
+  ]);
+  const decoded = decodeApStatusTable(statusTableOf('cisco-wlc'), walked);
+  t.equal(decoded.rows, 5, 'every row counts, even one without a name');
+  t.same(Object.fromEntries(decoded.aps), {
+    'AP-Lobby-1': { up: false, value: 2 },
+    'AP-Lobby-2': { up: true, value: 1 },
+    'AP-Cafe-1': { up: false, value: undefined },
+  });
+});
+
+t.test('ruckus AP status: by AP MAC, normalised; an empty table has no rows', async (t) => {
+  const spec = statusTableOf('ruckus-zd');
+  const walked = new Map<number, Map<string, number | Buffer>>([
+    [1, new Map([['196.1.124.61.80.16', Buffer.from([0xc4, 0x01, 0x7c, 0x3d, 0x50, 0x10])]])],
+    [3, new Map([['196.1.124.61.80.16', 1]])],
+  ]);
+  t.same(Object.fromEntries(decodeApStatusTable(spec, walked).aps), { 'c4:01:7c:3d:50:10': { up: true, value: 1 } });
+  t.same(decodeApStatusTable(spec, new Map()), { aps: new Map(), rows: 0 });
 });

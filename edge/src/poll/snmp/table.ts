@@ -1,8 +1,9 @@
 /**
- * Reading a dialect's station table: which columns to walk, and how walked cells become sightings.
- * `decodeStationTable` is pure (plain cells in, plain rows out), so every dialect is testable with data.
+ * Reading a dialect's station table: which columns to walk, and how walked cells become sightings; and a
+ * controller's AP status table: which APs are joined and up. The decoders are pure (plain cells in, plain
+ * rows out), so every dialect is testable with data.
  */
-import type { SnmpTableSpec } from '../dialects.js';
+import type { ApStatusTableSpec, SnmpTableSpec } from '../dialects.js';
 import { macFromOctets, normalizeMac } from '../mac.js';
 import type { SnmpCell, SnmpSession, SnmpValue } from './session.js';
 
@@ -45,11 +46,19 @@ export async function walkStationTable(
   spec: SnmpTableSpec,
   options: { withIdentity: boolean; maxRepetitions: number },
 ): Promise<WalkedColumns> {
-  const columns = columnsToWalk(spec, options.withIdentity);
+  return walkColumns(session, spec.oid, columnsToWalk(spec, options.withIdentity), options.maxRepetitions);
+}
+
+/** Walks a controller's AP status table: the AP identity and status columns, as {@link walkStationTable} does. */
+export async function walkApStatusTable(session: SnmpSession, spec: ApStatusTableSpec, options: { maxRepetitions: number }): Promise<WalkedColumns> {
+  return walkColumns(session, spec.oid, [spec.apIdentity.column, spec.status.column], options.maxRepetitions);
+}
+
+async function walkColumns(session: SnmpSession, entryOid: string, columns: readonly number[], maxRepetitions: number): Promise<WalkedColumns> {
   const walked = await Promise.all(
     columns.map(async (column) => {
-      const prefix = `${spec.oid}.${column}.`;
-      const cells = await session.walk(`${spec.oid}.${column}`, options.maxRepetitions);
+      const prefix = `${entryOid}.${column}.`;
+      const cells = await session.walk(`${entryOid}.${column}`, maxRepetitions);
       return [column, indexCells(cells, prefix)] as const;
     }),
   );
@@ -155,4 +164,44 @@ export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): 
     sightings.push(sighting);
   }
   return { sightings, rows: indexes.size, skipped, stale };
+}
+
+/** What a controller says of one AP joined to it. */
+export interface ApState {
+  /** Its status is one of the dialect's `up` values. */
+  up: boolean;
+  /** The status value; undefined when the row has none, or not an integer. */
+  value: number | undefined;
+}
+
+export interface DecodedApStatus {
+  /** By AP identity (name, or normalised MAC), as the station table names the AP. */
+  aps: Map<string, ApState>;
+  /** Rows seen in the walk (by index); 0 when the controller lists no AP at all. */
+  rows: number;
+}
+
+/**
+ * Turns a walked AP status table into the state of each AP, by identity.
+ *
+ * @example
+ * decodeApStatusTable(bsnAPTable, new Map([[3, new Map([['0.58.154.17.34.1', Buffer.from('AP-Lobby-1')]])], [6, new Map([['0.58.154.17.34.1', 1]])]]));
+ * // { aps: Map { 'AP-Lobby-1' => { up: true, value: 1 } }, rows: 1 }
+ */
+export function decodeApStatusTable(spec: ApStatusTableSpec, walked: WalkedColumns): DecodedApStatus {
+  const identities = walked.get(spec.apIdentity.column) ?? new Map<string, SnmpValue>();
+  const statuses = walked.get(spec.status.column) ?? new Map<string, SnmpValue>();
+  const indexes = new Set([...identities.keys(), ...statuses.keys()]);
+  const aps = new Map<string, ApState>();
+  for (const index of indexes) {
+    const raw = identities.get(index);
+    const identity = spec.apIdentity.format === 'mac' ? macOf(raw) : textOf(raw);
+    if (identity === undefined) continue;
+    const status = statuses.get(index);
+    const value = typeof status === 'number' && Number.isInteger(status) ? status : undefined;
+    // one AP on two rows (a leftover entry beside the current one): up wins, the controller serves it
+    if (aps.get(identity)?.up) continue;
+    aps.set(identity, { up: value !== undefined && spec.status.up.includes(value), value });
+  }
+  return { aps, rows: indexes.size };
 }
