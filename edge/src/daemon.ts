@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { MAX_READINGS_PER_BATCH } from '../../shared/catalog/validate.js';
 import { describeError } from '../../shared/describe-error.js';
 import type { EdgeConfig } from './config/load.js';
-import type { EdgeMetrics } from './metrics.js';
+import { retargetSeries, type EdgeMetrics } from './metrics.js';
 import type { ApPollResult, Poller } from './poll/types.js';
 import type { Ledger, Delivery } from './report/ledger.js';
 import type { BatchPoster } from './report/poster.js';
@@ -92,6 +92,46 @@ export function batchesOf<R>(batchId: string, readings: readonly R[], max: numbe
   return Array.from({ length: parts }, (_, i) => ({ batchId: `${batchId}#${i + 1}/${parts}`, readings: readings.slice(i * max, (i + 1) * max) }));
 }
 
+/** What a reload may change in a running collector, applied between two ticks. */
+export interface DaemonSettings {
+  config: DaemonConfig;
+  /** Where batches go from the next tick; without one they are kept in the ledger only. */
+  poster?: BatchPoster;
+  ledgerRetentionMs?: number;
+}
+
+/** What {@link EdgeDaemon.reconfigure} did: `applied: false` when the collector was stopping. */
+export interface Reconfigured {
+  applied: boolean;
+  /** Devices counted in the new zone of their AP. */
+  rezoned: number;
+}
+
+/**
+ * The name each AP's results are reported under: the AP's own, or each AP behind a controller.
+ *
+ * @example
+ * reportedApNames(config); // ['lobby-1', 'wlc-ap1', 'wlc-ap2']
+ */
+export function reportedApNames(config: Pick<DaemonConfig, 'accessPoints' | 'reportNames'>): string[] {
+  const names = new Set<string>();
+  for (const ap of config.accessPoints) {
+    if (ap.apZones) for (const identity of Object.keys(ap.apZones)) names.add(config.reportNames[identity] ?? identity);
+    else names.add(config.reportNames[ap.name] ?? ap.name);
+  }
+  return [...names];
+}
+
+/** The zone of every AP a poll result can name (an AP, or an AP behind a controller). */
+function zoneOfEachAp(config: Pick<DaemonConfig, 'accessPoints'>): Map<string, string> {
+  const zones = new Map<string, string>();
+  for (const ap of config.accessPoints) {
+    if (ap.apZones) for (const [identity, zone] of Object.entries(ap.apZones)) zones.set(identity, zone);
+    else zones.set(ap.name, ap.zone);
+  }
+  return zones;
+}
+
 const HOUR_MS = 3_600_000;
 const DEFAULT_RETENTION_MS = 30 * 24 * HOUR_MS;
 
@@ -101,8 +141,14 @@ const DEFAULT_RETENTION_MS = 30 * 24 * HOUR_MS;
  */
 export class EdgeDaemon {
   private state: TrackerState | undefined;
+  private config: DaemonConfig;
+  private poster: BatchPoster | undefined;
+  private ledgerRetentionMs: number | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** The scheduled tick in flight, until it settles. */
   private running: Promise<unknown> | undefined;
+  /** The monotonic slot of the last scheduled tick: a new poll interval counts from it. */
+  private lastSlot: number | undefined;
   private stopped = true;
   /** Set by stop() until the next start(): the stop in progress, which later calls share. */
   private stopping: Promise<void> | undefined;
@@ -111,7 +157,11 @@ export class EdgeDaemon {
   /** Removals of polls whose save failed, written by the next save that succeeds. */
   private unsavedRemovals: PollOutcome['removed'] = [];
 
-  constructor(private readonly deps: DaemonDeps) {}
+  constructor(private readonly deps: DaemonDeps) {
+    this.config = deps.config;
+    this.poster = deps.poster;
+    this.ledgerRetentionMs = deps.ledgerRetentionMs;
+  }
 
   /** Loads the saved state and starts ticking on the interval. */
   async start(): Promise<void> {
@@ -120,7 +170,7 @@ export class EdgeDaemon {
     this.stopping = undefined;
     const head = this.deps.ledger.head();
     this.deps.logger.info(
-      { aps: this.deps.config.accessPoints.length, zones: this.deps.config.zones.length, tracked: this.state?.devices.size ?? 0, ledgerSeq: head.seq, ledgerHead: head.hash },
+      { aps: this.config.accessPoints.length, zones: this.config.zones.length, tracked: this.state?.devices.size ?? 0, ledgerSeq: head.seq, ledgerHead: head.hash },
       'collector started',
     );
     this.schedule(performance.now());
@@ -161,12 +211,57 @@ export class EdgeDaemon {
    */
   private load(): TrackerState {
     if (!this.state) {
-      const apZones = new Map(this.deps.config.accessPoints.map((ap) => [ap.name, ap.zone]));
-      const { state, rezoned } = rezoneToConfig(this.deps.zones.load(), apZones);
+      const { state, rezoned } = rezoneToConfig(this.deps.zones.load(), zoneOfEachAp(this.config));
       if (rezoned > 0) this.deps.logger.info({ devices: rezoned }, 'devices follow their AP to the zone the configuration gives it now');
       this.state = state;
     }
     return this.state;
+  }
+
+  /**
+   * Takes a new configuration (and poster) between two ticks: waits for the tick in flight, then applies
+   * it before the next one starts, so no poll, tracking step or batch ever mixes two configurations.
+   * Devices of an AP moved to another zone follow it, as at a start over a saved state. Not applied
+   * once the collector is stopping.
+   */
+  async reconfigure(settings: DaemonSettings): Promise<Reconfigured> {
+    // The next tick starts from a timer, so it cannot begin between the tick settling and this
+    // continuation; a tick that started meanwhile (a timer of 0) is waited for too.
+    while (this.running) await this.running.catch(() => undefined);
+    if (this.stopping) return { applied: false, rezoned: 0 };
+    const previous = this.config;
+    this.config = settings.config;
+    this.poster = settings.poster;
+    this.ledgerRetentionMs = settings.ledgerRetentionMs;
+    let rezoned = 0;
+    if (this.state) {
+      const result = rezoneToConfig(this.state, zoneOfEachAp(settings.config));
+      this.state = result.state;
+      rezoned = result.rezoned;
+    }
+    this.followConfiguredAps(previous);
+    if (settings.config.pollIntervalMs !== previous.pollIntervalMs) this.rearm();
+    return { applied: true, rezoned };
+  }
+
+  /**
+   * Drops what the collector kept of APs no longer configured (whether they were down, their metric
+   * series: a removed AP is not a down one) and starts the series of new APs and zones at 0.
+   */
+  private followConfiguredAps(previous: DaemonConfig): void {
+    const { metrics } = this.deps;
+    const before = { aps: reportedApNames(previous), zones: previous.zones.map((z) => z.id) };
+    const after = { aps: reportedApNames(this.config), zones: this.config.zones.map((z) => z.id) };
+    const current = new Set(after.aps);
+    for (const ap of before.aps) if (!current.has(ap)) this.apDown.delete(ap);
+    retargetSeries(metrics, before, after);
+  }
+
+  /** Moves the pending tick to the new poll interval, counted from the last tick's slot. */
+  private rearm(): void {
+    if (this.stopped || !this.timer || this.lastSlot === undefined) return;
+    clearTimeout(this.timer);
+    this.schedule(this.lastSlot + this.config.pollIntervalMs);
   }
 
   /**
@@ -178,10 +273,13 @@ export class EdgeDaemon {
     const delay = Math.max(0, slot - performance.now());
     this.timer = setTimeout(() => {
       const started = performance.now();
+      this.timer = undefined;
+      this.lastSlot = slot;
       const run = this.scheduledTick().catch((err) => this.deps.logger.error({ error: describeError(err) }, 'tick failed'));
       this.running = run;
       void run.then(() => {
-        const interval = this.deps.config.pollIntervalMs;
+        this.running = undefined;
+        const interval = this.config.pollIntervalMs;
         let next = slot + interval;
         const now = performance.now();
         if (now > next) {
@@ -215,7 +313,8 @@ export class EdgeDaemon {
 
   /** Tracks one poll's results, then reports and delivers the tick's batch. */
   private async settle(results: ApPollResult[], started: number, timestamp: number): Promise<TickReport> {
-    const { config, metrics, logger } = this.deps;
+    const { metrics, logger } = this.deps;
+    const config = this.config;
     const state = this.load();
     const apStatus = this.noteAps(results);
 
@@ -308,7 +407,8 @@ export class EdgeDaemon {
   }
 
   private async pollAll(): Promise<ApPollResult[]> {
-    const { config, poller } = this.deps;
+    const { poller } = this.deps;
+    const config = this.config;
     try {
       return await poller.pollAll(config.accessPoints, config.requestTimeoutMs);
     } catch (err) {
@@ -320,7 +420,8 @@ export class EdgeDaemon {
 
   /** Metrics and logs per AP; a change of state (down, back up) is logged once. */
   private noteAps(results: readonly ApPollResult[]): ApTickStatus[] {
-    const { metrics, logger, config } = this.deps;
+    const { metrics, logger } = this.deps;
+    const config = this.config;
     return results.map((result) => {
       const ap = config.reportNames[result.ap] ?? result.ap;
       metrics.apPollSeconds.set({ ap }, result.durationMs / 1000);
@@ -336,7 +437,9 @@ export class EdgeDaemon {
       const error = redactIdentifiers(result.error);
       metrics.apUp.set({ ap }, 0);
       metrics.apPolls.inc({ ap, outcome: reason });
-      if (!this.apDown.get(ap)) logger.warn({ ap, reason, error }, 'access point did not answer; its devices are frozen');
+      // A controller that reports an AP down did answer: the AP is what is silent.
+      const silent = reason === 'ap_down' ? 'its controller reports it down' : 'it did not answer';
+      if (!this.apDown.get(ap)) logger.warn({ ap, reason, error }, `access point silent (${silent}); its devices are frozen`);
       else logger.debug({ ap, reason, error }, 'access point still silent');
       this.apDown.set(ap, true);
       return { ap, ok: false, stations: 0, durationMs: result.durationMs, reason, error };
@@ -345,7 +448,8 @@ export class EdgeDaemon {
 
   /** Ledger first (what is not recorded is not sent), then the post. */
   private async deliver(body: string, timestamp: number): Promise<BatchDelivery> {
-    const { ledger, poster, logger } = this.deps;
+    const { ledger, logger } = this.deps;
+    const poster = this.poster;
     let seq: number;
     try {
       seq = ledger.append(body, timestamp).seq;
@@ -384,8 +488,8 @@ export class EdgeDaemon {
     if (now - this.lastPrune < HOUR_MS) return;
     this.lastPrune = now;
     try {
-      const retentionMs = this.deps.ledgerRetentionMs ?? DEFAULT_RETENTION_MS;
-      const keepNewest = Math.ceil(retentionMs / this.deps.config.pollIntervalMs) + 1;
+      const retentionMs = this.ledgerRetentionMs ?? DEFAULT_RETENTION_MS;
+      const keepNewest = Math.ceil(retentionMs / this.config.pollIntervalMs) + 1;
       const removed = this.deps.ledger.prune(now - retentionMs, keepNewest);
       if (removed > 0) {
         const start = this.deps.ledger.start();

@@ -5,8 +5,16 @@ import { createServer, type Server } from 'node:http';
 import { closeServer, listen } from '../../shared/lifecycle.js';
 import { Counter, Gauge, Histogram, createRegistry, zeroLabels, type Registry } from '../../shared/prom.js';
 
-export const AP_OUTCOMES = ['ok', 'timeout', 'unreachable', 'auth', 'bad_output', 'config', 'error'] as const;
-export const DELIVERIES = ['accepted', 'rejected', 'unreachable', 'kept', 'not_recorded'] as const;
+export const AP_OUTCOMES = ['ok', 'timeout', 'unreachable', 'auth', 'bad_output', 'config', 'ap_down', 'error'] as const;
+export const DELIVERIES = ['accepted', 'rejected', 'unreachable', 'kept', 'interrupted', 'not_recorded'] as const;
+/** How a configuration reload ended: applied (possibly with keys left for a restart), or rejected as invalid. */
+export const RELOAD_RESULTS = ['applied', 'rejected'] as const;
+
+/** The APs (by reported name) and zones whose series a registry shows. */
+export interface KnownSeries {
+  aps: readonly string[];
+  zones: readonly string[];
+}
 
 export interface EdgeMetrics {
   registry: Registry;
@@ -24,6 +32,7 @@ export interface EdgeMetrics {
   batches: Counter<'delivery'>;
   readingsRefused: Counter<string>;
   ledgerHead: Gauge<string>;
+  reloads: Counter<'result'>;
 }
 
 /**
@@ -32,7 +41,7 @@ export interface EdgeMetrics {
  * @example
  * const metrics = createEdgeMetrics({ aps: ['lobby-1'], zones: ['lobby'] });
  */
-export function createEdgeMetrics(known: { aps: readonly string[]; zones: readonly string[] }, options: { defaults?: boolean } = {}): EdgeMetrics {
+export function createEdgeMetrics(known: KnownSeries, options: { defaults?: boolean } = {}): EdgeMetrics {
   const registry = createRegistry('lintel-edge', options);
   const registers = [registry];
   const m: EdgeMetrics = {
@@ -56,14 +65,42 @@ export function createEdgeMetrics(known: { aps: readonly string[]; zones: readon
     batches: new Counter({ name: 'lintel_edge_batches_total', help: 'Batches by delivery', labelNames: ['delivery'], registers }),
     readingsRefused: new Counter({ name: 'lintel_edge_readings_refused_total', help: 'Readings the catalog refused (not sent)', registers }),
     ledgerHead: new Gauge({ name: 'lintel_edge_ledger_head_seq', help: 'Sequence number of the newest ledger entry', registers }),
+    reloads: new Counter({ name: 'lintel_edge_config_reloads_total', help: 'Configuration reloads (SIGHUP) by result', labelNames: ['result'], registers }),
   };
-  for (const ap of known.aps) {
-    m.apUp.set({ ap }, 0);
-    for (const outcome of AP_OUTCOMES) m.apPolls.inc({ ap, outcome }, 0);
-  }
+  for (const ap of known.aps) seedAp(m, ap);
   for (const zone of known.zones) m.zoneDevices.set({ zone }, 0);
   zeroLabels(m.batches, 'delivery', DELIVERIES);
+  zeroLabels(m.reloads, 'result', RELOAD_RESULTS);
   return m;
+}
+
+function seedAp(m: EdgeMetrics, ap: string): void {
+  m.apUp.set({ ap }, 0);
+  for (const outcome of AP_OUTCOMES) m.apPolls.inc({ ap, outcome }, 0);
+}
+
+/**
+ * After a reload: the series of APs and zones no longer configured are removed (a removed AP is not
+ * "down"), and those of new ones start at 0, as at start.
+ *
+ * @example
+ * retargetSeries(metrics, { aps: ['ap-1'], zones: ['lobby'] }, { aps: ['ap-2'], zones: ['lobby'] });
+ */
+export function retargetSeries(m: EdgeMetrics, before: KnownSeries, after: KnownSeries): void {
+  const apsAfter = new Set(after.aps);
+  const apsBefore = new Set(before.aps);
+  for (const ap of before.aps) {
+    if (apsAfter.has(ap)) continue;
+    m.apUp.remove({ ap });
+    m.apPollSeconds.remove({ ap });
+    m.apStations.remove({ ap });
+    for (const outcome of AP_OUTCOMES) m.apPolls.remove({ ap, outcome });
+  }
+  for (const ap of after.aps) if (!apsBefore.has(ap)) seedAp(m, ap);
+  const zonesAfter = new Set(after.zones);
+  const zonesBefore = new Set(before.zones);
+  for (const zone of before.zones) if (!zonesAfter.has(zone)) m.zoneDevices.remove({ zone });
+  for (const zone of after.zones) if (!zonesBefore.has(zone)) m.zoneDevices.set({ zone }, 0);
 }
 
 /** Serves GET /metrics and GET /health on a local address; `close()` stops it. */

@@ -44,6 +44,28 @@ export function defaultStateDir(): string {
   return process.env.STATE_DIRECTORY?.split(':')[0] || '/var/lib/lintel-edge';
 }
 
+/** A config file read and checked: the config, or every problem found in it. */
+export type CheckedConfig = { ok: true; config: EdgeConfig; warnings: string[] } | { ok: false; errors: string[] };
+
+/**
+ * Reads and checks the config (and every AP against its dialect), reporting every problem at once. The
+ * collector's start and its reloads both go through here, so a reload accepts exactly what a start does.
+ */
+export function checkConfigFile(path: string, frozenPolls: number | undefined, dialects: DialectCatalog): CheckedConfig {
+  const result = loadConfig(path.replace(/^~(?=\/)/, homedir()), {
+    dialects: dialectInfoOf(dialects),
+    defaultStateDir: defaultStateDir(),
+    ...(frozenPolls !== undefined ? { frozenPolls } : {}),
+  });
+  if (!result.ok) return result;
+  const problems: string[] = [];
+  result.config.accessPoints.forEach((ap, i) => {
+    for (const problem of checkAccessPoint(ap, dialects)) problems.push(`accessPoints[${i}] (${ap.name}): ${problem}`);
+  });
+  if (problems.length > 0) return { ok: false, errors: problems };
+  return result;
+}
+
 /**
  * Loads and checks the config (and every AP against its dialect); prints every problem and returns
  * undefined when there is any.
@@ -55,22 +77,10 @@ export function loadCheckedConfig(
 ): { config: EdgeConfig; dialects: DialectCatalog; warnings: string[] } | undefined {
   const dialects = loadShippedDialects(io);
   if (!dialects) return undefined;
-  const result = loadConfig(path.replace(/^~(?=\/)/, homedir()), {
-    dialects: dialectInfoOf(dialects),
-    defaultStateDir: defaultStateDir(),
-    ...(frozenPolls !== undefined ? { frozenPolls } : {}),
-  });
-  if (!result.ok) {
-    io.err(`lintel-edge: invalid configuration in ${path}:\n  ${result.errors.join('\n  ')}\n`);
+  const checked = checkConfigFile(path, frozenPolls, dialects);
+  if (!checked.ok) {
+    io.err(`lintel-edge: invalid configuration in ${path}:\n  ${checked.errors.join('\n  ')}\n`);
     return undefined;
   }
-  const problems: string[] = [];
-  result.config.accessPoints.forEach((ap, i) => {
-    for (const problem of checkAccessPoint(ap, dialects)) problems.push(`accessPoints[${i}] (${ap.name}): ${problem}`);
-  });
-  if (problems.length > 0) {
-    io.err(`lintel-edge: invalid configuration in ${path}:\n  ${problems.join('\n  ')}\n`);
-    return undefined;
-  }
-  return { config: result.config, dialects, warnings: result.warnings };
+  return { config: checked.config, dialects, warnings: checked.warnings };
 }

@@ -3,8 +3,9 @@
  * `run` and `simulate`; what it opens, `close()` closes.
  */
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import { EdgeDaemon, type DaemonConfig, type TickReport } from '../daemon.js';
+import { EdgeDaemon, reportedApNames, type DaemonConfig, type Reconfigured, type TickReport } from '../daemon.js';
 import { createEdgeMetrics, type EdgeMetrics } from '../metrics.js';
 import type { Poller } from '../poll/types.js';
 import { openLedger, type Ledger } from '../report/ledger.js';
@@ -21,11 +22,13 @@ export function statePaths(stateDir: string) {
   };
 }
 
+type IngestSettings = { url: string; secret: string; keyId?: string; timeoutMs: number };
+
 export interface GatewayOptions {
   config: DaemonConfig;
   stateDir: string;
   poller: Poller;
-  ingest?: { url: string; secret: string; keyId?: string; timeoutMs: number };
+  ingest?: IngestSettings;
   logger: Logger;
   /** Node's default process metrics in the registry. Default true. */
   processMetrics?: boolean;
@@ -39,6 +42,11 @@ export interface Gateway {
   ledger: Ledger;
   zones: ZoneStore;
   paths: ReturnType<typeof statePaths>;
+  /**
+   * Applies a reloaded configuration between two ticks (see {@link EdgeDaemon.reconfigure}); a changed
+   * ingest gets a new poster, and the old one is closed once no tick can use it.
+   */
+  reconfigure(settings: { config: DaemonConfig; ingest?: IngestSettings; ledgerRetentionMs?: number }): Promise<Reconfigured>;
   close(): Promise<void>;
 }
 
@@ -67,12 +75,12 @@ export function openGateway(options: GatewayOptions): Gateway {
     ledger?.close();
     throw err;
   }
-  const names = new Set<string>();
-  for (const ap of options.config.accessPoints) {
-    if (ap.apZones) for (const identity of Object.keys(ap.apZones)) names.add(options.config.reportNames[identity] ?? identity);
-    else names.add(options.config.reportNames[ap.name] ?? ap.name);
+  const metrics = createEdgeMetrics({ aps: reportedApNames(options.config), zones: options.config.zones.map((z) => z.id) }, { defaults: options.processMetrics ?? true });
+  const { interrupted } = ledger;
+  if (interrupted.count > 0) {
+    metrics.batches.inc({ delivery: 'interrupted' }, interrupted.count);
+    logger.warn({ interrupted: interrupted.count, firstSeq: interrupted.firstSeq, lastSeq: interrupted.lastSeq }, 'ledger entries whose post outcome was never recorded (the last run stopped mid-post) marked interrupted; not sent again');
   }
-  const metrics = createEdgeMetrics({ aps: [...names], zones: options.config.zones.map((z) => z.id) }, { defaults: options.processMetrics ?? true });
   const daemon = new EdgeDaemon({
     config: options.config,
     poller: options.poller,
@@ -86,12 +94,32 @@ export function openGateway(options: GatewayOptions): Gateway {
     ...(options.ledgerRetentionMs !== undefined ? { ledgerRetentionMs: options.ledgerRetentionMs } : {}),
   });
   const openLedgerRef = ledger;
+  let ingest = options.ingest;
   return {
     daemon,
     metrics,
     ledger: openLedgerRef,
     zones,
     paths,
+    async reconfigure(settings) {
+      const sameIngest = isDeepStrictEqual(settings.ingest, ingest);
+      const next = sameIngest ? poster : settings.ingest ? createBatchPoster(settings.ingest) : undefined;
+      const done = await daemon.reconfigure({
+        config: settings.config,
+        ...(next ? { poster: next } : {}),
+        ...(settings.ledgerRetentionMs !== undefined ? { ledgerRetentionMs: settings.ledgerRetentionMs } : {}),
+      });
+      if (sameIngest) return done;
+      // Whichever poster the daemon no longer (or never) uses is closed; the other one is the gateway's to close.
+      const unused = done.applied ? poster : next;
+      if (done.applied) {
+        poster = next;
+        ingest = settings.ingest;
+      }
+      // an idle agent closing: nothing to report, and the reload has happened either way
+      await unused?.close().catch(() => undefined);
+      return done;
+    },
     async close() {
       await daemon.stop();
       await poster?.close();

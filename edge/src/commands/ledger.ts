@@ -1,15 +1,21 @@
 /**
  * `lintel-edge ledger verify|audit|export`: the auditor's commands, read-only over the ledger file.
  * - verify: the hash chain is intact (no entry edited, removed, inserted or reordered);
- * - audit: every byte of every entry is an aggregate (see report/audit.ts); exits 1 on any finding;
+ * - audit: every byte of every entry is an aggregate (see report/audit.ts); exits 1 on any finding; it
+ *   also counts the entries by delivery;
  * - export: the entries as JSON lines, `body` being the exact bytes that were sent, so anyone can recompute
- *   hash = sha256(prevHash + body).
+ *   hash = sha256(prevHash + body), and `delivery` how the post went: accepted, rejected, unreachable,
+ *   kept (no ingest), interrupted (the gateway stopped before the post's outcome was known: it may or may
+ *   not have reached the ingest), or null (a post in flight, or one cut short by a stop the gateway has
+ *   not been restarted since). See report/ledger.ts.
  * With `fromSeq`, each looks only at the entries from that seq on; verify then anchors the chain on the
  * stored hash of the entry before it, and says so.
+ * The file may be in use by the collector: reads wait for its locks (see storage/sqlite.ts), and one that
+ * still fails ends the command with a message (exit 2), not a stack trace.
  */
 import { existsSync } from 'node:fs';
 import { auditBody } from '../report/audit.js';
-import { openLedger, type Ledger } from '../report/ledger.js';
+import { INTERRUPTED, openLedger, type Ledger } from '../report/ledger.js';
 import { StorageError } from '../storage/sqlite.js';
 import type { CommandIo } from './common.js';
 
@@ -25,7 +31,12 @@ function open(path: string, io: CommandIo): Ledger | undefined {
     ledger.head();
     return ledger;
   } catch (err) {
-    io.err(`lintel-edge: ${path} is not a readable lintel-edge ledger (${err instanceof StorageError ? err.message : (err as Error).message})\n`);
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) {
+      io.err(`lintel-edge: the ledger ${path} is locked by another process (${(err as Error).message}); try again\n`);
+    } else {
+      io.err(`lintel-edge: ${path} is not a readable lintel-edge ledger (${err instanceof StorageError ? err.message : (err as Error).message})\n`);
+    }
     return undefined;
   }
 }
@@ -38,6 +49,9 @@ export function ledgerCommand(action: LedgerAction, path: string, io: CommandIo,
     if (action === 'verify') return verify(ledger, path, io, options.fromSeq);
     if (action === 'audit') return audit(ledger, path, io, options.fromSeq);
     return exportEntries(ledger, io, options.fromSeq);
+  } catch (err) {
+    io.err(`lintel-edge: cannot read the ledger ${path}: ${(err as Error).message}\n`);
+    return 2;
   } finally {
     ledger.close();
   }
@@ -71,10 +85,13 @@ function audit(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | un
   let readings = 0;
   let findings = 0;
   let bytes = 0;
+  const deliveries = new Map<string, number>();
   const scope = fromSeq === undefined ? path : `${path} from seq ${fromSeq}`;
   for (const entry of ledger.entries(fromSeq)) {
     entries++;
     bytes += Buffer.byteLength(entry.body);
+    const delivery = entry.delivery ?? 'no outcome yet';
+    deliveries.set(delivery, (deliveries.get(delivery) ?? 0) + 1);
     const found = auditBody(entry.body);
     try {
       const parsed = JSON.parse(entry.body) as { readings?: unknown };
@@ -85,12 +102,21 @@ function audit(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | un
     for (const f of found) io.out(`seq ${entry.seq} ${f.path}: ${f.kind}: ${f.detail}\n`);
     findings += found.length;
   }
+  const delivered = deliveriesLine(deliveries);
   if (findings > 0) {
-    io.out(`audit FAILED: ${findings} finding${findings === 1 ? '' : 's'} in ${entries} entries of ${scope}\n`);
+    io.out(`audit FAILED: ${findings} finding${findings === 1 ? '' : 's'} in ${entries} entries of ${scope}\n${delivered}`);
     return 1;
   }
-  io.out(`audit passed: ${entries} entries, ${readings} readings, ${bytes} bytes in ${scope}; every value is a declared aggregate field, nothing identifier-like\n`);
+  io.out(`audit passed: ${entries} entries, ${readings} readings, ${bytes} bytes in ${scope}; every value is a declared aggregate field, nothing identifier-like\n${delivered}`);
   return 0;
+}
+
+/** `deliveries: 41 accepted, 1 interrupted (…)`, or nothing for no entries. */
+function deliveriesLine(deliveries: ReadonlyMap<string, number>): string {
+  if (deliveries.size === 0) return '';
+  const counts = [...deliveries].map(([delivery, n]) => `${n} ${delivery}`).join(', ');
+  const note = deliveries.has(INTERRUPTED) ? ` (${INTERRUPTED}: the gateway stopped before the post's outcome was known; it may or may not have reached the ingest)` : '';
+  return `deliveries: ${counts}${note}\n`;
 }
 
 /**

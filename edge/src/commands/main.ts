@@ -12,7 +12,9 @@ const USAGE = `lintel-edge ${VERSION}: count people by zone from a building's Wi
 
 Usage:
   lintel-edge run --config <file> [--frozen-polls <n>]
-      Run the collector until SIGTERM/SIGINT.
+      Run the collector until SIGTERM/SIGINT. SIGHUP (systemctl reload) re-reads the config between two
+      ticks: access points, zones, intervals, tracker, ingest, log level; an invalid file is logged and
+      changes nothing; stateDir and metrics.listen need a restart.
   lintel-edge simulate [options]
       A simulated building (real SNMP agents and SSH servers on loopback) with a live table of zone counts
       against the ground truth. Options:

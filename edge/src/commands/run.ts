@@ -1,14 +1,18 @@
 /**
- * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT.
+ * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT. SIGHUP reloads the config.
  */
+import type { Logger } from 'pino';
 import { createLogger } from '../../../shared/logger.js';
 import { describeError } from '../../../shared/describe-error.js';
 import { serveMetrics } from '../metrics.js';
 import { createPoller } from '../poll/index.js';
 import { runtimeFacts } from '../runtime.js';
 import { VERSION } from '../version.js';
+import type { EdgeConfig } from '../config/load.js';
+import type { DialectCatalog } from '../poll/index.js';
 import { openGateway } from './gateway.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
+import { createReloader, type Reloader } from './reload.js';
 
 export interface RunOptions {
   config: string;
@@ -27,12 +31,69 @@ function stopDeadlineMs(ingestTimeoutMs: number | undefined): number {
   return STOP_GRACE_MS + (ingestTimeoutMs ?? 0);
 }
 
+/** SIGHUP for the life of the collector, as each phase wants it. */
+interface HangupListener {
+  /** From now on, a SIGHUP reloads through `reloader`; one received while starting is served now. */
+  serve(reloader: Reloader): void;
+  /** From now on, a SIGHUP is ignored (logged). */
+  stopping(): void;
+  close(): void;
+}
+
+/**
+ * Listens for SIGHUP from the start, so that one arriving at any time never ends the process (Node's
+ * default). While starting, it is held: the file may already differ from what the start read.
+ */
+function listenForHangup(logger: Logger): HangupListener {
+  let reloader: Reloader | undefined;
+  let held = false;
+  let stopping = false;
+  const reload = (r: Reloader) => {
+    const outcome = r.request();
+    if (outcome === 'started') logger.info({ signal: 'SIGHUP' }, 'reloading the configuration');
+    else if (outcome === 'queued') logger.info({ signal: 'SIGHUP' }, 'a reload is in progress; one more follows it');
+  };
+  const onHangup = () => {
+    if (stopping) logger.info({ signal: 'SIGHUP' }, 'stopping: the configuration is not reloaded');
+    else if (reloader) reload(reloader);
+    else held = true;
+  };
+  process.on('SIGHUP', onHangup);
+  return {
+    serve(r) {
+      reloader = r;
+      if (held) reload(r);
+    },
+    stopping() {
+      stopping = true;
+    },
+    close() {
+      process.off('SIGHUP', onHangup);
+    },
+  };
+}
+
 /** Runs until a signal; resolves with the exit code. */
 export async function runCollector(options: RunOptions, io: CommandIo): Promise<number> {
   const loaded = loadCheckedConfig(options.config, options.frozenPolls, io);
   if (!loaded) return 2;
-  const { config, dialects, warnings } = loaded;
-  const logger = createLogger('lintel-edge', { level: config.logLevel });
+  const logger = createLogger('lintel-edge', { level: loaded.config.logLevel });
+  const hangups = listenForHangup(logger);
+  try {
+    return await collect(options, loaded, logger, hangups, io);
+  } finally {
+    hangups.close();
+  }
+}
+
+/** The collector from start to stop. */
+async function collect(
+  options: RunOptions,
+  { config, dialects, warnings }: { config: EdgeConfig; dialects: DialectCatalog; warnings: string[] },
+  logger: Logger,
+  hangups: HangupListener,
+  io: CommandIo,
+): Promise<number> {
   const runtime = runtimeFacts();
   logger.info(
     { version: VERSION, heapLimitMb: Math.round(runtime.heapLimitMb), nodeOptions: runtime.nodeOptions ?? null, singleExecutable: runtime.singleExecutable },
@@ -65,21 +126,28 @@ export async function runCollector(options: RunOptions, io: CommandIo): Promise<
     return 1;
   }
 
+  const reloader = createReloader({ path: options.config, frozenPolls: options.frozenPolls, dialects, initial: config, gateway, logger });
+  hangups.serve(reloader);
+
   const signal = await new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
+  hangups.stopping();
   logger.info({ signal }, 'stopping');
   const deadline = setTimeout(() => {
     logger.error('stop took too long; exiting');
     process.exit(1);
-  }, stopDeadlineMs(config.ingest?.timeoutMs));
+  }, stopDeadlineMs(reloader.current().ingest?.timeoutMs));
   deadline.unref();
   // Closing the poller ends a poll in flight at once, so stopping never waits out a timeout; the
-  // daemon, told first, drops that cut-short poll instead of counting every AP as silent.
+  // daemon, told first, drops that cut-short poll instead of counting every AP as silent. A reload
+  // waiting for that tick then finds the collector stopping and applies nothing.
   const stopping = gateway.daemon.stop();
+  const reloads = reloader.close();
   await poller.close();
   await stopping;
+  await reloads;
   await metricsServer?.close();
   await gateway.close();
   clearTimeout(deadline);

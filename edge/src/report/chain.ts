@@ -14,7 +14,10 @@ export interface LedgerEntry {
   prevHash: string;
   hash: string;
   body: string;
-  /** How the post went (accepted, rejected, unreachable, kept); informational, not chained. */
+  /**
+   * How the post went (accepted, rejected, unreachable, kept, interrupted; null while its outcome is not
+   * recorded, see ledger.ts); informational, not chained.
+   */
   delivery: string | null;
 }
 

@@ -2,17 +2,42 @@
  * The export ledger in SQLite: every batch body that leaves the gateway is appended before it is posted,
  * so an auditor sees everything that could have left. Kept in its own file, apart from the zone state, so
  * it can be handed over without any device hash.
+ *
+ * Each entry's delivery says how its post went (informational, not chained):
+ * - `accepted`: the ingest took it (2xx);
+ * - `rejected`: the ingest refused it (any other answer); dropped, the next tick supersedes it;
+ * - `unreachable`: no answer in time; dropped, the next tick supersedes it;
+ * - `kept`: no ingest configured, so it never left;
+ * - `interrupted`: the process that appended it stopped (crash, kill, power cut) before it recorded the
+ *   post's outcome; marked when the ledger is next opened for writing. The batch may or may not have
+ *   reached the ingest; it is not posted again (see markInterrupted);
+ * - null: its post is still in flight, or the process stopped mid-post and the ledger was not opened
+ *   for writing since.
  */
-import { openDatabase, type SqliteDatabase } from '../storage/sqlite.js';
+import { openDatabase, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
 import { chainHash, GENESIS, verifyChain, type ChainStart, type ChainVerdict, type LedgerEntry } from './chain.js';
 import { ledgerMigrations } from './migrations.js';
 
+/** How a post went, as the process that made it records it. */
 export type Delivery = 'accepted' | 'rejected' | 'unreachable' | 'kept';
 
+/** The delivery of an entry whose post's outcome was never recorded (see the header). */
+export const INTERRUPTED = 'interrupted';
+
+/** The entries found without a delivery when the ledger was opened for writing, now `interrupted`. */
+export interface InterruptedEntries {
+  count: number;
+  /** The lowest and highest such seq; null when there were none. */
+  firstSeq: number | null;
+  lastSeq: number | null;
+}
+
 export interface Ledger {
+  /** What opening for writing marked `interrupted` (none for a read-only ledger). */
+  readonly interrupted: InterruptedEntries;
   /** Appends a body; the chain's new head. */
   append(body: string, createdAt: number): LedgerEntry;
-  /** Records how the post of an entry went (not part of the chain). */
+  /** Records how the post of an entry went (not part of the chain); replaces an `interrupted` mark. */
   setDelivery(seq: number, delivery: Delivery): void;
   /** Entries in seq order: every row (even one with a seq the chain cannot hold), or those from a seq on. */
   entries(fromSeq?: number): IterableIterator<LedgerEntry>;
@@ -46,6 +71,35 @@ interface Row {
 
 const toEntry = (r: Row): LedgerEntry => ({ seq: r.seq, createdAt: r.created_at, prevHash: r.prev_hash, hash: r.hash, body: r.body, delivery: r.delivery });
 
+const NONE_INTERRUPTED: InterruptedEntries = Object.freeze({ count: 0, firstSeq: null, lastSeq: null });
+
+/**
+ * Marks every entry without a delivery `interrupted`: run when a writer opens the file, before it appends
+ * anything, so those entries were left by a process that stopped between the append and the record of its
+ * post's outcome. They are marked, not posted again: each batch is the counts of one tick (its batchId is
+ * the building and the tick's time), and the next tick supersedes it, so a lost one costs one poll
+ * interval as any dropped post does, while a late copy, maybe hours after a power cut, would only bring
+ * stale counts. Whether it arrived cannot be known here; if it did, nothing is owed (the ingest keeps a
+ * batchId once).
+ * A writer opening the file while another process still has a post in flight (doctor's probe while the
+ * collector runs, or the reverse) marks that entry too; that process then records the real outcome over
+ * the mark.
+ */
+function markInterrupted(db: SqliteDatabase, path: string): InterruptedEntries {
+  const mark = db.transaction((): InterruptedEntries => {
+    const found = db.prepare('SELECT COUNT(*) AS count, MIN(seq) AS firstSeq, MAX(seq) AS lastSeq FROM ledger_entries WHERE delivery IS NULL').get() as InterruptedEntries;
+    if (found.count === 0) return NONE_INTERRUPTED;
+    db.prepare('UPDATE ledger_entries SET delivery = ? WHERE delivery IS NULL').run(INTERRUPTED);
+    return found;
+  });
+  try {
+    return mark.immediate();
+  } catch (err) {
+    db.close();
+    throw new StorageError(`cannot mark the interrupted entries of ${path}: ${(err as Error).message}`);
+  }
+}
+
 /**
  * Opens the ledger file. `readonly` is for the `ledger` commands: nothing is created or migrated.
  *
@@ -57,6 +111,7 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
   // Durable: an entry is appended before its batch is posted, so a power cut must never leave a batch
   // at the ingest that the ledger lost (its sequence number would then be reused for another body).
   const db: SqliteDatabase = openDatabase(path, ledgerMigrations(), { readonly: options.readonly ?? false, durable: true });
+  const interrupted = options.readonly ? NONE_INTERRUPTED : markInterrupted(db, path);
   const last = db.prepare('SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1');
   const checkpoint = db.prepare('SELECT seq, hash FROM ledger_checkpoint WHERE id = 1');
   const insert = options.readonly ? undefined : db.prepare('INSERT INTO ledger_entries (seq, created_at, prev_hash, hash, body) VALUES (?, ?, ?, ?, ?)');
@@ -106,6 +161,7 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
   };
 
   return {
+    interrupted,
     append(body, createdAt) {
       if (!insert) throw new Error('the ledger was opened read-only');
       // IMMEDIATE: another process appending (doctor's probe) waits instead of forking the chain.
@@ -123,7 +179,9 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     verify,
     prune(before, keepNewest = 0) {
       if (options.readonly) throw new Error('the ledger was opened read-only');
-      return prune(before, Math.max(0, Math.floor(keepNewest)));
+      // IMMEDIATE: a deferred transaction that read the head would fail at once (SQLITE_BUSY, no wait)
+      // when another process appended before its delete; this one waits for the write lock first.
+      return prune.immediate(before, Math.max(0, Math.floor(keepNewest)));
     },
     close() {
       if (db.open) db.close();

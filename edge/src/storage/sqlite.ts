@@ -43,6 +43,12 @@ export interface OpenOptions {
   durable?: boolean;
 }
 
+/**
+ * How long a statement waits for another connection's lock (SQLite's busy_timeout) before it fails with
+ * `database is locked`: the collector, doctor's probe and the `ledger` commands may share a file.
+ */
+export const BUSY_TIMEOUT_MS = 5_000;
+
 /** A database file that cannot be opened or migrated; the message names the file and the step. */
 export class StorageError extends Error {
   constructor(message: string) {
@@ -65,6 +71,7 @@ export function openDatabase(path: string, migrations: readonly Migration[], opt
     // The typings only know the string form; better-sqlite3 also takes the loaded addon object.
     const openOptions = {
       readonly: options.readonly ?? false,
+      timeout: BUSY_TIMEOUT_MS,
       fileMustExist: options.readonly === true || options.mustExist === true,
       ...(nativeBinding ? { nativeBinding } : {}),
     } as Database.Options;
@@ -91,14 +98,19 @@ export function applyMigrations(db: SqliteDatabase, migrations: readonly Migrati
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
   const done = new Set((db.prepare('SELECT id FROM schema_migrations').all() as Array<{ id: string }>).map((r) => r.id));
   const applied: string[] = [];
+  const isDone = db.prepare('SELECT 1 FROM schema_migrations WHERE id = ?');
   const record = db.prepare('INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)');
+  // IMMEDIATE, and checked again inside: another process opening the same file at once (a second
+  // gateway, doctor) may have applied the step since the read above; it is then skipped, not run twice.
+  const apply = db.transaction((migration: Migration): boolean => {
+    if (isDone.get(migration.id)) return false;
+    db.exec(migration.sql);
+    record.run(migration.id, Date.now());
+    return true;
+  });
   for (const migration of [...migrations].sort((a, b) => a.id.localeCompare(b.id))) {
     if (done.has(migration.id)) continue;
-    db.transaction(() => {
-      db.exec(migration.sql);
-      record.run(migration.id, Date.now());
-    })();
-    applied.push(migration.id);
+    if (apply.immediate(migration)) applied.push(migration.id);
   }
   return applied;
 }

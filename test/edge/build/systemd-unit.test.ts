@@ -25,6 +25,10 @@ t.test('it runs the collector with the config from /etc', async (t) => {
   t.equal(value('WantedBy'), 'multi-user.target');
 });
 
+t.test('systemctl reload sends the collector SIGHUP, which re-reads its config', async (t) => {
+  t.equal(value('ExecReload'), '/bin/kill -HUP $MAINPID');
+});
+
 t.test('it bounds the V8 heap through NODE_OPTIONS, well inside MemoryMax', async (t) => {
   const environment = unitEnvironment(directives);
   const nodeOptions = environment.NODE_OPTIONS;

@@ -21,12 +21,16 @@ export interface ConfigExtras {
   requestTimeoutS?: number;
   /** Replace parts of an AP entry (by name), e.g. to point it at a closed port. */
   override?: Record<string, (ap: Record<string, unknown>) => Record<string, unknown>>;
+  /** APs of the building (by name) left out of the config. */
+  exclude?: readonly string[];
+  /** Default `<dir>/state`. */
+  stateDir?: string;
 }
 
 /** Writes `<dir>/config.yaml` for the building; secrets stay in the building's own files. */
 export function writeBuildingConfig(building: SimulatedBuilding, workDir: string, dir: string, extras: ConfigExtras = {}): string {
   const file = (name: string) => join(workDir, name);
-  const accessPoints = building.accessPoints.map((ap) => {
+  const accessPoints = building.accessPoints.filter((ap) => !extras.exclude?.includes(ap.name)).map((ap) => {
     const t = ap.target;
     const entry: Record<string, unknown> = { name: ap.name, dialect: ap.dialect, transport: t.transport, host: t.host };
     if (ap.apZones) {
@@ -57,7 +61,7 @@ export function writeBuildingConfig(building: SimulatedBuilding, workDir: string
     pollIntervalS: extras.pollIntervalS ?? 2,
     // wide enough that a loaded machine's real snmpd and sshd answer inside it
     requestTimeoutS: extras.requestTimeoutS ?? 2,
-    stateDir: join(dir, 'state'),
+    stateDir: extras.stateDir ?? join(dir, 'state'),
     zones: Object.fromEntries(building.zones.map((z, i) => [z, i === 0 ? { devicesPerPerson: 1.5 } : {}])),
     tracker: { switchPolls: 2, frozenPolls: 10 },
     ...(extras.ingest ? { ingest: { ...extras.ingest, timeoutS: Math.min(2, extras.pollIntervalS ?? 2) } } : {}),

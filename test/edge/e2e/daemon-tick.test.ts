@@ -99,7 +99,7 @@ t.test('a failed AP never stops the tick: its devices are frozen and the batch s
   );
   for (const r of batch.readings) t.ok(validateReading(r).ok);
 
-  const warn = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'access point did not answer; its devices are frozen');
+  const warn = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'access point silent (it did not answer); its devices are frozen');
   t.ok(warn, 'the failure is logged');
   t.equal(warn?.ap, 'ap-lobby');
   const all = lines.join('\n');
