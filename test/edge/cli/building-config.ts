@@ -75,6 +75,29 @@ export function writeBuildingConfig(building: SimulatedBuilding, workDir: string
 }
 
 /** A TCP port nothing listens on right now. */
+/**
+ * Writes `<dir>/config.yaml` for one SNMP AP on `apPort` (nothing need listen there) posting to `ingest`
+ * with the key in `<dir>/ingest.key`, and `<dir>/community`: a gateway whose first tick posts one batch.
+ */
+export function writeSingleApConfig(dir: string, options: { buildingId: string; apPort: number; ingestUrl: string; ingestTimeoutS: number; metricsPort?: number }): string {
+  const config = join(dir, 'config.yaml');
+  const metrics = options.metricsPort === undefined ? '' : `metrics: { listen: "127.0.0.1:${options.metricsPort}" }\n`;
+  writeFileSync(
+    config,
+    `buildingId: ${options.buildingId}
+pollIntervalS: 30
+requestTimeoutS: 1
+stateDir: ${join(dir, 'state')}
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${options.apPort}, communityFile: ${join(dir, 'community')} } }
+ingest: { url: "${options.ingestUrl}", secretFile: ${join(dir, 'ingest.key')}, timeoutS: ${options.ingestTimeoutS} }
+${metrics}`,
+    { mode: 0o600 },
+  );
+  return config;
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));

@@ -4,31 +4,17 @@
  * with the batch's delivery recorded, instead of being cut off as a hang.
  */
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
-import { freePort, startCli, until } from './building-config.js';
+import { freePort, startCli, until, writeSingleApConfig } from './building-config.js';
 
 t.test('SIGTERM during a post with a long ingest timeout waits for it and exits 0', { timeout: 90_000 }, async (t) => {
   const dir = t.testdir({ community: 'public\n', 'ingest.key': 'stop-test-key\n' });
   const ingest = await startVerifyingIngest(t, { default: 'stop-test-key' });
   ingest.behave('hang');
   const apPort = await freePort();
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: stop-test
-pollIntervalS: 30
-requestTimeoutS: 1
-stateDir: ${join(dir, 'state')}
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${apPort}, communityFile: ${join(dir, 'community')} } }
-ingest: { url: "${ingest.url}", secretFile: ${join(dir, 'ingest.key')}, timeoutS: 14 }
-`,
-    { mode: 0o600 },
-  );
+  const config = writeSingleApConfig(dir, { buildingId: 'stop-test', apPort, ingestUrl: ingest.url, ingestTimeoutS: 14 });
 
   const child = startCli(['run', '--config', config]);
   t.teardown(() => {

@@ -5,23 +5,13 @@
  * supersedes it), and the auditor's commands show the mark.
  */
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { main } from '../../../edge/src/commands/main.js';
-import { openLedger } from '../../../edge/src/report/ledger.js';
-import { freePort, startCli, until } from '../cli/building-config.js';
+import { freePort, startCli, until, writeSingleApConfig } from '../cli/building-config.js';
 import { captureIo } from '../support/cli-io.js';
+import { deliveriesOf } from './ledger-reads.js';
 import { startVerifyingIngest } from './verifying-ingest.js';
-
-function deliveries(path: string): Array<string | null> {
-  const ledger = openLedger(path, { readonly: true });
-  try {
-    return [...ledger.entries()].map((e) => e.delivery);
-  } finally {
-    ledger.close();
-  }
-}
 
 t.test('a batch whose post a SIGKILL cut short is marked interrupted at the next start, not re-sent', { timeout: 120_000 }, async (t) => {
   const dir = t.testdir({ community: 'public\n', 'ingest.key': 'crash-test-key\n' });
@@ -29,21 +19,7 @@ t.test('a batch whose post a SIGKILL cut short is marked interrupted at the next
   ingest.behave('hang');
   const apPort = await freePort();
   const metricsPort = await freePort();
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: crash-test
-pollIntervalS: 30
-requestTimeoutS: 1
-stateDir: ${join(dir, 'state')}
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${apPort}, communityFile: ${join(dir, 'community')} } }
-ingest: { url: "${ingest.url}", secretFile: ${join(dir, 'ingest.key')}, timeoutS: 25 }
-metrics: { listen: "127.0.0.1:${metricsPort}" }
-`,
-    { mode: 0o600 },
-  );
+  const config = writeSingleApConfig(dir, { buildingId: 'crash-test', apPort, ingestUrl: ingest.url, ingestTimeoutS: 25, metricsPort });
   const ledgerPath = join(dir, 'state', 'ledger.sqlite');
 
   const first = startCli(['run', '--config', config]);
@@ -55,7 +31,7 @@ metrics: { listen: "127.0.0.1:${metricsPort}" }
   first.process.kill('SIGKILL');
   await first.exited;
   const lostBody = ingest.received[0]!.raw.toString('utf8');
-  t.same(deliveries(ledgerPath), [null], 'killed mid-post: the entry has no outcome yet');
+  t.same(deliveriesOf(ledgerPath), [null], 'killed mid-post: the entry has no outcome yet');
 
   ingest.behave('verify');
   const second = startCli(['run', '--config', config]);
@@ -63,7 +39,7 @@ metrics: { listen: "127.0.0.1:${metricsPort}" }
     if (second.process.exitCode === null) second.process.kill('SIGKILL');
   });
   t.ok(
-    await until(() => deliveries(ledgerPath)[1] === 'accepted' || second.process.exitCode !== null, 30_000),
+    await until(() => deliveriesOf(ledgerPath)[1] === 'accepted' || second.process.exitCode !== null, 30_000),
     `the restarted gateway posts its own first batch (stderr: ${second.stderr().slice(0, 300)})`,
   );
   const metrics = await request(`http://127.0.0.1:${metricsPort}/metrics`);
@@ -72,7 +48,7 @@ metrics: { listen: "127.0.0.1:${metricsPort}" }
   second.process.kill('SIGTERM');
   t.equal(await second.exited, 0, 'stops cleanly');
 
-  t.same(deliveries(ledgerPath), ['interrupted', 'accepted'], 'the cut-short entry is marked, the new one recorded');
+  t.same(deliveriesOf(ledgerPath), ['interrupted', 'accepted'], 'the cut-short entry is marked, the new one recorded');
   t.equal(ingest.received.filter((r) => r.raw.toString('utf8') === lostBody).length, 1, 'the interrupted batch was not posted again');
   const logs = second.stdout().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   t.match(

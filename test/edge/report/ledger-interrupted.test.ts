@@ -11,6 +11,7 @@ import { main } from '../../../edge/src/commands/main.js';
 import { chainHash, GENESIS_HASH } from '../../../edge/src/report/chain.js';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { captureIo } from '../support/cli-io.js';
+import { deliveriesOf } from './ledger-reads.js';
 
 const T0 = 1795374254000;
 const body = (n: number) =>
@@ -36,15 +37,6 @@ function writtenBefore(t: Test, deliveries: ReadonlyArray<string | null>): strin
   });
   db.close();
   return path;
-}
-
-function deliveriesOf(path: string): Array<string | null> {
-  const ledger = openLedger(path, { readonly: true });
-  try {
-    return [...ledger.entries()].map((e) => e.delivery);
-  } finally {
-    ledger.close();
-  }
 }
 
 t.test('opening for writing marks the entries a stopped process left without an outcome, and keeps every entry', async (t) => {
