@@ -136,6 +136,8 @@ export async function startSimulatedBuilding(options: SimulationOptions): Promis
 
   const accessPoints: AccessPoint[] = [];
   const served: Served[] = [];
+  /** The name the poller reports for each physical AP: its MAC behind a controller that keys APs by MAC. */
+  const reportedNames = new Map<string, string>(world.accessPoints.map((ap) => [ap.name, ap.name]));
   let snmpCount = 0;
   for (const { dialect, aps } of groupList) {
     const first = aps[0] as WorldAp;
@@ -147,7 +149,7 @@ export async function startSimulatedBuilding(options: SimulationOptions): Promis
           : { transport: 'snmp', host: '127.0.0.1', port, version: '2c', community };
       const engineID = `8000B98380${randomBytes(12).toString('hex')}`;
       const endpoint = new SimulatedSnmpEndpoint(target, dialect as SnmpDialect, engineID);
-      const refresh = () => endpoint.update(heardBy(aps));
+      const refresh = () => endpoint.update(heardBy(aps), aps.map((ap) => ({ name: ap.name, mac: ap.mac, rebooting: world.rebooting(ap.name) })));
       refresh();
       served.push({ endpoint, aps, controller: dialect.controller, up: undefined, chain: Promise.resolve(), refresh });
       const entry: AccessPoint = { name: dialect.controller ? `${dialect.name}-controller` : first.name, zone: first.zone, dialect: dialect.name, target };
@@ -155,6 +157,7 @@ export async function startSimulatedBuilding(options: SimulationOptions): Promis
         const identity = dialect.tables[0]?.apIdentity;
         const byMac = identity !== undefined && ('index' in identity || identity.format === 'mac');
         entry.apZones = Object.fromEntries(aps.map((ap) => [byMac ? ap.mac : ap.name, ap.zone]));
+        if (byMac) for (const ap of aps) reportedNames.set(ap.name, ap.mac);
       }
       accessPoints.push(entry);
     } else {
@@ -217,12 +220,13 @@ export async function startSimulatedBuilding(options: SimulationOptions): Promis
       await Promise.all(served.map((item) => item.chain));
     },
     reboot(apName, steps = 5) {
-      world.reboot(apName, steps);
+      const worldName = [...reportedNames].find(([, reported]) => reported === apName)?.[0] ?? apName;
+      world.reboot(worldName, steps);
       for (const item of served) item.refresh?.();
       reconcile();
     },
     rebooting() {
-      return world.accessPoints.filter((ap) => world.rebooting(ap.name)).map((ap) => ap.name);
+      return world.accessPoints.filter((ap) => world.rebooting(ap.name)).map((ap) => reportedNames.get(ap.name) ?? ap.name);
     },
     deviceZones() {
       return world.deviceZones();

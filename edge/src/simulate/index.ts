@@ -17,5 +17,5 @@ export {
   type WorldOptions,
 } from './world.js';
 export { createRandom, type Random } from './prng.js';
-export { fromDbm, snmpRows, sshOutput, type HeardStation, type SnmpRow } from './render.js';
+export { apStatusRows, fromDbm, rebootingApStatus, snmpRows, sshOutput, type HeardStation, type JoinedAp, type SnmpRow } from './render.js';
 export { freeTcpPorts, freeUdpPorts } from './ports.js';

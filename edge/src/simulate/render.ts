@@ -3,13 +3,20 @@
  * SNMP dialects become table rows (index sub-ids plus column values), SSH dialects become the text the
  * AP's command prints.
  */
-import type { SignalUnit, SnmpTableSpec, SshDialect } from '../poll/dialects.js';
+import type { ApStatusTableSpec, SignalUnit, SnmpTableSpec, SshDialect } from '../poll/dialects.js';
 import type { StationSighting } from '../poll/types.js';
 
 /** A station as one simulated AP hears it, with the AP it belongs to. */
 export interface HeardStation extends StationSighting {
   apName: string;
   apMac: string;
+}
+
+/** An AP joined to a simulated controller, as the controller's AP status table lists it. */
+export interface JoinedAp {
+  name: string;
+  mac: string;
+  rebooting: boolean;
 }
 
 export type CellValue = number | Buffer;
@@ -29,10 +36,13 @@ export function fromDbm(rssiDbm: number, unit: SignalUnit): number {
 
 /**
  * Rows of one dialect table for the stations given: the station MAC where the spec reads it (index or
- * column), other MAC index parts are the AP's MAC, integer parts are radio slot / interface 1.
+ * column), other MAC index parts are the AP's MAC, integer parts are radio slot / interface 1. Where the
+ * index names the station alone (one row per station, as a ZoneDirector lists the AP it is associated
+ * with), the loudest AP holds the row.
  */
 export function snmpRows(spec: SnmpTableSpec, unit: SignalUnit, stations: readonly HeardStation[], lastHeardSeconds = 1): SnmpRow[] {
   const rows = new Map<string, SnmpRow>();
+  const loudest = new Map<string, number>();
   for (const station of stations) {
     const index = spec.index
       .map((part) => {
@@ -41,6 +51,8 @@ export function snmpRows(spec: SnmpTableSpec, unit: SignalUnit, stations: readon
         return macOctets(isStation ? station.mac : station.apMac).join('.');
       })
       .join('.');
+    if ((loudest.get(index) ?? -Infinity) >= station.rssiDbm) continue;
+    loudest.set(index, station.rssiDbm);
     const cells = new Map<number, CellValue>([[spec.signal.column, fromDbm(station.rssiDbm, unit)]]);
     if ('column' in spec.station) cells.set(spec.station.column, Buffer.from(macOctets(station.mac)));
     if (spec.apIdentity && 'column' in spec.apIdentity) {
@@ -53,6 +65,42 @@ export function snmpRows(spec: SnmpTableSpec, unit: SignalUnit, stations: readon
     rows.set(index, { index, cells });
   }
   return [...rows.values()];
+}
+
+/**
+ * The status a controller reports for one of its APs while it reboots, by dialect. Each keeps the AP listed
+ * with a status that is not up, so the poller reads it as down even when it is the only AP joined:
+ * - cisco-wlc: AireOS drops an AP that loses its CAPWAP join from bsnAPTable, but a controller with one
+ *   AP would then list none, which reads as "status not served" and the AP as empty. The simulated WLC
+ *   lists it as downloading(3), as a real one lists an AP it is pushing an image to before its reboot.
+ * - ruckus-zd: a ZoneDirector keeps every approved AP in ruckusZDWLANAPTable and shows one it lost
+ *   contact with as disconnected(0).
+ */
+const REBOOTING_AP_STATUS: Readonly<Record<string, number>> = { 'cisco-wlc': 3, 'ruckus-zd': 0 };
+
+/** The not-up status a rebooting AP gets: the dialect's choice above, else its first named state that is not up. */
+export function rebootingApStatus(dialectName: string, spec: ApStatusTableSpec): number {
+  const chosen = REBOOTING_AP_STATUS[dialectName];
+  if (chosen !== undefined && !spec.status.up.includes(chosen)) return chosen;
+  const named = Object.keys(spec.status.states ?? {})
+    .map(Number)
+    .find((value) => !spec.status.up.includes(value));
+  return named ?? Math.max(...spec.status.up) + 1;
+}
+
+/**
+ * Rows of a controller's AP status table, one per AP joined, indexed by the AP MAC (as bsnAPTable and
+ * ruckusZDWLANAPTable are): the AP named as the spec says, with its first `up` value while it runs and
+ * `rebootingStatus` while it reboots.
+ */
+export function apStatusRows(spec: ApStatusTableSpec, aps: readonly JoinedAp[], rebootingStatus: number): SnmpRow[] {
+  return aps.map((ap) => ({
+    index: macOctets(ap.mac).join('.'),
+    cells: new Map<number, CellValue>([
+      [spec.apIdentity.column, spec.apIdentity.format === 'mac' ? Buffer.from(macOctets(ap.mac)) : Buffer.from(ap.name)],
+      [spec.status.column, ap.rebooting ? rebootingStatus : (spec.status.up[0] as number)],
+    ]),
+  }));
 }
 
 function iwStationDump(stations: readonly StationSighting[], iface: string): string {

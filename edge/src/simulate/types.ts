@@ -47,7 +47,7 @@ export interface SimulatedBuilding {
   ready(): Promise<void>;
   /** Makes one physical AP (by the name the poller reports) go silent for `steps` steps (default 5). (Added.) */
   reboot(apName: string, steps?: number): void;
-  /** Physical APs rebooting now. (Added.) */
+  /** Physical APs rebooting now, by the names the poller reports. (Added.) */
   rebooting(): string[];
   /** The true zone of each device MAC, for accuracy checks in tests; never for output. (Added.) */
   deviceZones(): ReadonlyMap<string, string>;

@@ -70,34 +70,63 @@ t.test('every dialect answers; the loudest AP is in the true zone for most devic
   t.ok(agreeing / total >= 0.8, `loudest-AP zone matches the truth for ${agreeing}/${total} sightings`);
 });
 
-t.test('a rebooting AP answers nothing, then comes back on the same port', async (t) => {
-  const building = await withBuilding(t, { accessPoints: 6, devices: 20, seed: 5, rebootRate: 0 });
+t.test('a rebooting AP answers nothing, then comes back on the same port; a controller reports its rebooting AP down', async (t) => {
+  // two APs behind each controller, so one can reboot while the other serves
+  const building = await withBuilding(t, {
+    accessPoints: 8,
+    devices: 20,
+    seed: 5,
+    rebootRate: 0,
+    dialects: ['openwrt-iw', 'aruba-aos', 'cisco-wlc', 'ruckus-zd'],
+  });
   const poller = createPoller({ dialects });
   t.teardown(() => poller.close());
   const ssh = building.accessPoints.find((ap) => ap.target.transport === 'ssh');
   const snmp = building.accessPoints.find((ap) => ap.target.transport === 'snmp' && !ap.apZones);
-  const controller = building.accessPoints.find((ap) => ap.apZones);
-  if (!ssh || !snmp || !controller) throw new Error('the default mix has SSH, SNMP and controller APs');
-  const behindController = Object.keys(controller.apZones ?? {})[0] as string;
+  const cisco = building.accessPoints.find((ap) => ap.dialect === 'cisco-wlc');
+  const ruckus = building.accessPoints.find((ap) => ap.dialect === 'ruckus-zd');
+  if (!ssh || !snmp || !cisco?.apZones || !ruckus?.apZones) throw new Error('the mix has SSH, SNMP and both controller dialects');
+  const [ciscoDown, ciscoUp] = Object.keys(cisco.apZones) as [string, string];
+  const [ruckusDown, ruckusUp] = Object.keys(ruckus.apZones) as [string, string];
+  t.same([ciscoDown, ciscoUp].map((name) => /^ap-/.test(name)), [true, true], 'cisco-wlc names its APs');
+  t.same([ruckusDown, ruckusUp].map((name) => /^([0-9a-f]{2}:){5}[0-9a-f]{2}$/.test(name)), [true, true], 'ruckus-zd keys its APs by MAC');
+
+  const before = await poller.pollAll(building.accessPoints, 10_000);
+  t.same(before.filter((r) => !r.ok), [], 'every AP answers before the reboots');
 
   building.reboot(ssh.name, 3);
   building.reboot(snmp.name, 3);
-  building.reboot(behindController, 3);
-  t.same(building.rebooting().sort(), [ssh.name, snmp.name, behindController].sort());
+  building.reboot(ciscoDown, 3);
+  building.reboot(ruckusDown, 3);
+  t.same(building.rebooting().sort(), [ssh.name, snmp.name, ciscoDown, ruckusDown].sort());
   await building.ready();
   const during = await poller.pollAll(building.accessPoints, 5000);
   const byName = new Map(during.map((r) => [r.ap, r]));
   t.match(byName.get(ssh.name), { ok: false, reason: 'unreachable' }, 'SSH: connection refused');
   t.match(byName.get(snmp.name), { ok: false, reason: 'timeout' }, 'SNMP: silence');
-  t.match(byName.get(behindController), { ok: true, stations: [] }, 'behind a controller: the controller lists nobody on it');
-  t.equal(during.filter((r) => r.ok).length, during.length - 2, 'the other APs answered in the same tick');
+  t.match(
+    byName.get(ciscoDown),
+    { ok: false, reason: 'ap_down', error: /bsnAPOperationStatus is 3 \(downloading\)/ },
+    'behind a Cisco WLC: the controller lists the AP as downloading, so its devices are frozen',
+  );
+  t.match(
+    byName.get(ruckusDown),
+    { ok: false, reason: 'ap_down', error: /ruckusZDWLANAPStatus is 0 \(disconnected\)/ },
+    'behind a ZoneDirector: the controller lists the AP as disconnected',
+  );
+  for (const name of [ciscoUp, ruckusUp]) {
+    const result = byName.get(name);
+    t.ok(result?.ok && result.stations.length > 0, `${name}, behind the same controller, still gives its stations`);
+  }
+  t.equal(during.filter((r) => r.ok).length, during.length - 4, 'the other APs answered in the same tick');
 
   for (let i = 0; i < 3; i++) building.step();
   await building.ready();
   t.same(building.rebooting(), []);
   const after = await poller.pollAll(building.accessPoints, 10_000);
-  t.same(after.filter((r) => !r.ok), [], 'all back, same targets');
-  t.ok(after.every((r) => r.ok && r.stations.length > 0));
+  t.same(after.filter((r) => !r.ok), [], 'all back, same targets; every AP behind a controller is up again');
+  t.equal(after.length, 8, 'one result per physical AP');
+  t.ok(after.every((r) => r.ok && r.stations.length > 0), 'every AP hears stations again');
 });
 
 t.test('the endpoints hold their credentials: wrong key or community gets nothing', async (t) => {
