@@ -40,7 +40,8 @@ Usage:
       and the state. Exits 1 on any failure.
   lintel-edge ledger verify|audit|export [--config <file> | --state-dir <dir> | --ledger <file>] [--from-seq <n>]
       verify: the hash chain is intact. audit: every exported byte is an aggregate (exits 1 on a finding).
-      export: the entries as JSON lines.
+      export: the entries as JSON lines, each with its delivery: accepted, rejected, unreachable, kept (no
+      ingest), interrupted (the gateway stopped before the post's outcome was known), or null (in flight).
   lintel-edge action --config <file> --list
   lintel-edge action --config <file> --sensor <id> --action <name> [--arg name=value ...]
       Drive a building device listed under sensors: in the config (e.g. a thermostat's setTarget),
