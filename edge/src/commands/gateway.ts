@@ -9,7 +9,7 @@ import { EdgeDaemon, reportedApNames, type DaemonConfig, type Reconfigured, type
 import { createEdgeMetrics, type EdgeMetrics } from '../metrics.js';
 import type { Poller } from '../poll/types.js';
 import { openLedger, type Ledger } from '../report/ledger.js';
-import { createBatchPoster, type BatchPoster } from '../report/poster.js';
+import { createBatchPoster, type BatchPoster, type PosterOptions } from '../report/poster.js';
 import { createDeviceHasher, keyFingerprint, loadOrCreateDeviceKey } from '../zones/device-key.js';
 import { openSqliteZoneStore, type ZoneStore } from '../zones/store.js';
 
@@ -22,7 +22,8 @@ export function statePaths(stateDir: string) {
   };
 }
 
-type IngestSettings = { url: string; secret: string; keyId?: string; timeoutMs: number };
+/** Where batches go: the poster's settings as the config gives them. */
+type IngestSettings = Omit<PosterOptions, 'withServerDate'>;
 
 export interface GatewayOptions {
   config: DaemonConfig;
