@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.stack/', 'dist/', '.tap/', 'coverage/', 'tools/ferretdb/'] },
+  { ignores: ['node_modules/', '.stack/', 'dist/', '.tap/', 'coverage/', 'tools/ferretdb/', 'cloud/notification/assembly/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -131,7 +131,15 @@ export class BreachHandler {
     // Per cooldown key, the later records of the slice: suppressed once an earlier record armed the key
     // or found it armed, but asked in its place when the earlier one was a duplicate (key untouched).
     const waiting = new Map<string, Pending[]>();
+    // The records certainly suppressed by a key armed here, read from their bytes (an alert storm is
+    // mostly these). Not while an earlier read's deliveries are owed: such a record's outcome is its
+    // delivery's, which only the general path looks up.
+    const armedRepeats = this.unsettledDeliveries.size === 0 ? cooldown.suppressedHere?.(records, now) : undefined;
     for (let index = 0; index < records.length; index++) {
+      if (armedRepeats !== undefined && armedRepeats[index] === 1) {
+        outcomes[index] = 'suppressed';
+        continue;
+      }
       const parsed = parseAlertRecord(records[index]?.value ?? null);
       if (!parsed.ok) {
         logger.warn({ ...where(index), reason: parsed.reason }, 'malformed alert record; skipped');

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
+import { ArmedKeys } from './armed-keys.js';
 import { rememberBounded } from './bounded-memory.js';
 
 /** The default in-app channel. */
@@ -105,6 +106,11 @@ export interface Cooldown {
   release(alert: AlertKeys): Promise<void>;
   /** True while a key this process armed is certainly still armed: answered without a round trip. */
   armedHere(key: string, now?: number): boolean;
+  /**
+   * Per record of a slice, 1 when it is certainly an alert that `armedHere` suppresses at `now`, read
+   * from its bytes alone; 0 when the general path must decide. Undefined when nothing is armed here.
+   */
+  suppressedHere?(records: ReadonlyArray<{ value: Buffer | null }>, now: number): Uint8Array | undefined;
 }
 
 /** Publishes an in-app notification. */
@@ -144,6 +150,8 @@ export class RedisCooldown implements Cooldown {
   private readonly remember: boolean;
   /** key → expiry (performance.now() ms); insertion order is arming order, so expired keys sit first. */
   private readonly armed = new Map<string, number>();
+  /** The same keys and expiries, for the scan of a slice's records (made at the first arming). */
+  private scanKeys: ArmedKeys | undefined;
   /**
    * seen key → the token, and send time, of an arming call that failed without an answer (Redis may
    * have run it). The next arming of that alert presents the same token, so it gets that run's answer
@@ -210,13 +218,21 @@ export class RedisCooldown implements Cooldown {
         const until = (earlier[i]?.sentAt ?? sentAt) + this.seconds * 1000;
         this.armed.delete(cooldown);
         this.armed.set(cooldown, until);
+        this.scanKeys ??= new ArmedKeys();
+        this.scanKeys.set(cooldown, until, sentAt);
       }
       return 'armed';
     });
   }
 
+  suppressedHere(records: ReadonlyArray<{ value: Buffer | null }>, now: number): Uint8Array | undefined {
+    if (!this.remember) return undefined;
+    return this.scanKeys?.scan(records, now);
+  }
+
   async release(alert: AlertKeys): Promise<void> {
     this.armed.delete(alert.cooldown);
+    this.scanKeys?.delete(alert.cooldown);
     await this.redis.del(`${this.prefix}${alert.cooldown}`, `${this.prefix}${alert.seen}`);
   }
 
