@@ -70,14 +70,6 @@ function module(): object {
   return compiled;
 }
 
-/** True when every character is printable ASCII: only such keys can match a record the scan takes. */
-function printableAscii(key: string): boolean {
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e) return false;
-  }
-  return true;
-}
 
 export class ArmedKeys {
   private readonly wasm: Exports;
@@ -102,9 +94,18 @@ export class ArmedKeys {
     }
   }
 
+  /**
+   * Writes `key` where the module reads it; its length, or undefined for a key that is not printable
+   * ASCII (no record the scan takes has such a key).
+   */
   private writeKey(key: string): number | undefined {
-    if (key.length > KEY_AREA_BYTES || !printableAscii(key)) return undefined;
-    this.bytes.set(Buffer.from(key, 'latin1'), KEY_AREA);
+    if (key.length > KEY_AREA_BYTES) return undefined;
+    const memory = this.bytes;
+    for (let i = 0; i < key.length; i++) {
+      const c = key.charCodeAt(i);
+      if (c < 0x20 || c > 0x7e) return undefined;
+      memory[KEY_AREA + i] = c;
+    }
     return key.length;
   }
 
