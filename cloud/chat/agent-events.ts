@@ -7,6 +7,8 @@
  * collects `data:` fields and hands each event's data to a callback, with no per-event object beyond
  * the strings themselves.
  */
+import { isAscii } from 'node:buffer';
+import { TextDecoder } from 'node:util';
 import * as t from 'io-ts';
 import { decode } from '../../shared/kinds.js';
 import { AgentReportedError, AgentStreamError, type AgentEvent, type FinalAnswer } from './agent.js';
@@ -65,6 +67,34 @@ export function agentEventOf(data: string): AgentEvent | undefined {
   return undefined;
 }
 
+/** How the agent's token events usually look, up to the text's literal and after it. */
+const TOKEN_HEAD = '{"type":"token","text":';
+const TOKEN_TAIL = '}';
+/**
+ * A JSON string literal that reads as exactly the characters between its quotes: no quote, no
+ * backslash (so no escape) and none of the control characters JSON refuses.
+ */
+// eslint-disable-next-line no-control-regex
+const VERBATIM_LITERAL = /^"[^"\\\u0000-\u001f]*"$/;
+
+/**
+ * The JSON string literal of a token event's text, read without parsing, when the event is exactly
+ * `{"type":"token","text":"…"}` and the literal holds no escape, quote or control character: such a
+ * literal is the text between quotes, and it is what `JSON.stringify` gives for that text (the text
+ * came from decoded UTF-8, so it holds no half of a surrogate pair, the one other thing `JSON.stringify`
+ * escapes). Undefined for every other event, which is then parsed. This runs once per token of every
+ * answer.
+ *
+ * @example
+ * verbatimTokenLiteral('{"type":"token","text":"Hel"}'); // '"Hel"'
+ * verbatimTokenLiteral('{"type":"token","text":"a\\nb"}'); // undefined (an escape: parsed instead)
+ */
+export function verbatimTokenLiteral(data: string): string | undefined {
+  if (!data.startsWith(TOKEN_HEAD) || !data.endsWith(TOKEN_TAIL)) return undefined;
+  const literal = data.slice(TOKEN_HEAD.length, data.length - TOKEN_TAIL.length);
+  return VERBATIM_LITERAL.test(literal) ? literal : undefined;
+}
+
 const LF = 10;
 
 /**
@@ -76,7 +106,12 @@ const LF = 10;
  */
 export class EventDataReader {
   private readonly onData: (data: string) => void;
-  private readonly decoder = new TextDecoder();
+  /** Made for the first chunk that is not plain ASCII: most answers never need one. */
+  private decoder: TextDecoder | undefined;
+  /** Whether the decoder may hold the first bytes of a character split across chunks. */
+  private decoderHolds = false;
+  /** Whether bytes of the body were read already (a byte order mark only counts at its start). */
+  private started = false;
   /** The start of a line whose end has not arrived yet. */
   private carry = '';
   /** A chunk ended on CR: an LF opening the next one belongs to that line end. */
@@ -94,13 +129,26 @@ export class EventDataReader {
       this.afterCr = false;
       if (chunk[0] === LF) start = 1;
     }
-    const text = this.decoder.decode(start === 0 ? chunk : chunk.subarray(start), { stream: true });
-    this.feedText(text);
+    const bytes = start === 0 ? chunk : chunk.subarray(start);
+    if (bytes.length === 0) return;
+    // Most chunks are plain ASCII and leave no character half read: those are read as Latin-1, the
+    // same characters for ASCII, without a streaming decoder's work.
+    if (!this.decoderHolds && isAscii(bytes)) {
+      this.started = true;
+      this.feedText(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'));
+      return;
+    }
+    // The decoder drops a byte order mark opening the body, and must keep one that comes later.
+    this.decoder ??= new TextDecoder('utf-8', { ignoreBOM: this.started });
+    this.started = true;
+    // A chunk ending on an ASCII byte cannot leave the start of a character in the decoder.
+    this.decoderHolds = (bytes[bytes.length - 1] as number) >= 0x80;
+    this.feedText(this.decoder.decode(bytes, { stream: true }));
   }
 
   /** The body ended: a line still open is finished (an unterminated event is dropped, as the rules say). */
   end(): void {
-    const rest = this.decoder.decode();
+    const rest = this.decoder?.decode() ?? '';
     if (rest) this.feedText(rest);
     if (this.carry) {
       const line = this.carry;
@@ -176,7 +224,7 @@ export class AnswerReader {
   private resolveDone!: (final: FinalAnswer) => void;
   private rejectDone!: (err: unknown) => void;
   private readonly events: EventDataReader;
-  private onToken: ((text: string) => void) | undefined;
+  private onToken: ((text: string, literal: string) => void) | undefined;
   private pending: Uint8Array[] | undefined = [];
   private pendingEnd = false;
   private settledAs: 'final' | 'failed' | undefined;
@@ -202,7 +250,7 @@ export class AnswerReader {
   }
 
   /** Starts handing tokens to `onToken`, first those already received. Call once. */
-  start(onToken: (text: string) => void): Promise<FinalAnswer> {
+  start(onToken: (text: string, literal: string) => void): Promise<FinalAnswer> {
     this.onToken = onToken;
     const pending = this.pending;
     this.pending = undefined;
@@ -251,10 +299,16 @@ export class AnswerReader {
 
   private event(data: string): void {
     if (this.settledAs !== undefined) return;
+    const onToken = this.onToken as (text: string, literal: string) => void;
+    const literal = verbatimTokenLiteral(data);
+    if (literal !== undefined) {
+      onToken(literal.slice(1, -1), literal);
+      return;
+    }
     const event = agentEventOf(data);
     if (event === undefined) return;
     if (event.type === 'token') {
-      (this.onToken as (text: string) => void)(event.text);
+      onToken(event.text, JSON.stringify(event.text));
       return;
     }
     if (event.type === 'final') {

@@ -27,10 +27,12 @@ export interface FinalAnswer {
 
 export interface AgentAnswer {
   /**
-   * Reads the answer to its final event. `onToken` runs for each token the moment it is parsed; if it
-   * throws, reading stops and the promise rejects with that error. Call once.
+   * Reads the answer to its final event. `onToken` runs for each token the moment it is parsed, with
+   * the token's text and that text as a JSON string literal (exactly what `JSON.stringify(text)` gives,
+   * so a relay can frame it without serialising it again); if it throws, reading stops and the promise
+   * rejects with that error. Call once.
    */
-  read(onToken: (text: string) => void): Promise<FinalAnswer>;
+  read(onToken: (text: string, literal: string) => void): Promise<FinalAnswer>;
   /** Stops reading and releases the connection. Safe to call at any time, more than once. */
   cancel(): void;
 }

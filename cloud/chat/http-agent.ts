@@ -203,9 +203,9 @@ class AskHandler implements Dispatcher.DispatchHandlers {
     this.idleTimer = setTimeout(this.checkIdle, this.idleTimeoutMs);
     this.resolveAnswered({
       read: (onToken) =>
-        this.reader.start((text) => {
+        this.reader.start((text, literal) => {
           if (text.length > 0) this.progressAt = performance.now();
-          onToken(text);
+          onToken(text, literal);
         }),
       cancel: () => this.cancel(),
     });

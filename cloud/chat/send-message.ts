@@ -155,7 +155,7 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     let firstToken = true;
     let final: FinalAnswer;
     try {
-      final = await answer.read((token) => {
+      final = await answer.read((token, literal) => {
         length += characterCount(token);
         if (token.length > 0) {
           // A pair split over two tokens is one character, but each token counted its half as one.
@@ -171,7 +171,7 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
           text += piece.join('');
           piece.length = 0;
         }
-        stream.sendToken(token);
+        stream.sendToken(literal);
         metrics.tokenRelayed();
         if (firstToken) {
           firstToken = false;

@@ -103,11 +103,12 @@ export class SseStream {
   }
 
   /**
-   * Writes a `token` frame: the same bytes as `send({type: 'token', text})`, built without an object
-   * per token (this runs for every token of every answer).
+   * Writes a `token` frame from its text as a JSON string literal (`JSON.stringify(text)`, which the
+   * agent adapter usually has already): the same bytes as `send({type: 'token', text})`, built without
+   * an object or a serialisation per token (this runs for every token of every answer).
    */
-  sendToken(text: string): void {
-    this.write(`id: ${this.nextId++}\ndata: {"type":"token","text":${JSON.stringify(text)}}\n\n`);
+  sendToken(literal: string): void {
+    this.write(`id: ${this.nextId++}\ndata: {"type":"token","text":${literal}}\n\n`);
   }
 
   /** Ends the stream. */
