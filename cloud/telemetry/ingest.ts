@@ -1,5 +1,6 @@
 /**
- * Ingest, once the signature is verified and the body parsed: check the envelope, refuse the whole
+ * Ingest, once the signature is verified and the body parsed (or, for a body in canonical form, read
+ * from its bytes: domain/canonical-batch.ts): check the envelope, refuse the whole
  * batch if a reading is for a building its key may not write, answer a repeated batch id with its
  * first result, validate every reading, find breaches, store everything in one transaction, then
  * publish on Redis and nudge the alert relay without waiting for either.
@@ -7,10 +8,12 @@
 import type { Logger } from 'pino';
 import { HttpError, describeError } from '../../shared/errors.js';
 import type { Clock } from '../../shared/ttl-cache.js';
-import { alertsOf, boundsResolver } from './domain/alerts.js';
-import { DEFAULT_LIMITS, rowOf, shapeOfBatch, validateBatch, type BatchLimits } from './domain/batch.js';
+import { alertsOf, boundsResolver, type RaisedAlert, type ThresholdRow } from './domain/alerts.js';
+import { DEFAULT_LIMITS, shapeOfBatch, validateBatch, type BatchLimits, type ReadingRow } from './domain/batch.js';
+import { scanCanonicalBatch } from './domain/canonical-batch.js';
+import { encodeReading } from './domain/encoding.js';
 import { outsideScopeAnswer, readingsOutside, type IngestKeyScope } from './domain/building-scope.js';
-import type { ReadingPublisher } from './broker/redis-publisher.js';
+import { publishedBatch, selectedMessages, type PublishedBatch, type ReadingPublisher } from './broker/redis-publisher.js';
 import type { TelemetryMetrics } from './metrics.js';
 import type { ReadingsStore } from './store/readings.js';
 
@@ -31,8 +34,24 @@ export interface IngestService {
    * one holding a reading of a building the key may not write.
    */
   ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }>;
+  /**
+   * Stores the verified bytes of a body in canonical form (see domain/canonical-batch.ts) without
+   * parsing them as JSON, as {@link ingest} would store them parsed. Undefined for any other body, and
+   * for one with a reading outside the key's buildings: {@link ingest} answers those.
+   */
+  ingestCanonical(key: IngestKeyScope, raw: Buffer): Promise<{ accepted: number }> | undefined;
   /** Waits for the batches still being stored, then for the Redis publications still in flight. */
   drain(): Promise<void>;
+}
+
+/** A batch whose every reading is valid, ready to store and publish. */
+interface ValidBatch {
+  batchId: string | undefined;
+  rows: ReadingRow[];
+  boundedMetrics: string[];
+  alertsFor(thresholds: ThresholdRow[]): RaisedAlert[];
+  /** Every reading's message, in batch order. */
+  published: PublishedBatch;
 }
 
 export function createIngestService(options: IngestServiceOptions): IngestService {
@@ -43,20 +62,20 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
   // request after a grace period), and its readings must still be published before Redis is closed.
   const storing = new Set<Promise<unknown>>();
 
-  function publishLater(readings: Parameters<ReadingPublisher['publish']>[0]): void {
+  function publishLater(batch: PublishedBatch): void {
     const publication = publisher
-      .publish(readings)
+      .publish(batch)
       .catch((err) => {
         metrics.publishFailures.inc();
-        logger.warn({ error: describeError(err), readings: readings.length }, 'publishing readings on Redis failed; they are stored');
+        logger.warn({ error: describeError(err), readings: batch.starts.length }, 'publishing readings on Redis failed; they are stored');
       })
       .finally(() => inFlight.delete(publication));
     inFlight.add(publication);
   }
 
-  async function ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
+  async function tracked(work: () => Promise<{ accepted: number }>): Promise<{ accepted: number }> {
     const done = metrics.ingestSeconds.startTimer();
-    const batch = ingestBatch(key, body);
+    const batch = work();
     storing.add(batch);
     try {
       return await batch;
@@ -69,6 +88,39 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
       storing.delete(batch);
       done();
     }
+  }
+
+  function ingest(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
+    return tracked(() => ingestBatch(key, body));
+  }
+
+  function ingestCanonical(key: IngestKeyScope, raw: Buffer): Promise<{ accepted: number }> | undefined {
+    const now = options.clock();
+    const scanned = scanCanonicalBatch(raw, now, limits);
+    if (scanned === undefined) return undefined;
+    if (key.buildings !== 'any') {
+      const allowed = key.buildings;
+      if (scanned.rows.some((row) => !allowed.has(row.buildingId))) return undefined;
+    }
+    const { rows, messages, starts } = scanned;
+    return tracked(() =>
+      storeValid(key.keyId, {
+        batchId: scanned.batchId,
+        rows,
+        boundedMetrics: scanned.boundedMetrics,
+        // Only thresholds in force need the readings as objects: then the body is parsed after all.
+        alertsFor: (thresholds) => (thresholds.length === 0 ? [] : alertsOf(validReadingsOf(raw, now), boundsResolver(thresholds))),
+        published: { buildingIds: rows.map((row) => row.buildingId), json: messages, starts },
+      }),
+    );
+  }
+
+  /** The readings of a canonical body, parsed and validated as the general path does it (at the scan's `now`). */
+  function validReadingsOf(raw: Buffer, now: number) {
+    const shape = shapeOfBatch(JSON.parse(raw.toString('utf8')), limits);
+    const checked = shape.ok ? validateBatch(shape.readings, now, limits) : undefined;
+    if (!checked?.ok) throw new Error('a canonical batch did not validate as parsed');
+    return checked.readings;
   }
 
   async function ingestBatch(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
@@ -100,17 +152,28 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
       throw new HttpError(400, checked.message, { errors: checked.errors });
     }
     const readings = checked.readings;
-    const boundedMetrics = [...new Set(readings.filter((r) => r.metric.bounds.length > 0).map((r) => r.metric.key))];
-    const outcome = await store.store({
-      keyId,
-      batchId: shape.batchId,
-      rows: readings.map(rowOf),
-      boundedMetrics,
-      alertsFor: (thresholds) => alertsOf(readings, boundsResolver(thresholds)),
+    const bounded = new Set<string>();
+    // One serialisation per reading serves the COPY row and both Redis channels.
+    const encoded = readings.map((valid) => {
+      if (valid.metric.bounds.length > 0) bounded.add(valid.metric.key);
+      return encodeReading(valid);
     });
+    return storeValid(keyId, {
+      batchId: shape.batchId,
+      rows: encoded.map((e) => e.row),
+      boundedMetrics: [...bounded],
+      alertsFor: (thresholds) => alertsOf(readings, boundsResolver(thresholds)),
+      published: publishedBatch(encoded),
+    });
+  }
+
+  /** Stores a batch of valid readings, then publishes the ones it stored. */
+  async function storeValid(keyId: string, batch: ValidBatch): Promise<{ accepted: number }> {
+    const { rows } = batch;
+    const outcome = await store.store({ keyId, batchId: batch.batchId, rows, boundedMetrics: batch.boundedMetrics, alertsFor: batch.alertsFor });
     if (outcome.kind === 'too_old') {
       metrics.batches.inc({ outcome: 'invalid' });
-      throw new HttpError(400, `${outcome.indexes.length} of ${readings.length} readings are older than the raw data still kept; nothing was stored`, {
+      throw new HttpError(400, `${outcome.indexes.length} of ${rows.length} readings are older than the raw data still kept; nothing was stored`, {
         errors: outcome.indexes.slice(0, 100).map((index) => ({ index, field: 'timestamp', message: 'older than the raw data still kept' })),
       });
     }
@@ -126,13 +189,14 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
     }
     // A batch that repeated readings stored before publishes only the ones it stored: subscribers saw
     // the others when they were first accepted.
-    const fresh = outcome.storedIndexes === undefined ? readings : outcome.storedIndexes.map((i) => readings[i]!);
-    if (fresh.length > 0) publishLater(fresh);
+    const fresh = outcome.storedIndexes === undefined ? batch.published : selectedMessages(batch.published, outcome.storedIndexes);
+    if (fresh.starts.length > 0) publishLater(fresh);
     return { accepted: outcome.accepted };
   }
 
   return {
     ingest,
+    ingestCanonical,
     async drain() {
       await Promise.allSettled([...storing]);
       await Promise.all([...inFlight]);

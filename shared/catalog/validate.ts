@@ -2,7 +2,7 @@
  * Checks readings and action arguments against their declarations, and finds threshold breaches.
  * The same field check serves ingest, device actions and the edge's reading builder.
  */
-import { NAME_EXPECTATION, kinds, describeValue } from '../kinds.js';
+import { NAME_EXPECTATION, isName, kinds, describeValue } from '../kinds.js';
 import type { ActionSpec, FieldSpec, MetricDeclaration } from './declaration.js';
 import { metricOf, METRICS } from './metrics.js';
 
@@ -62,6 +62,46 @@ function isDeclared(specs: readonly FieldSpec[], name: string): boolean {
   return false;
 }
 
+/**
+ * A name of printable ASCII whose first character is not a space: a NonEmptyString without looking
+ * further (no control character, no surrogate, not blank). Names of any other form take the full rule.
+ */
+const PLAIN_NAME = /^[\x21-\x7e][\x20-\x7e]{0,255}$/;
+
+/** The check of one present value against its kind, as the kind's codec decides it. */
+function isOfKind(kind: FieldSpec['kind'], value: unknown): boolean {
+  switch (kind) {
+    case 'NonEmptyString':
+      return typeof value === 'string' && (PLAIN_NAME.test(value) || isName(value));
+    case 'Finite':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'NonNegativeInt':
+      return Number.isSafeInteger(value) && (value as number) >= 0;
+    default:
+      return (kinds[kind as keyof typeof kinds] as { is(u: unknown): boolean }).is(value);
+  }
+}
+
+/**
+ * Whether {@link validateFields} would find no problem, answered without building any: the common
+ * input passes here, and only an input this refuses is checked again to say what is wrong. It never
+ * accepts what validateFields refuses (a for…in walk sees every own key Object.keys lists).
+ */
+export function conformsToFields(specs: readonly FieldSpec[], input: Readonly<Record<string, unknown>>, ignored?: string): boolean {
+  for (const spec of specs) {
+    const value = input[spec.name];
+    if (value === undefined || value === null) {
+      if (spec.required) return false;
+    } else if (!isOfKind(spec.kind, value)) {
+      return false;
+    }
+  }
+  for (const name in input) {
+    if (name !== ignored && !isDeclared(specs, name)) return false;
+  }
+  return true;
+}
+
 /** A reading that passed validation. */
 export interface Reading {
   type: string;
@@ -97,6 +137,7 @@ export function validateReading(input: unknown): ReadingResult {
       errors: [{ field: 'type', message: `unregistered metric ${describeValue(record.type)}; known: ${Object.keys(METRICS).join(', ')}` }],
     };
   }
+  if (conformsToFields(metric.fields, record, 'type')) return { ok: true, reading: record as Reading, metric };
   const errors = validateFields(metric.fields, record, ['type']);
   if (errors.length > 0) return { ok: false, errors };
   return { ok: true, reading: record as Reading, metric };

@@ -4,19 +4,68 @@
  * deployments can keep theirs apart.
  *
  * A batch is published with one server-side script call per 500 readings. The messages go as ONE
- * JSON array, serialised in one call, which the script cuts into its elements: each element is a flat
- * object (a validated reading's declared fields: strings and numbers), and inside a JSON string every
- * `"` is escaped as `\"`, so the two characters `{"` occur in the array exactly where an element
- * begins. Each element is then PUBLISHed on the raw channel and on its building's filtered channel, in
- * batch order. A handful of arguments instead of four per reading keeps the client's encoding, its
- * socket writes and its garbage small, which made publishing the costliest part of ingest.
+ * script argument, the messages of the call as they stand in the batch's JSON array (without its
+ * brackets), which the script cuts into its elements: each element is a flat object (a validated
+ * reading's declared fields: strings and numbers), and inside a JSON string every `"` is escaped as
+ * `\"`, so the two characters `{"` occur exactly where an element begins. Each element is then
+ * PUBLISHed on the raw channel and on its building's filtered channel, in batch order. A handful of
+ * arguments instead of four per reading keeps the client's encoding, its socket writes and its
+ * garbage small; the argument is a slice of the batch's bytes, not a copy.
  */
 import type { Redis } from 'ioredis';
-import { declaredView } from '../../../shared/catalog/validate.js';
-import type { ValidReading } from '../domain/batch.js';
+
+/** Accepted readings as published: their messages as one JSON array, and the building of each. */
+export interface PublishedBatch {
+  /** The building of each message, in order. */
+  buildingIds: readonly string[];
+  /** `[m0,m1,…]`: each message a reading's browser view as JSON (a flat object), no whitespace between. */
+  json: Buffer;
+  /** Where each message starts in `json`. */
+  starts: readonly number[];
+}
 
 export interface ReadingPublisher {
-  publish(readings: readonly ValidReading[]): Promise<void>;
+  publish(batch: PublishedBatch): Promise<void>;
+}
+
+/**
+ * The batch of these messages, in order.
+ *
+ * @example
+ * publishedBatch([{ buildingId: 'b1', message: '{"type":"peopleCount",…}' }]);
+ * // { buildingIds: ['b1'], json: <[{"type":"peopleCount",…}]>, starts: [1] }
+ */
+export function publishedBatch(readings: ReadonlyArray<{ buildingId: string; message: string }>): PublishedBatch {
+  const starts: number[] = [];
+  let offset = 1;
+  for (const { message } of readings) {
+    starts.push(offset);
+    offset += Buffer.byteLength(message) + 1;
+  }
+  return { buildingIds: readings.map((r) => r.buildingId), json: Buffer.from(`[${readings.map((r) => r.message).join(',')}]`), starts };
+}
+
+/** The messages of `batch` at `indexes` (ascending), as a batch of their own. */
+export function selectedMessages(batch: PublishedBatch, indexes: readonly number[]): PublishedBatch {
+  const parts: Buffer[] = [Buffer.from('[')];
+  const starts: number[] = [];
+  let offset = 1;
+  indexes.forEach((index, k) => {
+    const message = messageAt(batch, index);
+    if (k > 0) parts.push(Buffer.from(','));
+    offset += k > 0 ? 1 : 0;
+    starts.push(offset);
+    parts.push(message);
+    offset += message.length;
+  });
+  parts.push(Buffer.from(']'));
+  return { buildingIds: indexes.map((i) => batch.buildingIds[i]!), json: Buffer.concat(parts), starts };
+}
+
+/** The bytes of message `index`. */
+function messageAt(batch: PublishedBatch, index: number): Buffer {
+  const end = index + 1 < batch.starts.length ? batch.starts[index + 1]! - 1 : batch.json.length - 1;
+  return batch.json.subarray(batch.starts[index]!, end);
 }
 
 export interface ChannelNames {
@@ -29,21 +78,22 @@ export interface ChannelNames {
 export const DEFAULT_CHANNELS: ChannelNames = { raw: 'telemetry:raw', filteredPrefix: 'telemetry:filtered:' };
 
 /**
- * ARGV[1] the raw channel; ARGV[2] the messages as one JSON array of flat objects; ARGV[3] runs of
+ * ARGV[1] the raw channel; ARGV[2] the messages, flat JSON objects joined by commas; ARGV[3] runs of
  * `<count>:<channel index>`, space-separated, naming each message's filtered channel in order;
  * ARGV[4…] the filtered channels (1-based indexes). Answers how many messages were published.
  */
 const PUBLISH_MESSAGES = `
 local raw, blob, n = ARGV[1], ARGV[2], 0
-local pos = 2
+local find, sub, call = string.find, string.sub, redis.call
+local pos = 1
 for count, channel in string.gmatch(ARGV[3], '(%d+):(%d+)') do
   local target = ARGV[3 + tonumber(channel)]
   for _ = 1, tonumber(count) do
-    local comma = string.find(blob, ',{"', pos, true)
-    local stop = comma and comma - 1 or #blob - 1
-    local message = string.sub(blob, pos, stop)
-    redis.call('PUBLISH', raw, message)
-    redis.call('PUBLISH', target, message)
+    local comma = find(blob, ',{"', pos, true)
+    local stop = comma and comma - 1 or #blob
+    local message = sub(blob, pos, stop)
+    call('PUBLISH', raw, message)
+    call('PUBLISH', target, message)
     n = n + 1
     pos = stop + 2
   end
@@ -53,7 +103,7 @@ return n`;
 /** Readings per script call, so one call never holds Redis for long (two PUBLISHes each). */
 const READINGS_PER_CALL = 500;
 
-type PublishingRedis = Redis & { telemetryPublishMessages(...args: string[]): Promise<number> };
+type PublishingRedis = Redis & { telemetryPublishMessages(...args: Array<string | Buffer>): Promise<number> };
 
 export function createRedisPublisher(redis: Redis, channels: ChannelNames = DEFAULT_CHANNELS): ReadingPublisher {
   const client = redis as PublishingRedis;
@@ -62,23 +112,19 @@ export function createRedisPublisher(redis: Redis, channels: ChannelNames = DEFA
     redis.defineCommand('telemetryPublishMessages', { numberOfKeys: 0, lua: PUBLISH_MESSAGES });
   }
   return {
-    async publish(readings) {
-      for (let start = 0; start < readings.length; start += READINGS_PER_CALL) {
-        const end = Math.min(readings.length, start + READINGS_PER_CALL);
+    async publish({ buildingIds, json, starts }) {
+      for (let start = 0; start < starts.length; start += READINGS_PER_CALL) {
+        const end = Math.min(starts.length, start + READINGS_PER_CALL);
         const filtered = new Map<string, number>();
-        const views: Array<Record<string, unknown>> = [];
         const runs: string[] = [];
         let runChannel = 0;
         let runLength = 0;
         for (let i = start; i < end; i++) {
-          const { reading, metric } = readings[i]!;
-          // An accepted reading holds declared fields only (validation refuses any other), so the raw
-          // message and the browser view carry the same JSON.
-          views.push(declaredView(metric, reading));
-          let channel = filtered.get(reading.buildingId);
+          const buildingId = buildingIds[i]!;
+          let channel = filtered.get(buildingId);
           if (channel === undefined) {
             channel = filtered.size + 1;
-            filtered.set(reading.buildingId, channel);
+            filtered.set(buildingId, channel);
           }
           if (channel !== runChannel && runLength > 0) {
             runs.push(`${runLength}:${runChannel}`);
@@ -89,7 +135,10 @@ export function createRedisPublisher(redis: Redis, channels: ChannelNames = DEFA
         }
         runs.push(`${runLength}:${runChannel}`);
         const names = [...filtered.keys()].map((buildingId) => `${channels.filteredPrefix}${buildingId}`);
-        await client.telemetryPublishMessages(channels.raw, JSON.stringify(views), runs.join(' '), ...names);
+        // The messages of this call as they stand in the array, without a copy: up to the comma
+        // before the next call's first message, or the closing bracket.
+        const messages = json.subarray(starts[start]!, end < starts.length ? starts[end]! - 1 : json.length - 1);
+        await client.telemetryPublishMessages(channels.raw, messages, runs.join(' '), ...names);
       }
     },
   };

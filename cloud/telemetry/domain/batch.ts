@@ -3,8 +3,9 @@
  * declaration. A batch is all-or-nothing, so every problem of every reading is reported at once.
  */
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
-import { MAX_READINGS_PER_BATCH, validateReading, type Reading } from '../../../shared/catalog/validate.js';
+import { MAX_READINGS_PER_BATCH, validateReading, type FieldError, type Reading } from '../../../shared/catalog/validate.js';
 import { NAME_EXPECTATION, NonEmptyString, describeValue } from '../../../shared/kinds.js';
+import { encodeReading } from './encoding.js';
 import { DAY_MS, HOUR_MS } from './utc.js';
 
 /** One problem of one reading; `index` is null for a problem of the batch itself. */
@@ -85,25 +86,25 @@ export type BatchValidation =
 export function validateBatch(raw: readonly unknown[], now: number, limits: BatchLimits = DEFAULT_LIMITS): BatchValidation {
   const readings: ValidReading[] = [];
   const errors: ReadingError[] = [];
+  const oldest = now - limits.retentionMs;
+  const latest = now + limits.maxFutureMs;
   let invalid = 0;
-  raw.forEach((input, index) => {
-    const result = validateReading(input);
-    let problems = result.ok ? [] : result.errors;
-    if (result.ok) {
-      const ts = result.reading.timestamp;
-      if (ts < now - limits.retentionMs) {
-        problems = [{ field: 'timestamp', message: `older than the ${Math.round(limits.retentionMs / DAY_MS)}-day raw retention, so it cannot be stored` }];
-      } else if (ts > now + limits.maxFutureMs) {
-        problems = [{ field: 'timestamp', message: `more than ${Math.round(limits.maxFutureMs / HOUR_MS)} hours ahead of the service's clock; expected epoch milliseconds` }];
-      } else {
-        readings.push({ reading: result.reading, metric: result.metric });
-      }
+  for (let index = 0; index < raw.length; index++) {
+    const result = validateReading(raw[index]);
+    let problems: readonly FieldError[];
+    if (!result.ok) {
+      problems = result.errors;
+    } else if (result.reading.timestamp < oldest) {
+      problems = [{ field: 'timestamp', message: `older than the ${Math.round(limits.retentionMs / DAY_MS)}-day raw retention, so it cannot be stored` }];
+    } else if (result.reading.timestamp > latest) {
+      problems = [{ field: 'timestamp', message: `more than ${Math.round(limits.maxFutureMs / HOUR_MS)} hours ahead of the service's clock; expected epoch milliseconds` }];
+    } else {
+      readings.push({ reading: result.reading, metric: result.metric });
+      continue;
     }
-    if (problems.length > 0) {
-      invalid += 1;
-      for (const p of problems) if (errors.length < MAX_REPORTED_ERRORS) errors.push({ index, field: p.field, message: p.message });
-    }
-  });
+    invalid += 1;
+    for (const p of problems) if (errors.length < MAX_REPORTED_ERRORS) errors.push({ index, field: p.field, message: p.message });
+  }
   if (invalid > 0) {
     const shown = errors.length < MAX_REPORTED_ERRORS ? '' : ` (the first ${MAX_REPORTED_ERRORS} problems are listed)`;
     return { ok: false, status: 400, message: `${invalid} of ${raw.length} readings are invalid; nothing was stored${shown}`, errors };
@@ -119,18 +120,13 @@ export interface ReadingRow {
   /** epoch ms */
   ts: number;
   value: number;
-  payload: Record<string, string | number>;
+  /** Every declared field present other than the columns and the value, as the JSON text of an object. */
+  payload: string;
+  /** The key's last column: a zoneTransition's origin zone (the payload's `fromRoomId`), '' for every other metric. */
+  fromRoomId: string;
 }
 
-const COLUMN_FIELDS = new Set(['type', 'buildingId', 'roomId', 'timestamp']);
-
 /** The row a valid reading is stored as. */
-export function rowOf({ reading, metric }: ValidReading): ReadingRow {
-  const payload: Record<string, string | number> = {};
-  // A valid reading holds only its declaration's fields (and `type`): walking the declaration finds
-  // them without listing the reading's entries.
-  for (const { name } of metric.fields) {
-    if (!COLUMN_FIELDS.has(name) && name !== metric.value_field && Object.prototype.hasOwnProperty.call(reading, name)) payload[name] = reading[name]!;
-  }
-  return { buildingId: reading.buildingId, roomId: reading.roomId, metric: metric.key, ts: reading.timestamp, value: reading[metric.value_field] as number, payload };
+export function rowOf(valid: ValidReading): ReadingRow {
+  return encodeReading(valid).row;
 }

@@ -34,7 +34,10 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
     const key = chosen.get(req);
     if (!key) throw new Error('ingest reached without a verified key');
     res.locals.counted = true;
-    res.json(await deps.ingest.ingest(key, parsedBody(req as SignedRequest, deps.metrics)));
+    const raw = (req as SignedRequest).rawBody;
+    // A body in canonical form is stored from its bytes; any other is parsed and takes the general path.
+    const canonical = raw === undefined ? undefined : deps.ingest.ingestCanonical(key, raw);
+    res.json(await (canonical ?? deps.ingest.ingest(key, parsedBody(req as SignedRequest, deps.metrics))));
   };
 
   const router = Router();

@@ -3,8 +3,8 @@
  * round trips:
  * 1. BEGIN, the shared rollup lock, the rollup state, the thresholds of the batch's buildings, and the
  *    claim of the batch id (only if no reading is older than the raw data still kept);
- * 2. COPY of every reading, the batch's alerts into the outbox, late hours marked for a new rollup,
- *    and COMMIT, in one message.
+ * 2. COPY of every reading (binary format, copy-binary.ts), the batch's alerts into the outbox, late
+ *    hours marked for a new rollup, and COMMIT, in one message.
  * A reading's key is (building, room, metric, instant, origin): the origin is a zoneTransition's
  * fromRoomId, generated from the payload, '' for every other metric. A batch holding a reading stored
  * before (a re-sent reading under a new batch id, or the same key twice) fails the COPY on the key; it
@@ -17,7 +17,8 @@ import type { AlertEvent, RaisedAlert, ThresholdRow } from '../domain/alerts.js'
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
-import { copyIn, copyText } from './copy-in.js';
+import { binaryCopyRows } from './copy-binary.js';
+import { copyIn } from './copy-in.js';
 import { PARTITION_LOCK, ROLLUP_LOCK } from './locks.js';
 
 /** What a batch becomes in storage. */
@@ -114,21 +115,13 @@ SELECT (SELECT ok FROM fresh) AS fresh,
 
 const INGEST_KEEPING_FIRST = ingestSql('ON CONFLICT DO NOTHING');
 
-/** The key's last column: a zoneTransition's origin zone, '' for every other metric (0005 migration). */
-const fromRoomOf = (r: ReadingRow): string => {
-  const from = r.payload.fromRoomId;
-  return typeof from === 'string' ? from : '';
-};
-
 function byKey(a: ReadingRow, b: ReadingRow): number {
   // One order for every transaction, the key's, so two batches sharing readings never deadlock on each other.
   if (a.buildingId !== b.buildingId) return a.buildingId < b.buildingId ? -1 : 1;
   if (a.roomId !== b.roomId) return a.roomId < b.roomId ? -1 : 1;
   if (a.metric !== b.metric) return a.metric < b.metric ? -1 : 1;
   if (a.ts !== b.ts) return a.ts - b.ts;
-  const fromA = fromRoomOf(a);
-  const fromB = fromRoomOf(b);
-  return fromA < fromB ? -1 : fromA > fromB ? 1 : 0;
+  return a.fromRoomId < b.fromRoomId ? -1 : a.fromRoomId > b.fromRoomId ? 1 : 0;
 }
 
 /**
@@ -140,62 +133,21 @@ function byKey(a: ReadingRow, b: ReadingRow): number {
  * them), so no escaped lone surrogate (`\\ud800`) reaches PostgreSQL's JSON parser, which refuses it.
  */
 function rowsJson(rows: readonly ReadingRow[]): string {
-  return JSON.stringify(rows.map((r) => [r.buildingId, r.roomId, r.metric, r.ts, r.value, r.payload]));
+  // The payload is JSON text already: each element is written around it.
+  return `[${rows.map((r) => `${JSON.stringify([r.buildingId, r.roomId, r.metric, r.ts, r.value]).slice(0, -1)},${r.payload}]`).join(',')}]`;
 }
 
 const RETRYABLE = new Set(['40P01', '40001']);
 const NO_PARTITION = '23514';
 const DUPLICATE_KEY = '23505';
 
-const pad = (n: number, width: number) => String(n).padStart(width, '0');
-
 /**
- * An instant as stored, to the nearest microsecond (as {@link isoInstants} writes it): a reading a
+ * An instant as stored, to the nearest microsecond (as copy-binary.ts writes it): a reading a
  * fraction of a microsecond before midnight UTC is stored at midnight, in the next day's partition.
  */
 function storedInstant(ms: number): number {
   const whole = Math.floor(ms);
   return whole + Math.round((ms - whole) * 1000) / 1000;
-}
-
-/**
- * Formats instants as ISO text with microseconds, as to_timestamp(ms / 1000.0) keeps them. The text
- * of the hour is made once per hour met (a batch spans a few), the rest by arithmetic.
- */
-function isoInstants(): (ms: number) => string {
-  let hour = Number.NaN;
-  let prefix = '';
-  return (ms) => {
-    const h = Math.floor(ms / HOUR_MS);
-    if (h !== hour) {
-      hour = h;
-      prefix = new Date(h * HOUR_MS).toISOString().slice(0, 14);
-    }
-    let whole = Math.floor(ms);
-    let micros = Math.round((ms - whole) * 1000);
-    if (micros === 1000) {
-      whole += 1;
-      micros = 0;
-    }
-    const within = whole - h * HOUR_MS;
-    // A carried microsecond may reach the next hour: that instant takes the slow path.
-    if (within >= HOUR_MS) return `${new Date(whole).toISOString().slice(0, -1)}${pad(micros, 3)}Z`;
-    const time = `${prefix}${pad(Math.floor(within / 60_000), 2)}:${pad(Math.floor(within / 1000) % 60, 2)}.${pad(within % 1000, 3)}`;
-    return micros === 0 ? `${time}Z` : `${time}${pad(micros, 3)}Z`;
-  };
-}
-
-/**
- * The rows in COPY's text format (sorted rows, one line each). As in {@link rowsJson}, no payload
- * string holds a lone surrogate.
- */
-function copyRows(rows: readonly ReadingRow[]): Buffer {
-  const isoInstant = isoInstants();
-  let text = '';
-  for (const r of rows) {
-    text += `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${isoInstant(r.ts)}\t${r.value}\t${copyText(JSON.stringify(r.payload))}\n`;
-  }
-  return Buffer.from(text, 'utf8');
 }
 
 /** A number as SQL text (finite by validation). */
@@ -247,7 +199,7 @@ function openingSql(batch: StoredBatch, buildingIds: readonly string[], oldest: 
  */
 function closingSql(alerts: readonly AlertEvent[], hourStarts: readonly number[], oldest: number): { sql: string; alerts: number } {
   const lit = (value: string) => pg.escapeLiteral(value);
-  const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN'];
+  const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN (FORMAT binary)'];
   let alertsAt = -1;
   if (alerts.length > 0) {
     alertsAt = statements.length;
@@ -261,6 +213,104 @@ function closingSql(alerts: readonly AlertEvent[], hourStarts: readonly number[]
   );
   statements.push('COMMIT');
   return { sql: statements.join(';\n'), alerts: alertsAt };
+}
+
+/** The UTC day (days since the epoch) an instant is stored in. */
+const dayOf = (ms: number) => Math.floor(storedInstant(ms) / DAY_MS);
+
+/** A batch's rows in key order, and what the transaction needs to know of them. */
+interface KeyedRows {
+  /** The rows sorted by key (batch order among equal keys): rows[k] is the batch's row order[k]. */
+  rows: ReadingRow[];
+  order: number[];
+  buildings: string[];
+  oldest: number;
+  /** The earliest instant of each UTC hour the batch touches: enough to find the late hours. */
+  hourStarts: number[];
+}
+
+/**
+ * Sorts the rows by key. The write path is kept in small synchronous functions like this one: a large
+ * async method that inlines all of them is slow for V8 to optimise, and it was optimised anew
+ * whenever the shapes it met changed.
+ */
+function inKeyOrder(batchRows: readonly ReadingRow[]): KeyedRows {
+  const order = keyOrder(batchRows);
+  const rows: ReadingRow[] = [];
+  const buildings: string[] = [];
+  let oldest = Infinity;
+  const earliestOfHour = new Map<number, number>();
+  for (const i of order) {
+    const r = batchRows[i]!;
+    if (r.buildingId !== rows[rows.length - 1]?.buildingId) buildings.push(r.buildingId);
+    rows.push(r);
+    if (r.ts < oldest) oldest = r.ts;
+    const hour = Math.floor(r.ts / HOUR_MS);
+    const earliest = earliestOfHour.get(hour);
+    if (earliest === undefined || r.ts < earliest) earliestOfHour.set(hour, r.ts);
+  }
+  return { rows, order, buildings, oldest, hourStarts: [...earliestOfHour.values()] };
+}
+
+/**
+ * Positions of the rows sorted by {@link byKey}, batch order among equal keys. The rows are first
+ * grouped by building, room and metric, whose few distinct values are sorted once; a group's rows
+ * (usually already in time order) are sorted only if they are not.
+ */
+function keyOrder(rows: readonly ReadingRow[]): number[] {
+  const groups = new Map<string, Map<string, Map<string, number[]>>>();
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    let rooms = groups.get(r.buildingId);
+    if (rooms === undefined) groups.set(r.buildingId, (rooms = new Map()));
+    let metrics = rooms.get(r.roomId);
+    if (metrics === undefined) rooms.set(r.roomId, (metrics = new Map()));
+    const group = metrics.get(r.metric);
+    if (group === undefined) metrics.set(r.metric, [i]);
+    else group.push(i);
+  }
+  const byTimeThenOrigin = (a: number, b: number) => byKey(rows[a]!, rows[b]!) || a - b;
+  const order: number[] = [];
+  for (const building of [...groups.keys()].sort(byText)) {
+    const rooms = groups.get(building)!;
+    for (const room of [...rooms.keys()].sort(byText)) {
+      const metrics = rooms.get(room)!;
+      for (const metric of [...metrics.keys()].sort(byText)) {
+        const group = metrics.get(metric)!;
+        let sorted = true;
+        for (let k = 1; k < group.length && sorted; k++) sorted = byTimeThenOrigin(group[k - 1]!, group[k]!) < 0;
+        if (!sorted) group.sort(byTimeThenOrigin);
+        for (const i of group) order.push(i);
+      }
+    }
+  }
+  return order;
+}
+
+/** Code-unit order, as byKey compares ids. */
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Indexes of the rows dated before `horizon`. */
+function olderThan(rows: readonly ReadingRow[], horizon: number): number[] {
+  return rows.flatMap((row, i) => (row.ts < horizon ? [i] : []));
+}
+
+/**
+ * The batch's alerts under the thresholds read, in outbox order. Outbox order is relay order, and a
+ * room's alerts share a Kafka partition: oldest reading first. The id breaks ties, so the order is
+ * fixed by the alerts themselves (an id holds its timestamp) and two batches sharing alerts take
+ * their outbox rows in one order.
+ */
+function alertsInOutboxOrder(batch: StoredBatch, thresholdRows: readonly unknown[]): RaisedAlert[] {
+  const thresholds = (thresholdRows as Array<{ building_id: string; room_id: string | null; metric: string; bounds: Record<string, number> }>).map((r) => ({
+    buildingId: r.building_id,
+    roomId: r.room_id,
+    metric: r.metric,
+    bounds: r.bounds,
+  }));
+  return [...batch.alertsFor(thresholds)].sort(
+    (a, b) => a.alert.timestamp - b.alert.timestamp || (a.alert.alertId < b.alert.alertId ? -1 : a.alert.alertId > b.alert.alertId ? 1 : 0),
+  );
 }
 
 /** The row count of a command tag (`COPY 500`, `INSERT 0 3`). */
@@ -281,9 +331,23 @@ export class PgReadingsStore implements ReadingsStore {
   async ensurePartitions(instants: Iterable<number>): Promise<void> {
     const days = new Set<number>();
     for (const ms of instants) {
-      const day = Math.floor(storedInstant(ms) / DAY_MS);
+      const day = dayOf(ms);
       if (!this.knownDays.has(day)) days.add(day);
     }
+    if (days.size > 0) await this.createPartitions(days);
+  }
+
+  /** The days of these rows without a partition this instance knows of (none, for the common batch). */
+  private missingDays(rows: readonly ReadingRow[]): Set<number> | undefined {
+    let days: Set<number> | undefined;
+    for (let i = 0; i < rows.length; i++) {
+      const day = dayOf(rows[i]!.ts);
+      if (!this.knownDays.has(day)) (days ??= new Set()).add(day);
+    }
+    return days;
+  }
+
+  private async createPartitions(days: Iterable<number>): Promise<void> {
     for (const day of days) {
       const start = day * DAY_MS;
       const client = await this.pool.connect();
@@ -311,7 +375,8 @@ export class PgReadingsStore implements ReadingsStore {
   async store(batch: StoredBatch): Promise<StoreOutcome> {
     let keepFirst = false;
     for (let attempt = 1; ; attempt++) {
-      await this.ensurePartitions(batch.rows.map((r) => r.ts));
+      const missing = this.missingDays(batch.rows);
+      if (missing) await this.createPartitions(missing);
       try {
         return await this.storeOnce(batch, keepFirst);
       } catch (err) {
@@ -343,50 +408,24 @@ export class PgReadingsStore implements ReadingsStore {
   }
 
   private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<{ outcome: StoreOutcome; committed: boolean }> {
-    const buildings = [...new Set(batch.rows.map((r) => r.buildingId))];
-    // Positions in the batch, in key order (batch order among equal keys): rows[k] is batch.rows[order[k]].
-    const order = batch.rows.map((_, i) => i).sort((a, b) => byKey(batch.rows[a]!, batch.rows[b]!) || a - b);
-    const rows = order.map((i) => batch.rows[i]!);
-    let oldest = Infinity;
-    // The earliest instant of each UTC hour the batch touches: enough to find the late hours.
-    const earliestOfHour = new Map<number, number>();
-    for (const r of rows) {
-      if (r.ts < oldest) oldest = r.ts;
-      const hour = Math.floor(r.ts / HOUR_MS);
-      const earliest = earliestOfHour.get(hour);
-      if (earliest === undefined || r.ts < earliest) earliestOfHour.set(hour, r.ts);
-    }
-    const opening = openingSql(batch, buildings, oldest);
+    const keyed = inKeyOrder(batch.rows);
+    const opening = openingSql(batch, keyed.buildings, keyed.oldest);
     const results = (await client.query(opening.sql)) as unknown as Array<{ rows: unknown[] }>;
     const state = results[opening.state]?.rows[0] as { fresh: boolean; retained_from: number | null } | undefined;
-    if (state && !state.fresh) {
-      const horizon = state.retained_from ?? -Infinity;
-      return { outcome: { kind: 'too_old', indexes: batch.rows.flatMap((row, i) => (row.ts < horizon ? [i] : [])) }, committed: false };
-    }
+    if (state && !state.fresh) return { outcome: { kind: 'too_old', indexes: olderThan(batch.rows, state.retained_from ?? -Infinity) }, committed: false };
     if (opening.claim >= 0 && (results[opening.claim]?.rows.length ?? 0) === 0) {
       const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
       return { outcome: { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length }, committed: false };
     }
-    const thresholdRows = (opening.thresholds >= 0 ? (results[opening.thresholds]?.rows ?? []) : []) as Array<{
-      building_id: string;
-      room_id: string | null;
-      metric: string;
-      bounds: Record<string, number>;
-    }>;
-    // Outbox order is relay order, and a room's alerts share a Kafka partition: oldest reading first.
-    // The id breaks ties, so the order is fixed by the alerts themselves (an id holds its timestamp)
-    // and two batches sharing alerts take their outbox rows in one order.
-    const raised = [...batch.alertsFor(thresholdRows.map((r) => ({ buildingId: r.building_id, roomId: r.room_id, metric: r.metric, bounds: r.bounds })))].sort(
-      (a, b) => a.alert.timestamp - b.alert.timestamp || (a.alert.alertId < b.alert.alertId ? -1 : a.alert.alertId > b.alert.alertId ? 1 : 0),
-    );
-    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, rows, order, oldest, [...earliestOfHour.values()], raised), committed: false };
+    const raised = alertsInOutboxOrder(batch, opening.thresholds >= 0 ? (results[opening.thresholds]?.rows ?? []) : []);
+    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised), committed: false };
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
     const closing = closingSql(
       raised.map((r) => r.alert),
-      [...earliestOfHour.values()],
-      oldest,
+      keyed.hourStarts,
+      keyed.oldest,
     );
-    const tags = await copyIn(client, closing.sql, [copyRows(rows)]);
+    const tags = await copyIn(client, closing.sql, binaryCopyRows(keyed.rows));
     return {
       outcome: { kind: 'stored', accepted: batch.rows.length, inserted: tagCount(tags[0]), alerts: closing.alerts >= 0 ? tagCount(tags[closing.alerts]) : 0 },
       committed: true,

@@ -5,10 +5,16 @@
 import { readFileSync, readdirSync } from 'node:fs';
 
 function cpuSecondsOfPid(pid: string): number {
+  const { user, system } = cpuTimesOfPid(pid);
+  return user + system;
+}
+
+/** User and system CPU seconds of one process (utime and stime of stat(5)). */
+export function cpuTimesOfPid(pid: string | number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after the command name (which may hold spaces) start at index 2 of stat(5).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
 
 /** Summed CPU seconds of every process whose command line satisfies `match`; 0 without /proc. */

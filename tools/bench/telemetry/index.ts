@@ -25,7 +25,7 @@ import { sign } from '../../../shared/hmac.js';
 import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
 import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
 import { PgReadingsStore } from '../../../cloud/telemetry/store/readings.js';
-import { cpuSeconds } from './cpu.js';
+import { cpuSeconds, cpuTimesOfPid } from './cpu.js';
 import { nearestRank } from '../report.js';
 
 const CLIENTS = 8;
@@ -68,7 +68,7 @@ function makeBatch(client: number, batch: number, base: number): Batch {
 function copyChunk(rows: readonly ReadingRow[]): Buffer {
   let text = '';
   for (const r of rows) {
-    text += `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${new Date(r.ts).toISOString()}\t${r.value}\t${copyText(JSON.stringify(r.payload))}\n`;
+    text += `${copyText(r.buildingId)}\t${copyText(r.roomId)}\t${copyText(r.metric)}\t${new Date(r.ts).toISOString()}\t${r.value}\t${copyText(r.payload)}\n`;
   }
   return Buffer.from(text);
 }
@@ -205,12 +205,14 @@ async function main(): Promise<void> {
       redis: cpuSeconds((cmd) => cmd.startsWith('redis-server')),
     });
     const cpuBefore = cpu();
+    const serviceTimesBefore = cpuTimesOfPid(servicePid);
     const started = performance.now();
     await Promise.all(measured.map(async (batches) => {
       for (const batch of batches) latencies.push(await post(agent, ingestUrl, batch));
     }));
     const seconds = (performance.now() - started) / 1000;
     const cpuAfter = cpu();
+    const serviceTimesAfter = cpuTimesOfPid(servicePid);
     const stored = (await count(pool)) - before;
     if (stored !== CLIENTS * MEASURED_BATCHES * BATCH) throw new Error(`expected ${CLIENTS * MEASURED_BATCHES * BATCH} stored readings, found ${stored}`);
     await agent.close();
@@ -233,6 +235,7 @@ async function main(): Promise<void> {
     console.log(`batch_latency_p50: ${nearestRank(latencies, 0.5).toFixed(1)} ms`);
     console.log(`batch_latency_p99: ${nearestRank(latencies, 0.99).toFixed(1)} ms`);
     console.log(`ingest_cpu_service: ${(cpuAfter.service - cpuBefore.service).toFixed(2)} s`);
+    console.log(`ingest_cpu_service_user_system: ${(serviceTimesAfter.user - serviceTimesBefore.user).toFixed(2)} s / ${(serviceTimesAfter.system - serviceTimesBefore.system).toFixed(2)} s`);
     console.log(`ingest_cpu_postgres: ${(cpuAfter.postgres - cpuBefore.postgres).toFixed(2)} s`);
     console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
     console.log(`store_path_throughput: ${(direct.rows / direct.seconds).toFixed(0)} rows/s`);

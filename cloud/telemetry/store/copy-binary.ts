@@ -1,0 +1,84 @@
+/**
+ * Readings in PostgreSQL's binary COPY format, for `COPY readings (building_id, room_id, metric, ts,
+ * value, payload) FROM STDIN (FORMAT binary)`: the rows are written straight into one buffer, and
+ * PostgreSQL reads the instant and the value as numbers instead of parsing their text (about a tenth
+ * less of its CPU per row than the text format, and no text to build here).
+ *
+ * Each row: the field count (int16), then per field its length (int32) and bytes: text as UTF-8, the
+ * instant as int64 microseconds since 2000-01-01 UTC (to the nearest microsecond, as the text format
+ * stored it), the value as a float8, the payload as jsonb (version byte 1, then its JSON text).
+ */
+import type { ReadingRow } from '../domain/batch.js';
+
+/** `PGCOPY\n\377\r\n\0`, no flags, no header extension. */
+const HEADER = Buffer.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]);
+/** The field count -1 that ends the data. */
+const TRAILER = Buffer.from([0xff, 0xff]);
+
+/** 2000-01-01T00:00:00Z, PostgreSQL's epoch, in Unix milliseconds. */
+const POSTGRES_EPOCH_MS = 946_684_800_000;
+const TWO_32 = 2 ** 32;
+const FIELDS = 6;
+/** Field count, six lengths, the instant, the value and the jsonb version byte. */
+const FIXED_BYTES_PER_ROW = 2 + FIELDS * 4 + 8 + 8 + 1;
+
+/**
+ * Microseconds since PostgreSQL's epoch, rounded as `to_timestamp(ms / 1000.0)` keeps them: a
+ * fraction of a millisecond to the nearest microsecond.
+ */
+export function postgresMicros(ms: number): number {
+  const whole = Math.floor(ms);
+  return (whole - POSTGRES_EPOCH_MS) * 1000 + Math.round((ms - whole) * 1000);
+}
+
+/** Writes `text` at `at` as UTF-8; answers the byte count. ASCII is copied here, the rest by Buffer. */
+function writeText(out: Buffer, at: number, text: string): number {
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x80) return out.write(text, at, 'utf8');
+    out[at + i] = code;
+  }
+  return length;
+}
+
+/** Writes one length-prefixed text field at `at`; answers the offset after it. */
+function textField(out: Buffer, at: number, text: string): number {
+  const length = writeText(out, at + 4, text);
+  out.writeInt32BE(length, at);
+  return at + 4 + length;
+}
+
+/**
+ * The rows, in order, as the chunks of one binary COPY.
+ *
+ * @example
+ * copyIn(client, 'COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN (FORMAT binary)', binaryCopyRows(rows));
+ */
+export function binaryCopyRows(rows: readonly ReadingRow[]): Buffer[] {
+  let bound = 0;
+  for (const r of rows) bound += FIXED_BYTES_PER_ROW + 3 * (r.buildingId.length + r.roomId.length + r.metric.length + r.payload.length);
+  const out = Buffer.allocUnsafe(bound);
+  let at = 0;
+  for (const r of rows) {
+    out.writeInt16BE(FIELDS, at);
+    at = textField(out, at + 2, r.buildingId);
+    at = textField(out, at, r.roomId);
+    at = textField(out, at, r.metric);
+    const micros = postgresMicros(r.ts);
+    if (!Number.isSafeInteger(micros)) throw new RangeError(`instant ${r.ts} is outside what a reading can be stored at`);
+    const high = Math.floor(micros / TWO_32);
+    out.writeInt32BE(8, at);
+    out.writeInt32BE(high, at + 4);
+    out.writeUInt32BE(micros - high * TWO_32, at + 8);
+    out.writeInt32BE(8, at + 12);
+    // -0 is stored as 0, as its text was.
+    out.writeDoubleBE(r.value === 0 ? 0 : r.value, at + 16);
+    at += 24;
+    const length = writeText(out, at + 5, r.payload);
+    out.writeInt32BE(length + 1, at);
+    out[at + 4] = 1;
+    at += 5 + length;
+  }
+  return [HEADER, out.subarray(0, at), TRAILER];
+}
