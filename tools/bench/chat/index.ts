@@ -269,6 +269,13 @@ async function main(): Promise<void> {
     line('chat ttft p99', ms(percentile(chatTtft, 99)), 'ms');
     line('added ttft p50', ms(addedP50), 'ms');
     line('added ttft p99', ms(addedP99), 'ms');
+    // Diagnostic: the same figures round by round (the first round's sends find empty conversations
+    // and open new connections; the second's find one stored exchange and reuse them).
+    for (let round = 0; round < ROUNDS; round++) {
+      const directRound = ttft(directRuns.slice(round, round + 1));
+      const chatRound = ttft(chatRuns.slice(round, round + 1));
+      for (const p of [50, 99]) line(`round ${round + 1}: added ttft p${p}`, ms(percentile(chatRound, p) - percentile(directRound, p)), 'ms');
+    }
     line('direct token latency p50', ms(percentile(directToken, 50)), 'ms');
     line('direct token latency p99', ms(percentile(directToken, 99)), 'ms');
     line('chat token latency p50', ms(percentile(chatToken, 50)), 'ms');
