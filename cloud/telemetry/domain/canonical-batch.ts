@@ -160,28 +160,35 @@ function numberEnd(body: Buffer, at: number, out: { value: number; integer: bool
   return p;
 }
 
+/** Whether `text` is the bytes at `start` (as many as it has characters). */
+function sameText(text: string, body: Buffer, start: number): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) !== body[start + i]) return false;
+  return true;
+}
+
 /** A per-batch table of the names met, so a building or room named by many readings is one string. */
 class Names {
   private readonly byHash = new Map<number, string>();
+  /** The name met last, checked first: a batch's readings mostly share their building. */
+  private last = '';
 
   constructor(private readonly body: Buffer) {}
 
   /** The text of body[start, end) (printable ASCII). */
   text(start: number, end: number): string {
+    const { body, last } = this;
+    if (last.length === end - start && sameText(last, body, start)) return last;
+    const text = this.lookUp(start, end);
+    this.last = text;
+    return text;
+  }
+
+  private lookUp(start: number, end: number): string {
     const { body } = this;
     let hash = 0x811c9dc5 ^ (end - start);
     for (let p = start; p < end; p++) hash = Math.imul(hash ^ body[p]!, 0x01000193);
     const known = this.byHash.get(hash);
-    if (known !== undefined && known.length === end - start) {
-      let same = true;
-      for (let i = 0; i < known.length; i++) {
-        if (known.charCodeAt(i) !== body[start + i]) {
-          same = false;
-          break;
-        }
-      }
-      if (same) return known;
-    }
+    if (known !== undefined && known.length === end - start && sameText(known, body, start)) return known;
     const text = body.toString('latin1', start, end);
     if (known === undefined) this.byHash.set(hash, text);
     return text;
@@ -230,7 +237,8 @@ function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits
   if (body[at] !== OPEN_BRACKET) return undefined;
   const oldest = now - limits.retentionMs;
   const latest = now + limits.maxFutureMs;
-  const names = new Names(body);
+  const buildings = new Names(body);
+  const rooms = new Names(body);
   const rows: ReadingRow[] = [];
   const starts: number[] = [];
   const bounded: string[] = [];
@@ -274,9 +282,9 @@ function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits
         const close = nameEnd(body, valueAt);
         if (close < 0) return undefined;
         end = close + 1;
-        if (field.role === 'building') buildingId = names.text(valueAt + 1, close);
-        else if (field.role === 'room') roomId = names.text(valueAt + 1, close);
-        else if (field.origin) fromRoomId = names.text(valueAt + 1, close);
+        if (field.role === 'building') buildingId = buildings.text(valueAt + 1, close);
+        else if (field.role === 'room') roomId = rooms.text(valueAt + 1, close);
+        else if (field.origin) fromRoomId = rooms.text(valueAt + 1, close);
       } else {
         if (field.kind !== 'Finite' && field.kind !== 'NonNegativeInt') return undefined;
         end = numberEnd(body, valueAt, number);

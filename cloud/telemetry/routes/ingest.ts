@@ -5,7 +5,7 @@
  * CONTRACTS.md, `errors` included. A 403 before the service is a bad signature (text/plain); the
  * service's own 403 (readings outside the key's buildings) is JSON and counted by the service.
  */
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { HttpError } from '../../../shared/errors.js';
 import { KEY_ID_HEADER } from '../../../shared/hmac.js';
 import { signedBody, type SignedRequest } from '../../../shared/signed-body.js';
@@ -37,12 +37,22 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
     const raw = (req as SignedRequest).rawBody;
     // A body in canonical form is stored from its bytes; any other is parsed and takes the general path.
     const canonical = raw === undefined ? undefined : deps.ingest.ingestCanonical(key, raw);
-    res.json(await (canonical ?? deps.ingest.ingest(key, parsedBody(req as SignedRequest, deps.metrics))));
+    sendAccepted(res, await (canonical ?? deps.ingest.ingest(key, parsedBody(req as SignedRequest, deps.metrics))));
   };
 
   const router = Router();
   router.post(INGEST_PATHS, chooseKey, ...signedBody({ keys: (req) => chosen.get(req)?.ring, limit: deps.limitBytes ?? INGEST_LIMIT_BYTES, parseJson: false }), handle);
   return router;
+}
+
+/**
+ * The 200 answer `{accepted}` as JSON, written as res.json writes it but without the ETag: Express
+ * hashes every body for one, and nothing revalidates the answer to a POST.
+ */
+function sendAccepted(res: Response, result: { accepted: number }): void {
+  const body = JSON.stringify(result);
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
 }
 
 /** The verified bytes as JSON; not JSON is a 400 naming the body, counted as an invalid batch. */

@@ -155,42 +155,52 @@ const numeric = (value: number) => (Number.isFinite(value) ? String(value) : 'NU
 
 interface Opening {
   sql: string;
-  /** Result index of the rollup state, the thresholds (-1 when not read) and the claim (-1 when none). */
+  /** Result index of the batch's state: fresh, retained_from, claimed and thresholds. */
   state: number;
-  thresholds: number;
-  claim: number;
+}
+
+/** The batch's state as round trip 1 reads it. */
+interface OpeningState {
+  /** false when a reading is older than the raw data still kept (null without a rollup state row). */
+  fresh: boolean | null;
+  retained_from: number | null;
+  /** Whether the batch id was claimed now (null when the batch has no id). */
+  claimed: boolean | null;
+  /** The thresholds in force for the batch's buildings and bounded metrics (null when not read). */
+  thresholds: Array<{ building_id: string; room_id: string | null; metric: string; bounds: Record<string, number> }> | null;
 }
 
 /**
  * Round trip 1, in the simple protocol (which takes no parameters; values are quoted with pg's
- * escapeLiteral, standard_conforming_strings aware): BEGIN, the shared rollup lock, the rollup state
- * as seen by this batch, the thresholds in force, and the claim of the batch id.
+ * escapeLiteral, standard_conforming_strings aware): BEGIN, the shared rollup lock, then one
+ * statement reading the rollup state as seen by this batch and the thresholds in force, and claiming
+ * the batch id (one statement rather than three: each costs PostgreSQL its parse, plan and snapshot).
  */
 function openingSql(batch: StoredBatch, buildingIds: readonly string[], oldest: number): Opening {
   const lit = (value: string) => pg.escapeLiteral(value);
   const list = (values: readonly string[]) => values.map(lit).join(', ');
   const since = `to_timestamp(${numeric(oldest)} / 1000.0)`;
+  const claim =
+    batch.batchId === undefined
+      ? ''
+      : `, claim AS (INSERT INTO ingest_batches (key_id, batch_id, accepted) SELECT ${lit(batch.keyId)}, ${lit(batch.batchId)}, ${batch.rows.length} ` +
+        `WHERE NOT EXISTS (SELECT 1 FROM rollup_state WHERE retained_from > ${since}) ON CONFLICT DO NOTHING RETURNING 1)`;
+  const thresholds =
+    buildingIds.length > 0 && batch.boundedMetrics.length > 0
+      ? `(SELECT coalesce(json_agg(json_build_object('building_id', building_id, 'room_id', room_id, 'metric', metric, 'bounds', bounds)), '[]') ` +
+        `FROM thresholds WHERE building_id IN (${list(buildingIds)}) AND metric IN (${list(batch.boundedMetrics)}))`
+      : 'NULL::json';
   const statements = [
     'BEGIN',
     // Shared with every other ingest, exclusive for the rollup: a rollup never misses a committed
-    // reading of an hour it closes, and never races a batch into a day it drops.
+    // reading of an hour it closes, and never races a batch into a day it drops. The state is read
+    // by the next statement, once the lock is held.
     `SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK})`,
-    `SELECT NOT coalesce(retained_from > ${since}, false) AS fresh, (extract(epoch FROM retained_from) * 1000)::float8 AS retained_from FROM rollup_state`,
+    `WITH state AS (SELECT NOT coalesce(retained_from > ${since}, false) AS fresh, (extract(epoch FROM retained_from) * 1000)::float8 AS retained_from FROM rollup_state)${claim} ` +
+      `SELECT (SELECT fresh FROM state) AS fresh, (SELECT retained_from FROM state) AS retained_from, ` +
+      `${batch.batchId === undefined ? 'NULL::boolean' : 'EXISTS (SELECT 1 FROM claim)'} AS claimed, ${thresholds} AS thresholds`,
   ];
-  let thresholds = -1;
-  if (buildingIds.length > 0 && batch.boundedMetrics.length > 0) {
-    thresholds = statements.length;
-    statements.push(`SELECT building_id, room_id, metric, bounds FROM thresholds WHERE building_id IN (${list(buildingIds)}) AND metric IN (${list(batch.boundedMetrics)})`);
-  }
-  let claim = -1;
-  if (batch.batchId !== undefined) {
-    claim = statements.length;
-    statements.push(
-      `INSERT INTO ingest_batches (key_id, batch_id, accepted) SELECT ${lit(batch.keyId)}, ${lit(batch.batchId)}, ${batch.rows.length} ` +
-        `WHERE NOT EXISTS (SELECT 1 FROM rollup_state WHERE retained_from > ${since}) ON CONFLICT DO NOTHING RETURNING 1`,
-    );
-  }
-  return { sql: `${statements.join(';\n')};`, state: 2, thresholds, claim };
+  return { sql: `${statements.join(';\n')};`, state: 2 };
 }
 
 /**
@@ -411,13 +421,13 @@ export class PgReadingsStore implements ReadingsStore {
     const keyed = inKeyOrder(batch.rows);
     const opening = openingSql(batch, keyed.buildings, keyed.oldest);
     const results = (await client.query(opening.sql)) as unknown as Array<{ rows: unknown[] }>;
-    const state = results[opening.state]?.rows[0] as { fresh: boolean; retained_from: number | null } | undefined;
-    if (state && !state.fresh) return { outcome: { kind: 'too_old', indexes: olderThan(batch.rows, state.retained_from ?? -Infinity) }, committed: false };
-    if (opening.claim >= 0 && (results[opening.claim]?.rows.length ?? 0) === 0) {
+    const state = results[opening.state]?.rows[0] as OpeningState | undefined;
+    if (state?.fresh === false) return { outcome: { kind: 'too_old', indexes: olderThan(batch.rows, state.retained_from ?? -Infinity) }, committed: false };
+    if (state?.claimed === false) {
       const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
       return { outcome: { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length }, committed: false };
     }
-    const raised = alertsInOutboxOrder(batch, opening.thresholds >= 0 ? (results[opening.thresholds]?.rows ?? []) : []);
+    const raised = alertsInOutboxOrder(batch, state?.thresholds ?? []);
     if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised), committed: false };
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
     const closing = closingSql(
