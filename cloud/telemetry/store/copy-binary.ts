@@ -58,16 +58,17 @@ function textField(out: Buffer, at: number, text: string): number {
 }
 
 /**
- * The rows, in order, as the chunks of one binary COPY.
+ * The rows, in order, as the chunks of one binary COPY (one chunk, header and trailer included, so
+ * the copy data leaves in one socket write).
  *
  * @example
  * copyIn(client, 'COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN (FORMAT binary)', binaryCopyRows(rows));
  */
 export function binaryCopyRows(rows: readonly ReadingRow[]): Buffer[] {
-  let bound = 0;
+  let bound = HEADER.length + TRAILER.length;
   for (const r of rows) bound += FIXED_BYTES_PER_ROW + 3 * (r.buildingId.length + r.roomId.length + r.metric.length + r.payload.length);
   const out = Buffer.allocUnsafe(bound);
-  let at = 0;
+  let at = HEADER.copy(out, 0);
   for (const r of rows) {
     out[at] = 0;
     out[at + 1] = FIELDS;
@@ -89,5 +90,6 @@ export function binaryCopyRows(rows: readonly ReadingRow[]): Buffer[] {
     out[at + 4] = 1;
     at += 5 + length;
   }
-  return [HEADER, out.subarray(0, at), TRAILER];
+  at += TRAILER.copy(out, at);
+  return [out.subarray(0, at)];
 }
