@@ -31,12 +31,15 @@ export function postgresMicros(ms: number): number {
   return (whole - POSTGRES_EPOCH_MS) * 1000 + Math.round((ms - whole) * 1000);
 }
 
-/** Writes `text` at `at` as UTF-8; answers the byte count. ASCII is copied here, the rest by Buffer. */
-function writeText(out: Buffer, at: number, text: string): number {
+/**
+ * Writes `text` at `at` as UTF-8; answers the byte count. ASCII is copied here, the rest by Buffer;
+ * with `asciiOnly` (the buffer was sized at one byte a character), a non-ASCII text answers -1.
+ */
+function writeText(out: Buffer, at: number, text: string, asciiOnly: boolean): number {
   const length = text.length;
   for (let i = 0; i < length; i++) {
     const code = text.charCodeAt(i);
-    if (code >= 0x80) return out.write(text, at, 'utf8');
+    if (code >= 0x80) return asciiOnly ? -1 : out.write(text, at, 'utf8');
     out[at + i] = code;
   }
   return length;
@@ -50,13 +53,6 @@ function int32(out: Buffer, at: number, value: number): void {
   out[at + 3] = value & 0xff;
 }
 
-/** Writes one length-prefixed text field at `at`; answers the offset after it. */
-function textField(out: Buffer, at: number, text: string): number {
-  const length = writeText(out, at + 4, text);
-  int32(out, at, length);
-  return at + 4 + length;
-}
-
 /**
  * The rows, in order, as the chunks of one binary COPY (one chunk, header and trailer included, so
  * the copy data leaves in one socket write).
@@ -65,16 +61,28 @@ function textField(out: Buffer, at: number, text: string): number {
  * copyIn(client, 'COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN (FORMAT binary)', binaryCopyRows(rows));
  */
 export function binaryCopyRows(rows: readonly ReadingRow[]): Buffer[] {
+  // Sized for ASCII first (the common batch, and no more memory than it needs); a batch with other
+  // text is written again with room for any UTF-8.
+  return [encodeRows(rows, 1) ?? encodeRows(rows, 3)!];
+}
+
+/** The rows in a buffer sized at `bytesPerChar` a text character; undefined if ASCII-sized and not ASCII. */
+function encodeRows(rows: readonly ReadingRow[], bytesPerChar: 1 | 3): Buffer | undefined {
+  const asciiOnly = bytesPerChar === 1;
   let bound = HEADER.length + TRAILER.length;
-  for (const r of rows) bound += FIXED_BYTES_PER_ROW + 3 * (r.buildingId.length + r.roomId.length + r.metric.length + r.payload.length);
+  for (const r of rows) bound += FIXED_BYTES_PER_ROW + bytesPerChar * (r.buildingId.length + r.roomId.length + r.metric.length + r.payload.length);
   const out = Buffer.allocUnsafe(bound);
   let at = HEADER.copy(out, 0);
   for (const r of rows) {
     out[at] = 0;
     out[at + 1] = FIELDS;
-    at = textField(out, at + 2, r.buildingId);
-    at = textField(out, at, r.roomId);
-    at = textField(out, at, r.metric);
+    at += 2;
+    for (const text of [r.buildingId, r.roomId, r.metric]) {
+      const length = writeText(out, at + 4, text, asciiOnly);
+      if (length < 0) return undefined;
+      int32(out, at, length);
+      at += 4 + length;
+    }
     const micros = postgresMicros(r.ts);
     if (!Number.isSafeInteger(micros)) throw new RangeError(`instant ${r.ts} is outside what a reading can be stored at`);
     const high = Math.floor(micros / TWO_32);
@@ -85,11 +93,12 @@ export function binaryCopyRows(rows: readonly ReadingRow[]): Buffer[] {
     // -0 is stored as 0, as its text was.
     out.writeDoubleBE(r.value === 0 ? 0 : r.value, at + 16);
     at += 24;
-    const length = writeText(out, at + 5, r.payload);
+    const length = writeText(out, at + 5, r.payload, asciiOnly);
+    if (length < 0) return undefined;
     int32(out, at, length + 1);
     out[at + 4] = 1;
     at += 5 + length;
   }
   at += TRAILER.copy(out, at);
-  return [out.subarray(0, at)];
+  return out.subarray(0, at);
 }
