@@ -19,7 +19,8 @@ import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
 import { binaryCopyRows } from './copy-binary.js';
 import { copyIn } from './copy-in.js';
-import { PARTITION_LOCK, ROLLUP_LOCK } from './locks.js';
+import { PARTITION_LOCK } from './locks.js';
+import { open } from './opening.js';
 
 /** What a batch becomes in storage. */
 export interface StoredBatch {
@@ -153,61 +154,11 @@ function storedInstant(ms: number): number {
 /** A number as SQL text (finite by validation). */
 const numeric = (value: number) => (Number.isFinite(value) ? String(value) : 'NULL');
 
-interface Opening {
-  sql: string;
-  /** Result index of the batch's state: fresh, retained_from, claimed and thresholds. */
-  state: number;
-}
-
-/** The batch's state as round trip 1 reads it. */
-interface OpeningState {
-  /** false when a reading is older than the raw data still kept (null without a rollup state row). */
-  fresh: boolean | null;
-  retained_from: number | null;
-  /** Whether the batch id was claimed now (null when the batch has no id). */
-  claimed: boolean | null;
-  /** The thresholds in force for the batch's buildings and bounded metrics (null when not read). */
-  thresholds: Array<{ building_id: string; room_id: string | null; metric: string; bounds: Record<string, number> }> | null;
-}
-
 /**
- * Round trip 1, in the simple protocol (which takes no parameters; values are quoted with pg's
- * escapeLiteral, standard_conforming_strings aware): BEGIN, the shared rollup lock, then one
- * statement reading the rollup state as seen by this batch and the thresholds in force, and claiming
- * the batch id (one statement rather than three: each costs PostgreSQL its parse, plan and snapshot).
+ * Round trip 2: the COPY of the rows, then the alerts into the outbox, the late hours not marked yet
+ * marked for a new rollup, and COMMIT.
  */
-function openingSql(batch: StoredBatch, buildingIds: readonly string[], oldest: number): Opening {
-  const lit = (value: string) => pg.escapeLiteral(value);
-  const list = (values: readonly string[]) => values.map(lit).join(', ');
-  const since = `to_timestamp(${numeric(oldest)} / 1000.0)`;
-  const claim =
-    batch.batchId === undefined
-      ? ''
-      : `, claim AS (INSERT INTO ingest_batches (key_id, batch_id, accepted) SELECT ${lit(batch.keyId)}, ${lit(batch.batchId)}, ${batch.rows.length} ` +
-        `WHERE NOT EXISTS (SELECT 1 FROM rollup_state WHERE retained_from > ${since}) ON CONFLICT DO NOTHING RETURNING 1)`;
-  const thresholds =
-    buildingIds.length > 0 && batch.boundedMetrics.length > 0
-      ? `(SELECT coalesce(json_agg(json_build_object('building_id', building_id, 'room_id', room_id, 'metric', metric, 'bounds', bounds)), '[]') ` +
-        `FROM thresholds WHERE building_id IN (${list(buildingIds)}) AND metric IN (${list(batch.boundedMetrics)}))`
-      : 'NULL::json';
-  const statements = [
-    'BEGIN',
-    // Shared with every other ingest, exclusive for the rollup: a rollup never misses a committed
-    // reading of an hour it closes, and never races a batch into a day it drops. The state is read
-    // by the next statement, once the lock is held.
-    `SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK})`,
-    `WITH state AS (SELECT NOT coalesce(retained_from > ${since}, false) AS fresh, (extract(epoch FROM retained_from) * 1000)::float8 AS retained_from FROM rollup_state)${claim} ` +
-      `SELECT (SELECT fresh FROM state) AS fresh, (SELECT retained_from FROM state) AS retained_from, ` +
-      `${batch.batchId === undefined ? 'NULL::boolean' : 'EXISTS (SELECT 1 FROM claim)'} AS claimed, ${thresholds} AS thresholds`,
-  ];
-  return { sql: `${statements.join(';\n')};`, state: 2 };
-}
-
-/**
- * Round trip 2: the COPY of the rows, then the alerts into the outbox, the late hours (those before
- * the rollup watermark) marked for a new rollup, and COMMIT.
- */
-function closingSql(alerts: readonly AlertEvent[], hourStarts: readonly number[], oldest: number): { sql: string; alerts: number } {
+function closingSql(alerts: readonly AlertEvent[], lateHours: readonly number[]): { sql: string; alerts: number } {
   const lit = (value: string) => pg.escapeLiteral(value);
   const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN (FORMAT binary)'];
   let alertsAt = -1;
@@ -216,14 +167,26 @@ function closingSql(alerts: readonly AlertEvent[], hourStarts: readonly number[]
     const values = alerts.map((a) => `(${lit(a.alertId)}, ${lit(alertKeyOf(a))}, ${lit(JSON.stringify(a))}::jsonb)`).join(', ');
     statements.push(`INSERT INTO alert_outbox (alert_id, message_key, payload) VALUES ${values} ON CONFLICT (alert_id) DO NOTHING`);
   }
-  statements.push(
-    `INSERT INTO rollup_pending (hour) SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC') ` +
-      `FROM unnest(ARRAY[${hourStarts.map(numeric).join(', ')}]::float8[]) AS u(t), rollup_state s ` +
-      `WHERE s.watermark > to_timestamp(${numeric(oldest)} / 1000.0) AND to_timestamp(t / 1000.0) < s.watermark ON CONFLICT DO NOTHING`,
-  );
+  if (lateHours.length > 0) {
+    statements.push(`INSERT INTO rollup_pending (hour) VALUES ${lateHours.map((hour) => `(to_timestamp(${numeric(hour)} / 1000.0))`).join(', ')} ON CONFLICT DO NOTHING`);
+  }
   statements.push('COMMIT');
   return { sql: statements.join(';\n'), alerts: alertsAt };
 }
+
+/**
+ * The hours of the batch (each that of its earliest instant, as stored) that are before the rollup
+ * watermark, so a rollup closed them without these readings, and are not marked for a new rollup yet.
+ * The shared rollup lock, held from round trip 1 to COMMIT, keeps the rollup from taking a mark away
+ * in between; a mark another batch has not committed yet is made again (ON CONFLICT DO NOTHING).
+ */
+export function lateHoursToMark(hours: readonly number[], watermark: number | null, pending: readonly number[]): number[] {
+  if (watermark === null) return [];
+  return hours.filter((hour) => hour < watermark && !pending.includes(hour));
+}
+
+/** The hour (ms) an instant is stored in. */
+const hourOf = (ms: number) => Math.floor(storedInstant(ms) / HOUR_MS) * HOUR_MS;
 
 /** The UTC day (days since the epoch) an instant is stored in. */
 const dayOf = (ms: number) => Math.floor(storedInstant(ms) / DAY_MS);
@@ -419,9 +382,16 @@ export class PgReadingsStore implements ReadingsStore {
 
   private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<{ outcome: StoreOutcome; committed: boolean }> {
     const keyed = inKeyOrder(batch.rows);
-    const opening = openingSql(batch, keyed.buildings, keyed.oldest);
-    const results = (await client.query(opening.sql)) as unknown as Array<{ rows: unknown[] }>;
-    const state = results[opening.state]?.rows[0] as OpeningState | undefined;
+    const hours = [...new Set(keyed.hourStarts.map(hourOf))];
+    const state = await open(client, {
+      keyId: batch.keyId,
+      batchId: batch.batchId,
+      accepted: batch.rows.length,
+      oldest: keyed.oldest,
+      buildings: keyed.buildings,
+      boundedMetrics: batch.boundedMetrics,
+      hours,
+    });
     if (state?.fresh === false) return { outcome: { kind: 'too_old', indexes: olderThan(batch.rows, state.retained_from ?? -Infinity) }, committed: false };
     if (state?.claimed === false) {
       const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
@@ -432,8 +402,7 @@ export class PgReadingsStore implements ReadingsStore {
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
     const closing = closingSql(
       raised.map((r) => r.alert),
-      keyed.hourStarts,
-      keyed.oldest,
+      lateHoursToMark(hours, state?.watermark ?? null, state?.pending ?? []),
     );
     const tags = await copyIn(client, closing.sql, binaryCopyRows(keyed.rows));
     return {
