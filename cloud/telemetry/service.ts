@@ -16,7 +16,7 @@ import type { Clock } from '../../shared/ttl-cache.js';
 import { createApp } from './app.js';
 import { AlertRelay } from './broker/alert-relay.js';
 import { kafkaAlertSink } from './broker/kafka-alerts.js';
-import { DEFAULT_CHANNELS, createRedisPublisher, type ChannelNames, type ClosablePublisher } from './broker/redis-publisher.js';
+import { DEFAULT_CHANNELS, createRedisPublisher, type ChannelNames } from './broker/redis-publisher.js';
 import { RegistrationConsumer } from './broker/registrations.js';
 import { createIngestService, type IngestService } from './ingest.js';
 import { createTelemetryMetrics, type TelemetryMetrics } from './metrics.js';
@@ -65,7 +65,6 @@ export class TelemetryService implements Lifecycle {
   private server: http.Server | undefined;
   private parts: Array<{ stop(): Promise<void> }> = [];
   private ingest: IngestService | undefined;
-  private publisher: ClosablePublisher | undefined;
   /** The bound HTTP port, once started. */
   port = 0;
 
@@ -117,11 +116,9 @@ export class TelemetryService implements Lifecycle {
       metrics,
       ...(config.retentionIntervalMs !== undefined ? { intervalMs: config.retentionIntervalMs } : {}),
     });
-    const publisher = createRedisPublisher(redis, config.channels ?? DEFAULT_CHANNELS);
-    this.publisher = publisher;
     this.ingest = createIngestService({
       store: readings,
-      publisher,
+      publisher: createRedisPublisher(redis, config.channels ?? DEFAULT_CHANNELS),
       onAlerts: () => relay.nudge(),
       metrics,
       logger,
@@ -152,7 +149,6 @@ export class TelemetryService implements Lifecycle {
     for (const part of this.parts) await part.stop();
     this.parts = [];
     await this.ingest?.drain();
-    this.publisher?.close();
     await this.clients.redis.quit().catch(() => this.clients.redis.disconnect());
     await this.clients.pool.end();
   }
