@@ -6,10 +6,12 @@
  * publish on Redis and nudge the alert relay without waiting for either.
  */
 import type { Logger } from 'pino';
+import { metricOf } from '../../shared/catalog/metrics.js';
+import type { Reading } from '../../shared/catalog/validate.js';
 import { HttpError, describeError } from '../../shared/errors.js';
 import type { Clock } from '../../shared/ttl-cache.js';
 import { alertsOf, boundsResolver, type RaisedAlert, type ThresholdRow } from './domain/alerts.js';
-import { DEFAULT_LIMITS, shapeOfBatch, validateBatch, type BatchLimits, type ReadingRow } from './domain/batch.js';
+import { DEFAULT_LIMITS, shapeOfBatch, validateBatch, type BatchLimits, type ReadingRow, type ValidReading } from './domain/batch.js';
 import { scanCanonicalBatch } from './domain/canonical-batch.js';
 import { encodeReading } from './domain/encoding.js';
 import { outsideScopeAnswer, readingsOutside, type IngestKeyScope } from './domain/building-scope.js';
@@ -42,6 +44,19 @@ export interface IngestService {
   ingestCanonical(key: IngestKeyScope, raw: Buffer): Promise<{ accepted: number }> | undefined;
   /** Waits for the batches still being stored, then for the Redis publications still in flight. */
   drain(): Promise<void>;
+}
+
+/**
+ * The readings of a scanned batch, as objects again: a row holds every declared field of its reading
+ * (the columns, the value, and the rest as the payload's JSON text), so nothing is parsed but payloads.
+ */
+function validReadingsOf(rows: readonly ReadingRow[]): ValidReading[] {
+  return rows.map((row) => {
+    const metric = metricOf(row.metric);
+    if (metric === undefined) throw new Error(`a scanned row names the unknown metric ${row.metric}`);
+    const reading = { ...(JSON.parse(row.payload) as Record<string, string | number>), type: metric.key, buildingId: row.buildingId, roomId: row.roomId, timestamp: row.ts, [metric.value_field]: row.value };
+    return { reading: reading as Reading, metric };
+  });
 }
 
 /** A batch whose every reading is valid, ready to store and publish. */
@@ -108,20 +123,13 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
         batchId: scanned.batchId,
         rows,
         boundedMetrics: scanned.boundedMetrics,
-        // Only thresholds in force need the readings as objects: then the body is parsed after all.
-        alertsFor: (thresholds) => (thresholds.length === 0 ? [] : alertsOf(validReadingsOf(raw, now), boundsResolver(thresholds))),
+        // Only thresholds in force need the readings as objects: then they are made from the rows.
+        alertsFor: (thresholds) => (thresholds.length === 0 ? [] : alertsOf(validReadingsOf(rows), boundsResolver(thresholds))),
         published: { buildingIds: rows.map((row) => row.buildingId), json: messages, starts },
       }),
     );
   }
 
-  /** The readings of a canonical body, parsed and validated as the general path does it (at the scan's `now`). */
-  function validReadingsOf(raw: Buffer, now: number) {
-    const shape = shapeOfBatch(JSON.parse(raw.toString('utf8')), limits);
-    const checked = shape.ok ? validateBatch(shape.readings, now, limits) : undefined;
-    if (!checked?.ok) throw new Error('a canonical batch did not validate as parsed');
-    return checked.readings;
-  }
 
   async function ingestBatch(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
     const { keyId } = key;
