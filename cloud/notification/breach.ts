@@ -35,6 +35,12 @@ const ALERTABLE = new Set(ALERTABLE_METRICS);
  */
 const MAX_UNSETTLED_DELIVERIES = 100_000;
 
+/**
+ * Records armed per cooldown call; the delivery of those that armed starts as soon as the call answers.
+ * The Redis adapter makes one script call per five hundred alerts.
+ */
+const ALERTS_PER_ARMING = 500;
+
 export interface BreachDeps {
   cooldown: Cooldown;
   /** Cached for 15 minutes; empty and failed answers are never cached. */
@@ -227,81 +233,127 @@ export class BreachHandler {
   }
 
   /**
-   * Arms the cooldown of every pending record in one round trip, then looks up the buildings of those
-   * that armed it and delivers them: every in-app notification is published in one round trip, and the
-   * pushes go out in the background. A record whose alertId was already seen, or whose key was already
-   * armed, is suppressed and never looked up; a duplicate leaves its key untouched, so the next record
-   * waiting on that key asks in its place, in one more round trip. Sets each record's outcome; answers
-   * the records that could not be settled, with why. A record whose publish failed has its cooldown and
-   * seen mark released.
+   * Arms the cooldown of the pending records, a call of {@link ALERTS_PER_ARMING} at a time, and
+   * delivers those that armed it: as soon as a call answers, its records' buildings are looked up and
+   * their in-app notifications published, while the next call arms. The first records of an alert
+   * storm are mostly firsts of their keys, so this overlaps the three waits (Redis, the directory,
+   * Redis again) instead of adding them up. Publishes go out in arming order. A record whose alertId
+   * was already seen, or whose key was already armed, is suppressed and never looked up; a duplicate
+   * leaves its key untouched, so the next record waiting on that key asks in its place, in one more
+   * round. Sets each record's outcome; answers the records that could not be settled, with why. A
+   * record whose publish failed has its cooldown and seen mark released. The pushes of every delivered
+   * record go out in the background once all are published.
    */
   private async armAndDeliver(
     pending: readonly Pending[],
     waiting: ReadonlyMap<string, Pending[]>,
     where: (index: number) => Partial<RecordPosition>,
   ): Promise<Map<number, unknown>> {
-    const { logger, cooldown, delivery } = this.deps;
+    const { cooldown, delivery } = this.deps;
     const failures = new Map<number, unknown>();
-    const won: Pending[] = [];
-    for (let asking = pending; asking.length > 0; ) {
+    const deliveries: Array<Promise<AlertFanOut[]>> = [];
+    // Resolved once the previous delivery published: the next one publishes after it.
+    let turn: Promise<void> = Promise.resolve();
+    const fail = (records: readonly Pending[], err: unknown) => {
+      for (const { index } of records) failures.set(index, err);
+    };
+    rounds: for (let asking = pending; asking.length > 0; ) {
       const owed = await this.retryReleases(asking);
       if (owed.size > 0) {
         for (const [index, err] of owed) failures.set(index, err);
         asking = asking.filter((p) => !owed.has(p.index));
         if (asking.length === 0) break;
       }
-      let armed: Array<Arming | Error>;
-      try {
-        armed = await cooldown.armAll(asking.map((p) => p.keys));
-      } catch (err) {
-        for (const { index } of asking) failures.set(index, err);
-        break;
-      }
       const next: Pending[] = [];
-      asking.forEach((p, i) => {
-        const result = armed[i];
-        if (result === 'armed') won.push(p);
-        else if (result === 'cooling' || result === 'duplicate') p.outcome = 'suppressed';
-        else failures.set(p.index, result ?? new Error('no reply from redis'));
-        const follower = result === 'duplicate' ? waiting.get(p.keys.cooldown)?.shift() : undefined;
-        if (follower) next.push(follower);
-      });
+      for (let start = 0; start < asking.length; start += ALERTS_PER_ARMING) {
+        const call = asking.slice(start, start + ALERTS_PER_ARMING);
+        let armed: Array<Arming | Error>;
+        try {
+          armed = await cooldown.armAll(call.map((p) => p.keys));
+        } catch (err) {
+          // This call's records and every one not asked yet stay unsettled, the followers of this
+          // round's duplicates too (they never asked in their place); the calls before it delivered.
+          fail(asking.slice(start), err);
+          fail(next, err);
+          break rounds;
+        }
+        const won: Pending[] = [];
+        call.forEach((p, i) => {
+          const result = armed[i];
+          if (result === 'armed') won.push(p);
+          else if (result === 'cooling' || result === 'duplicate') p.outcome = 'suppressed';
+          else failures.set(p.index, result ?? new Error('no reply from redis'));
+          const follower = result === 'duplicate' ? waiting.get(p.keys.cooldown)?.shift() : undefined;
+          if (follower) next.push(follower);
+        });
+        if (won.length === 0) continue;
+        const previous = turn;
+        let published!: () => void;
+        turn = new Promise<void>((resolve) => (published = resolve));
+        deliveries.push(this.deliver(won, failures, where, previous, published));
+      }
       asking = next;
     }
-    if (won.length === 0) return failures;
-    const domainsByBuilding = await this.routesOf(won);
+    const toPush = (await Promise.all(deliveries)).flat();
+    await delivery.pushInBackground(toPush, pushTopicOf);
+    return failures;
+  }
 
+  /**
+   * Looks up the buildings of records that armed their cooldown, then, once `after` resolved (the
+   * previous delivery published), publishes their in-app notifications in one round trip and calls
+   * `published`. Sets each record's outcome and records failures; answers the push fan-outs of the
+   * delivered records. Never rejects.
+   */
+  private async deliver(
+    won: readonly Pending[],
+    failures: Map<number, unknown>,
+    where: (index: number) => Partial<RecordPosition>,
+    after: Promise<void>,
+    published: () => void,
+  ): Promise<AlertFanOut[]> {
+    const { logger, cooldown, delivery } = this.deps;
+    let domainsByBuilding: Map<string, { domains: string[]; failure?: string }>;
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
     const owners: number[] = [];
     const events: Array<AlertFanOut | undefined> = [];
-    won.forEach((p, w) => {
-      const { domains } = domainsByBuilding.get(p.alert.buildingId) ?? { domains: [] };
-      if (domains.length === 0) {
-        notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
-        owners.push(w);
-        events.push(undefined);
-        return;
-      }
-      const byDomain = new Map<string, Notification>();
-      const base = alertNotification(p.alert, { id: '', createdAt });
-      for (const domainName of domains) {
-        const notification = { ...base, id: this.newId(), domainName };
-        byDomain.set(domainName, notification);
-        notifications.push(notification);
-        owners.push(w);
-      }
-      events.push({ byDomain, metric: p.alert.type, topicSource: p.keys.cooldown });
-    });
-
-    let published: Array<Error | undefined>;
+    let outcomes: Array<Error | undefined>;
     try {
-      published = await delivery.publishEach(notifications);
+      domainsByBuilding = await this.routesOf(won);
+      won.forEach((p, w) => {
+        const { domains } = domainsByBuilding.get(p.alert.buildingId) ?? { domains: [] };
+        if (domains.length === 0) {
+          notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
+          owners.push(w);
+          events.push(undefined);
+          return;
+        }
+        const byDomain = new Map<string, Notification>();
+        const base = alertNotification(p.alert, { id: '', createdAt });
+        for (const domainName of domains) {
+          const notification = { ...base, id: this.newId(), domainName };
+          byDomain.set(domainName, notification);
+          notifications.push(notification);
+          owners.push(w);
+        }
+        events.push({ byDomain, metric: p.alert.type, topicSource: p.keys.cooldown });
+      });
+      await after;
+      try {
+        outcomes = await delivery.publishEach(notifications);
+      } catch (err) {
+        outcomes = notifications.map(() => (err instanceof Error ? err : new Error(describeError(err))));
+      }
     } catch (err) {
-      published = notifications.map(() => (err instanceof Error ? err : new Error(describeError(err))));
+      // Not reached in practice (lookups and publishes answer errors); the records stay unsettled.
+      for (const p of won) failures.set(p.index, err);
+      return [];
+    } finally {
+      published();
     }
     const failedPublish = new Map<number, Error>();
-    published.forEach((error, i) => {
+    outcomes.forEach((error, i) => {
       if (error !== undefined) failedPublish.set(owners[i] as number, error);
     });
 
@@ -335,8 +387,7 @@ export class BreachHandler {
       toPush.push(event);
     });
     await Promise.all(releases);
-    await delivery.pushInBackground(toPush, pushTopicOf);
-    return failures;
+    return toPush;
   }
 
   /**

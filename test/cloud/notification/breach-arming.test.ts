@@ -2,10 +2,11 @@
  * Arming a slice's alerts on a real Redis: a duplicate alertId leaves its cooldown key untouched, so a
  * new alert of the same key later in the slice is still delivered; when one of a slice's script calls
  * fails after an earlier one succeeded, the alerts the earlier call armed (and marked seen) are
- * delivered rather than read again as duplicates and lost.
+ * delivered rather than read again as duplicates and lost; the alerts of a call are looked up and
+ * published while the next call arms, and the notifications still go out in record order.
  */
 import t from 'tap';
-import { RedisCooldown } from '../../../cloud/notification/redis.js';
+import { RedisCooldown, type AlertKeys, type Cooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startHarness } from './support/harness.js';
 import { channelRecorder, deleteKeys, freshMongo, redisClient, restrictedRedis, uniqueName, waitFor } from './support/stack.js';
@@ -59,6 +60,35 @@ t.test('a slice arming in several script calls: when a later call fails, the ale
   // The consumer reads the unsettled record again; the settled ones are committed and never come back.
   const again = await h.breach.settle(records.slice(500));
   t.equal(again.settled, 0, 'the refused alert is still unsettled, so it is read again later');
+});
+
+t.test('the first call\'s alerts are looked up before the next call arms; notifications keep record order', async (t) => {
+  const building = uniqueName('b');
+  directory.set(building, [uniqueName('acme')]);
+  // The second arming call waits (at most 10 s) for the directory to have been asked: a delivery that
+  // started only once every call had armed would not have asked it yet.
+  const calls: Array<{ alerts: number; directoryAskedBefore: boolean }> = [];
+  const gated = (real: Cooldown): Cooldown => ({
+    armedHere: (key, now) => real.armedHere(key, now),
+    release: (alert) => real.release(alert),
+    suppressedHere: real.suppressedHere?.bind(real),
+    armAll: async (alerts: readonly AlertKeys[]) => {
+      if (calls.length > 0) await waitFor('the lookup', () => directory.callsFor(building) > 0, 10_000).catch(() => undefined);
+      calls.push({ alerts: alerts.length, directoryAskedBefore: directory.callsFor(building) > 0 });
+      return real.armAll(alerts);
+    },
+  });
+  const h = await startHarness(t, { directory, cooldown: gated });
+  const channel = await channelRecorder(t, h.channel);
+  const values = Array.from({ length: 700 }, (_, i) => alert(building, `r${i}`));
+  const settled = await h.breach.settle(values.map((value) => ({ value })));
+  t.equal(settled.settled, 700, 'every alert settled');
+  t.ok(settled.outcomes.every((o) => o === 'delivered'), 'and delivered');
+  t.same(calls, [{ alerts: 500, directoryAskedBefore: false }, { alerts: 200, directoryAskedBefore: true }], 'two calls; the building was asked for before the second one armed');
+  await waitFor('700 notifications', () => channel.raw.length === 700);
+  const published = channel.raw.map((m) => (JSON.parse(m) as { roomId?: string }).roomId);
+  t.same(published, values.map((_, i) => `r${i}`), 'published in record order');
+  t.equal(directory.callsFor(building), 1, 'looked up once');
 });
 
 t.test('the directory got no call it was not set up for', async (t) => {
