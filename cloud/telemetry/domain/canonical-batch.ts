@@ -32,6 +32,30 @@ export interface CanonicalBatch {
   starts: number[];
 }
 
+/**
+ * A row read from a canonical body. Its payload is still bytes of the body: `{`, then
+ * `source[payloadStart, payloadEnd)` (the payload fields as sent, next to each other), then `}`. The
+ * binary COPY copies those bytes; `payload` makes the text when it is asked for (alerts from
+ * thresholds, the batch written again keeping the first copies).
+ */
+export class ScannedRow implements ReadingRow {
+  constructor(
+    readonly buildingId: string,
+    readonly roomId: string,
+    readonly metric: string,
+    readonly ts: number,
+    readonly value: number,
+    readonly fromRoomId: string,
+    readonly source: Buffer,
+    readonly payloadStart: number,
+    readonly payloadEnd: number,
+  ) {}
+
+  get payload(): string {
+    return `{${this.source.toString('latin1', this.payloadStart, this.payloadEnd)}}`;
+  }
+}
+
 const QUOTE = 0x22;
 const COMMA = 0x2c;
 const MINUS = 0x2d;
@@ -50,11 +74,36 @@ const MAX_NAME = 256;
 const MAX_DIGITS = 15;
 const POWERS_OF_TEN = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
+/**
+ * Bytes expected at a position, compared four at a time: as big-endian 32-bit words from the start,
+ * the last word overlapping the one before when the length is not a multiple of four.
+ */
+class Pattern {
+  readonly length: number;
+  private readonly words: Int32Array;
+
+  constructor(bytes: Buffer) {
+    if (bytes.length < 4) throw new RangeError('a pattern is at least four bytes long');
+    this.length = bytes.length;
+    const count = Math.ceil(bytes.length / 4);
+    this.words = Int32Array.from({ length: count }, (_, i) => bytes.readInt32BE(Math.min(4 * i, bytes.length - 4)));
+  }
+
+  /** Whether the bytes at `at` are this pattern. */
+  at(view: DataView, at: number): boolean {
+    const { length, words } = this;
+    if (at + length > view.byteLength) return false;
+    const last = words.length - 1;
+    for (let i = 0; i < last; i++) if (view.getInt32(at + 4 * i) !== words[i]) return false;
+    return view.getInt32(at + length - 4) === words[last];
+  }
+}
+
 type Role = 'building' | 'room' | 'timestamp' | 'value' | 'payload';
 
 interface FieldPlan {
-  /** `"name":` as bytes. */
-  key: Buffer;
+  /** `"name":`. */
+  key: Pattern;
   kind: FieldSpec['kind'];
   role: Role;
   origin: boolean;
@@ -62,8 +111,10 @@ interface FieldPlan {
 
 interface MetricPlan {
   metric: MetricDeclaration;
-  /** The key as bytes, between the quotes of `"type":"…"`. */
-  key: Buffer;
+  /** Its position in PLANS. */
+  index: number;
+  /** How its readings open: `{"type":"<key>"`. */
+  head: Pattern;
   fields: FieldPlan[];
   /** One bit per required field, by position. */
   required: number;
@@ -72,27 +123,22 @@ interface MetricPlan {
 
 function planOf(metric: MetricDeclaration): MetricPlan | undefined {
   // A declaration this path cannot read as planned takes the general path (none in the catalog).
-  if (metric.fields.length > 30 || metric.fields.some((f) => f.name === 'type')) return undefined;
+  if (metric.fields.length > 30 || metric.fields.some((f) => f.name === 'type' || f.name === '')) return undefined;
   let required = 0;
   const fields = metric.fields.map((f, i): FieldPlan => {
     if (f.required) required |= 1 << i;
     const role: Role =
       f.name === 'buildingId' ? 'building' : f.name === 'roomId' ? 'room' : f.name === 'timestamp' ? 'timestamp' : f.name === metric.value_field ? 'value' : 'payload';
-    return { key: Buffer.from(`${JSON.stringify(f.name)}:`, 'latin1'), kind: f.kind, role, origin: role === 'payload' && f.name === 'fromRoomId' };
+    return { key: new Pattern(Buffer.from(`${JSON.stringify(f.name)}:`, 'latin1')), kind: f.kind, role, origin: role === 'payload' && f.name === 'fromRoomId' };
   });
-  return { metric, key: Buffer.from(metric.key, 'latin1'), fields, required, bounded: metric.bounds.length > 0 };
+  return { metric, index: 0, head: new Pattern(Buffer.from(`{"type":"${metric.key}"`, 'latin1')), fields, required, bounded: metric.bounds.length > 0 };
 }
 
-const PLANS: readonly MetricPlan[] = Object.values(METRICS).flatMap((m) => planOf(m) ?? []);
-const READINGS_KEY = Buffer.from('"readings":', 'latin1');
-const BATCH_ID_KEY = Buffer.from('"batchId":', 'latin1');
-const TYPE_KEY = Buffer.from('{"type":"', 'latin1');
-
-function startsWith(body: Buffer, at: number, bytes: Buffer): boolean {
-  if (at + bytes.length > body.length) return false;
-  for (let i = 0; i < bytes.length; i++) if (body[at + i] !== bytes[i]) return false;
-  return true;
-}
+const PLANS: readonly MetricPlan[] = Object.values(METRICS)
+  .flatMap((m) => planOf(m) ?? [])
+  .map((plan, index) => ({ ...plan, index }));
+const READINGS_KEY = new Pattern(Buffer.from('"readings":', 'latin1'));
+const BATCH_ID_KEY = new Pattern(Buffer.from('"batchId":', 'latin1'));
 
 /**
  * The end (the closing quote) of the canonical name string opening at `at`, or -1: printable ASCII
@@ -205,17 +251,18 @@ class Names {
  */
 export function scanCanonicalBatch(body: Buffer, now: number, limits: BatchLimits): CanonicalBatch | undefined {
   if (body[0] !== OPEN_BRACE) return undefined;
+  const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
   let p = 1;
   let batchId: string | undefined;
   let readings: Omit<CanonicalBatch, 'batchId'> | undefined;
   for (;;) {
-    if (readings === undefined && startsWith(body, p, READINGS_KEY)) {
+    if (readings === undefined && READINGS_KEY.at(view, p)) {
       p += READINGS_KEY.length;
-      const found = scanReadings(body, p, now, limits);
+      const found = scanReadings(body, view, p, now, limits);
       if (found === undefined) return undefined;
       readings = found.batch;
       p = found.end;
-    } else if (batchId === undefined && startsWith(body, p, BATCH_ID_KEY)) {
+    } else if (batchId === undefined && BATCH_ID_KEY.at(view, p)) {
       p += BATCH_ID_KEY.length;
       const end = nameEnd(body, p);
       if (end < 0) return undefined;
@@ -233,7 +280,7 @@ export function scanCanonicalBatch(body: Buffer, now: number, limits: BatchLimit
   }
 }
 
-function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits): { batch: Omit<CanonicalBatch, 'batchId'>; end: number } | undefined {
+function scanReadings(body: Buffer, view: DataView, at: number, now: number, limits: BatchLimits): { batch: Omit<CanonicalBatch, 'batchId'>; end: number } | undefined {
   if (body[at] !== OPEN_BRACKET) return undefined;
   const oldest = now - limits.retentionMs;
   const latest = now + limits.maxFutureMs;
@@ -242,21 +289,22 @@ function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits
   const rows: ReadingRow[] = [];
   const starts: number[] = [];
   const bounded: string[] = [];
+  const noted = new Uint8Array(PLANS.length);
   const number = { value: 0, integer: true };
   let p = at + 1;
   for (;;) {
-    if (rows.length >= limits.maxReadings || !startsWith(body, p, TYPE_KEY)) return undefined;
-    starts.push(p - at);
-    p += TYPE_KEY.length;
+    if (rows.length >= limits.maxReadings) return undefined;
     let plan: MetricPlan | undefined;
-    for (const candidate of PLANS) {
-      if (body[p + candidate.key.length] === QUOTE && startsWith(body, p, candidate.key)) {
+    for (let i = 0; i < PLANS.length; i++) {
+      const candidate = PLANS[i]!;
+      if (body[p + candidate.head.length - 1] === QUOTE && candidate.head.at(view, p)) {
         plan = candidate;
         break;
       }
     }
     if (plan === undefined) return undefined;
-    p += plan.key.length + 1;
+    starts.push(p - at);
+    p += plan.head.length;
     let seen = 0;
     let next = 0;
     let buildingId = '';
@@ -265,13 +313,13 @@ function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits
     let value = Number.NaN;
     let payloadStart = -1;
     let payloadEnd = -1;
-    let payload = '';
+    let joined = '';
     let fromRoomId = '';
     const fields = plan.fields;
     while (body[p] === COMMA) {
       const keyAt = p + 1;
       let index = next;
-      while (index < fields.length && !startsWith(body, keyAt, fields[index]!.key)) index++;
+      while (index < fields.length && !fields[index]!.key.at(view, keyAt)) index++;
       if (index === fields.length) return undefined;
       const field = fields[index]!;
       next = index + 1;
@@ -293,10 +341,10 @@ function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits
         else if (field.role === 'value') value = number.value;
       }
       if (field.role === 'payload') {
-        // Payload fields are written as sent; those not next to each other are joined.
+        // Payload fields are kept as sent; those not next to each other are joined as text.
         if (payloadStart < 0) payloadStart = keyAt;
         else if (payloadEnd !== p) {
-          payload += `${body.toString('latin1', payloadStart, payloadEnd)},`;
+          joined += `${body.toString('latin1', payloadStart, payloadEnd)},`;
           payloadStart = keyAt;
         }
         payloadEnd = end;
@@ -306,10 +354,18 @@ function scanReadings(body: Buffer, at: number, now: number, limits: BatchLimits
     if (body[p] !== CLOSE_BRACE || (seen & plan.required) !== plan.required) return undefined;
     if (!(ts >= oldest && ts <= latest) || Number.isNaN(value)) return undefined;
     p++;
-    if (payloadStart >= 0) payload = `{${payload}${body.toString('latin1', payloadStart, payloadEnd)}}`;
-    else payload = '{}';
-    rows.push({ buildingId, roomId, metric: plan.metric.key, ts, value, payload, fromRoomId });
-    if (plan.bounded && !bounded.includes(plan.metric.key)) bounded.push(plan.metric.key);
+    const metric = plan.metric.key;
+    if (joined !== '') {
+      const payload = `{${joined}${body.toString('latin1', payloadStart, payloadEnd)}}`;
+      rows.push({ buildingId, roomId, metric, ts, value, payload, fromRoomId });
+    } else {
+      if (payloadStart < 0) payloadStart = payloadEnd = p;
+      rows.push(new ScannedRow(buildingId, roomId, metric, ts, value, fromRoomId, body, payloadStart, payloadEnd));
+    }
+    if (plan.bounded && noted[plan.index] === 0) {
+      noted[plan.index] = 1;
+      bounded.push(metric);
+    }
     if (body[p] === COMMA) {
       p++;
       continue;

@@ -9,6 +9,7 @@
  * stored it), the value as a float8, the payload as jsonb (version byte 1, then its JSON text).
  */
 import type { ReadingRow } from '../domain/batch.js';
+import { ScannedRow } from '../domain/canonical-batch.js';
 
 /** `PGCOPY\n\377\r\n\0`, no flags, no header extension. */
 const HEADER = Buffer.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00, 0, 0, 0, 0, 0, 0, 0, 0]);
@@ -19,6 +20,8 @@ const TRAILER = Buffer.from([0xff, 0xff]);
 const POSTGRES_EPOCH_MS = 946_684_800_000;
 const TWO_32 = 2 ** 32;
 const FIELDS = 6;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
 /** Field count, six lengths, the instant, the value and the jsonb version byte. */
 const FIXED_BYTES_PER_ROW = 2 + FIELDS * 4 + 8 + 8 + 1;
 
@@ -45,12 +48,45 @@ function writeText(out: Buffer, at: number, text: string, asciiOnly: boolean): n
   return length;
 }
 
-/** Writes a non-negative int32, big-endian, without Buffer's checked writers (the offsets are ours). */
+/** Writes an int32, big-endian, without Buffer's checked writers (the offsets are ours). */
 function int32(out: Buffer, at: number, value: number): void {
   out[at] = value >>> 24;
   out[at + 1] = (value >>> 16) & 0xff;
   out[at + 2] = (value >>> 8) & 0xff;
   out[at + 3] = value & 0xff;
+}
+
+/** The bytes of one float8, in the machine's order. */
+const FLOAT = new Float64Array(1);
+const FLOAT_BYTES = new Uint8Array(FLOAT.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Writes a float8, big-endian, as writeDoubleBE does. */
+function float8(out: Buffer, at: number, value: number): void {
+  FLOAT[0] = value;
+  if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) out[at + i] = FLOAT_BYTES[7 - i]!;
+  else for (let i = 0; i < 8; i++) out[at + i] = FLOAT_BYTES[i]!;
+}
+
+/** Copies a scanned row's payload from the body it was read from; answers the byte count. */
+function payloadBytes(out: Buffer, at: number, row: ScannedRow): number {
+  const { source, payloadStart, payloadEnd } = row;
+  out[at] = OPEN_BRACE;
+  let to = at + 1;
+  for (let from = payloadStart; from < payloadEnd; from++) out[to++] = source[from]!;
+  out[to] = CLOSE_BRACE;
+  return to + 1 - at;
+}
+
+/**
+ * Writes a text field (its length, then its bytes) at `at`; answers where the next field starts, or
+ * -1 for a non-ASCII text in an ASCII-sized buffer.
+ */
+function textField(out: Buffer, at: number, text: string, asciiOnly: boolean): number {
+  const length = writeText(out, at + 4, text, asciiOnly);
+  if (length < 0) return -1;
+  int32(out, at, length);
+  return at + 4 + length;
 }
 
 /**
@@ -70,30 +106,33 @@ export function binaryCopyRows(rows: readonly ReadingRow[]): Buffer[] {
 function encodeRows(rows: readonly ReadingRow[], bytesPerChar: 1 | 3): Buffer | undefined {
   const asciiOnly = bytesPerChar === 1;
   let bound = HEADER.length + TRAILER.length;
-  for (const r of rows) bound += FIXED_BYTES_PER_ROW + bytesPerChar * (r.buildingId.length + r.roomId.length + r.metric.length + r.payload.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    // A scanned row's payload is ASCII bytes already: `{`, its members, `}`.
+    const payload = r instanceof ScannedRow ? r.payloadEnd - r.payloadStart + 2 : bytesPerChar * r.payload.length;
+    bound += FIXED_BYTES_PER_ROW + bytesPerChar * (r.buildingId.length + r.roomId.length + r.metric.length) + payload;
+  }
   const out = Buffer.allocUnsafe(bound);
   let at = HEADER.copy(out, 0);
-  for (const r of rows) {
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
     out[at] = 0;
     out[at + 1] = FIELDS;
-    at += 2;
-    for (const text of [r.buildingId, r.roomId, r.metric]) {
-      const length = writeText(out, at + 4, text, asciiOnly);
-      if (length < 0) return undefined;
-      int32(out, at, length);
-      at += 4 + length;
-    }
+    at = textField(out, at + 2, r.buildingId, asciiOnly);
+    if (at >= 0) at = textField(out, at, r.roomId, asciiOnly);
+    if (at >= 0) at = textField(out, at, r.metric, asciiOnly);
+    if (at < 0) return undefined;
     const micros = postgresMicros(r.ts);
     if (!Number.isSafeInteger(micros)) throw new RangeError(`instant ${r.ts} is outside what a reading can be stored at`);
     const high = Math.floor(micros / TWO_32);
     int32(out, at, 8);
-    out.writeInt32BE(high, at + 4);
-    out.writeUInt32BE(micros - high * TWO_32, at + 8);
+    int32(out, at + 4, high);
+    int32(out, at + 8, micros - high * TWO_32);
     int32(out, at + 12, 8);
     // -0 is stored as 0, as its text was.
-    out.writeDoubleBE(r.value === 0 ? 0 : r.value, at + 16);
+    float8(out, at + 16, r.value === 0 ? 0 : r.value);
     at += 24;
-    const length = writeText(out, at + 5, r.payload, asciiOnly);
+    const length = r instanceof ScannedRow ? payloadBytes(out, at + 5, r) : writeText(out, at + 5, r.payload, asciiOnly);
     if (length < 0) return undefined;
     int32(out, at, length + 1);
     out[at + 4] = 1;

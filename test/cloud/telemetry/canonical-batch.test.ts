@@ -1,7 +1,7 @@
 /**
  * The fast path of ingest (domain/canonical-batch.ts) checked against the general path: whatever
- * body the scanner reads, JSON.parse and validation accept too, with the same rows, the same Redis
- * messages and the same batch id; and every valid batch JSON.stringify writes in declaration order
+ * body the scanner reads, JSON.parse and validation accept too, with the same rows (and the same
+ * binary COPY of them), the same Redis messages and the same batch id; and every valid batch JSON.stringify writes in declaration order
  * with plain names and short numbers is read by the scanner. The one-pass serialisation
  * (domain/encoding.ts) and the allocation-free field check are held against the functions they
  * replace.
@@ -12,10 +12,11 @@ import fc from 'fast-check';
 import { METRICS } from '../../../shared/catalog/metrics.js';
 import { conformsToFields, declaredView, validateFields, validateReading } from '../../../shared/catalog/validate.js';
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
-import { DEFAULT_LIMITS, shapeOfBatch, validateBatch } from '../../../cloud/telemetry/domain/batch.js';
+import { DEFAULT_LIMITS, shapeOfBatch, validateBatch, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
 import { scanCanonicalBatch } from '../../../cloud/telemetry/domain/canonical-batch.js';
 import { encodeReading } from '../../../cloud/telemetry/domain/encoding.js';
 import { publishedBatch, selectedMessages } from '../../../cloud/telemetry/broker/redis-publisher.js';
+import { binaryCopyRows } from '../../../cloud/telemetry/store/copy-binary.js';
 
 const now = 1_763_000_000_000;
 const metrics = Object.values(METRICS);
@@ -36,6 +37,9 @@ function generalPath(body: string) {
   const bounded = [...new Set(checked.readings.filter((r) => r.metric.bounds.length > 0).map((r) => r.metric.key))];
   return { batchId: shape.batchId, rows: encoded.map((e) => e.row), published: publishedBatch(encoded), bounded };
 }
+
+/** A row as plain data with its payload as text (a scanned row keeps its payload as bytes of the body). */
+const asData = (r: ReadingRow): ReadingRow => ({ buildingId: r.buildingId, roomId: r.roomId, metric: r.metric, ts: r.ts, value: r.value, payload: r.payload, fromRoomId: r.fromRoomId });
 
 /** The row as the general path built it before one-pass serialisation (payload as an object). */
 function previousRow(metric: MetricDeclaration, reading: Record<string, unknown>) {
@@ -109,7 +113,8 @@ t.test('whatever the scanner reads, the general path accepts alike', async (t) =
         if (fast === undefined) return;
         const general = generalPath(body);
         if (general === undefined) throw new Error(`the scanner read a body the general path refuses: ${body}`);
-        assert.deepEqual(fast.rows, general.rows);
+        assert.deepEqual(fast.rows.map(asData), general.rows);
+        assert.deepEqual(Buffer.concat(binaryCopyRows(fast.rows)), Buffer.concat(binaryCopyRows(general.rows)), 'the same binary COPY');
         assert.equal(fast.batchId, general.batchId);
         assert.deepEqual(fast.boundedMetrics, general.bounded);
         assert.equal(fast.messages.toString('utf8'), general.published.json.toString('utf8'), 'the readings as sent are the messages');
@@ -132,7 +137,7 @@ t.test('every plain batch in declaration order is read by the scanner', async (t
       if (general === undefined || !canonicalNumbers) return;
       const fast = scanCanonicalBatch(Buffer.from(body), now, DEFAULT_LIMITS);
       assert.ok(fast, body);
-      assert.deepEqual(fast.rows, general.rows);
+      assert.deepEqual(fast.rows.map(asData), general.rows);
       read += 1;
     }),
     { numRuns: 2000 },
@@ -144,12 +149,12 @@ t.test('the bench and gateway shape is canonical, and a too large or empty batch
   const reading = (i: number) => ({ type: 'temperature', buildingId: 'b1', roomId: `room-${i}`, timestamp: now - i, temperature: 20 + i / 10, humidity: 40, sensorId: 'stat-1' });
   const body = JSON.stringify({ batchId: 'x', readings: [reading(1), { type: 'peopleCount', buildingId: 'b1', roomId: 'r', timestamp: now, peopleCount: 3 }] });
   const fast = scanCanonicalBatch(Buffer.from(body), now, DEFAULT_LIMITS);
-  t.same(fast?.rows, [
+  t.same(fast?.rows.map(asData), [
     { buildingId: 'b1', roomId: 'room-1', metric: 'temperature', ts: now - 1, value: 20.1, payload: '{"humidity":40,"sensorId":"stat-1"}', fromRoomId: '' },
     { buildingId: 'b1', roomId: 'r', metric: 'peopleCount', ts: now, value: 3, payload: '{}', fromRoomId: '' },
   ]);
   const zone = JSON.stringify({ readings: [{ type: 'zoneTransition', buildingId: 'b', roomId: 'lobby', fromRoomId: 'atrium', timestamp: now, zoneTransition: 2 }] });
-  t.same(scanCanonicalBatch(Buffer.from(zone), now, DEFAULT_LIMITS)?.rows[0], { buildingId: 'b', roomId: 'lobby', metric: 'zoneTransition', ts: now, value: 2, payload: '{"fromRoomId":"atrium"}', fromRoomId: 'atrium' });
+  t.same(scanCanonicalBatch(Buffer.from(zone), now, DEFAULT_LIMITS)?.rows.map(asData)[0], { buildingId: 'b', roomId: 'lobby', metric: 'zoneTransition', ts: now, value: 2, payload: '{"fromRoomId":"atrium"}', fromRoomId: 'atrium' });
   const limits = { ...DEFAULT_LIMITS, maxReadings: 1 };
   t.equal(scanCanonicalBatch(Buffer.from(body), now, limits), undefined, 'over the limit: the general path answers 413');
   t.equal(scanCanonicalBatch(Buffer.from('{"readings":[]}'), now, DEFAULT_LIMITS), undefined);
