@@ -35,58 +35,47 @@ export function postgresMicros(ms: number): number {
 }
 
 /**
- * Writes `text` at `at` as UTF-8; answers the byte count. ASCII is copied here, the rest by Buffer;
- * with `asciiOnly` (the buffer was sized at one byte a character), a non-ASCII text answers -1.
+ * Writes `text` at `at` as UTF-8; answers the byte count. ASCII is written here, four characters a
+ * word, the rest by Buffer; with `asciiOnly` (the buffer was sized at one byte a character), a
+ * non-ASCII text answers -1.
  */
-function writeText(out: Buffer, at: number, text: string, asciiOnly: boolean): number {
+function writeText(out: Buffer, view: DataView, at: number, text: string, asciiOnly: boolean): number {
   const length = text.length;
-  for (let i = 0; i < length; i++) {
+  let codes = 0;
+  let i = 0;
+  for (; i + 4 <= length; i += 4) {
+    const a = text.charCodeAt(i);
+    const b = text.charCodeAt(i + 1);
+    const c = text.charCodeAt(i + 2);
+    const d = text.charCodeAt(i + 3);
+    codes |= a | b | c | d;
+    view.setInt32(at + i, (a << 24) | (b << 16) | (c << 8) | d);
+  }
+  for (; i < length; i++) {
     const code = text.charCodeAt(i);
-    if (code >= 0x80) return asciiOnly ? -1 : out.write(text, at, 'utf8');
+    codes |= code;
     out[at + i] = code;
   }
-  return length;
+  if (codes < 0x80) return length;
+  return asciiOnly ? -1 : out.write(text, at, 'utf8');
 }
 
-/** Writes an int32, big-endian, without Buffer's checked writers (the offsets are ours). */
-function int32(out: Buffer, at: number, value: number): void {
-  out[at] = value >>> 24;
-  out[at + 1] = (value >>> 16) & 0xff;
-  out[at + 2] = (value >>> 8) & 0xff;
-  out[at + 3] = value & 0xff;
-}
-
-/** The bytes of one float8, in the machine's order. */
-const FLOAT = new Float64Array(1);
-const FLOAT_BYTES = new Uint8Array(FLOAT.buffer);
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
-/** Writes a float8, big-endian, as writeDoubleBE does. */
-function float8(out: Buffer, at: number, value: number): void {
-  FLOAT[0] = value;
-  if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) out[at + i] = FLOAT_BYTES[7 - i]!;
-  else for (let i = 0; i < 8; i++) out[at + i] = FLOAT_BYTES[i]!;
-}
-
-/** Copies a scanned row's payload from the body it was read from; answers the byte count. */
-function payloadBytes(out: Buffer, at: number, row: ScannedRow): number {
-  const { source, payloadStart, payloadEnd } = row;
-  out[at] = OPEN_BRACE;
-  let to = at + 1;
-  for (let from = payloadStart; from < payloadEnd; from++) out[to++] = source[from]!;
-  out[to] = CLOSE_BRACE;
-  return to + 1 - at;
-}
-
-/**
- * Writes a text field (its length, then its bytes) at `at`; answers where the next field starts, or
- * -1 for a non-ASCII text in an ASCII-sized buffer.
- */
-function textField(out: Buffer, at: number, text: string, asciiOnly: boolean): number {
-  const length = writeText(out, at + 4, text, asciiOnly);
+/** Writes a text field (its length, then its bytes) at `at`; answers where the next field starts, or -1 (see writeText). */
+function textField(out: Buffer, view: DataView, at: number, text: string, asciiOnly: boolean): number {
+  const length = writeText(out, view, at + 4, text, asciiOnly);
   if (length < 0) return -1;
-  int32(out, at, length);
+  view.setInt32(at, length);
   return at + 4 + length;
+}
+
+/** Copies `count` bytes from `from` in `source` to `to` in `view`, four a word (the last word may overlap the one before). */
+function copyBytes(view: DataView, to: number, source: DataView, from: number, count: number): void {
+  if (count < 4) {
+    for (let i = 0; i < count; i++) view.setUint8(to + i, source.getUint8(from + i));
+    return;
+  }
+  for (let i = 0; i < count - 4; i += 4) view.setInt32(to + i, source.getInt32(from + i));
+  view.setInt32(to + count - 4, source.getInt32(from + count - 4));
 }
 
 /**
@@ -113,28 +102,45 @@ function encodeRows(rows: readonly ReadingRow[], bytesPerChar: 1 | 3): Buffer | 
     bound += FIXED_BYTES_PER_ROW + bytesPerChar * (r.buildingId.length + r.roomId.length + r.metric.length) + payload;
   }
   const out = Buffer.allocUnsafe(bound);
+  const view = new DataView(out.buffer, out.byteOffset, out.length);
+  // The body the scanned rows were read from (a batch's rows share theirs), to copy payloads from.
+  let source: Buffer | undefined;
+  let sourceView = view;
   let at = HEADER.copy(out, 0);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]!;
-    out[at] = 0;
-    out[at + 1] = FIELDS;
-    at = textField(out, at + 2, r.buildingId, asciiOnly);
-    if (at >= 0) at = textField(out, at, r.roomId, asciiOnly);
-    if (at >= 0) at = textField(out, at, r.metric, asciiOnly);
+    view.setInt16(at, FIELDS);
+    at = textField(out, view, at + 2, r.buildingId, asciiOnly);
+    if (at >= 0) at = textField(out, view, at, r.roomId, asciiOnly);
+    if (at >= 0) at = textField(out, view, at, r.metric, asciiOnly);
     if (at < 0) return undefined;
     const micros = postgresMicros(r.ts);
     if (!Number.isSafeInteger(micros)) throw new RangeError(`instant ${r.ts} is outside what a reading can be stored at`);
     const high = Math.floor(micros / TWO_32);
-    int32(out, at, 8);
-    int32(out, at + 4, high);
-    int32(out, at + 8, micros - high * TWO_32);
-    int32(out, at + 12, 8);
+    view.setInt32(at, 8);
+    view.setInt32(at + 4, high);
+    view.setUint32(at + 8, micros - high * TWO_32);
+    view.setInt32(at + 12, 8);
     // -0 is stored as 0, as its text was.
-    float8(out, at + 16, r.value === 0 ? 0 : r.value);
+    view.setFloat64(at + 16, r.value === 0 ? 0 : r.value);
     at += 24;
-    const length = r instanceof ScannedRow ? payloadBytes(out, at + 5, r) : writeText(out, at + 5, r.payload, asciiOnly);
-    if (length < 0) return undefined;
-    int32(out, at, length + 1);
+    let length: number;
+    if (r instanceof ScannedRow) {
+      // `{`, the payload fields as sent (ASCII), `}`.
+      if (r.source !== source) {
+        source = r.source;
+        sourceView = new DataView(source.buffer, source.byteOffset, source.length);
+      }
+      const members = r.payloadEnd - r.payloadStart;
+      out[at + 5] = OPEN_BRACE;
+      copyBytes(view, at + 6, sourceView, r.payloadStart, members);
+      out[at + 6 + members] = CLOSE_BRACE;
+      length = members + 2;
+    } else {
+      length = writeText(out, view, at + 5, r.payload, asciiOnly);
+      if (length < 0) return undefined;
+    }
+    view.setInt32(at, length + 1);
     out[at + 4] = 1;
     at += 5 + length;
   }
