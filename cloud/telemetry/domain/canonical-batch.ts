@@ -206,38 +206,58 @@ function numberEnd(body: Buffer, at: number, out: { value: number; integer: bool
   return p;
 }
 
-/** Whether `text` is the bytes at `start` (as many as it has characters). */
-function sameText(text: string, body: Buffer, start: number): boolean {
-  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) !== body[start + i]) return false;
-  return true;
+/** Whether the `length` bytes at `a` and at `b` are the same, compared four at a time. */
+function sameBytes(view: DataView, a: number, b: number, length: number): boolean {
+  if (length < 4) {
+    for (let i = 0; i < length; i++) if (view.getUint8(a + i) !== view.getUint8(b + i)) return false;
+    return true;
+  }
+  for (let i = 0; i < length - 4; i += 4) if (view.getInt32(a + i) !== view.getInt32(b + i)) return false;
+  return view.getInt32(a + length - 4) === view.getInt32(b + length - 4);
+}
+
+/** A name met in a batch: its text, and where in the body its bytes were first. */
+interface Name {
+  text: string;
+  at: number;
 }
 
 /** A per-batch table of the names met, so a building or room named by many readings is one string. */
 class Names {
-  private readonly byHash = new Map<number, string>();
+  private readonly byHash = new Map<number, Name>();
   /** The name met last, checked first: a batch's readings mostly share their building. */
-  private last = '';
+  private last: Name = { text: '', at: 0 };
 
-  constructor(private readonly body: Buffer) {}
+  constructor(
+    private readonly body: Buffer,
+    private readonly view: DataView,
+  ) {}
 
-  /** The text of body[start, end) (printable ASCII). */
+  /** The text of body[start, end) (printable ASCII, at least one character). */
   text(start: number, end: number): string {
-    const { body, last } = this;
-    if (last.length === end - start && sameText(last, body, start)) return last;
-    const text = this.lookUp(start, end);
-    this.last = text;
-    return text;
+    const { view, last } = this;
+    const length = end - start;
+    if (last.text.length === length && sameBytes(view, start, last.at, length)) return last.text;
+    const name = this.lookUp(start, end);
+    this.last = name;
+    return name.text;
   }
 
-  private lookUp(start: number, end: number): string {
-    const { body } = this;
-    let hash = 0x811c9dc5 ^ (end - start);
-    for (let p = start; p < end; p++) hash = Math.imul(hash ^ body[p]!, 0x01000193);
+  private lookUp(start: number, end: number): Name {
+    const { view } = this;
+    const length = end - start;
+    let hash = 0x811c9dc5 ^ length;
+    if (length < 4) {
+      for (let p = start; p < end; p++) hash = Math.imul(hash ^ view.getUint8(p), 0x01000193);
+    } else {
+      for (let p = start; p < end - 4; p += 4) hash = Math.imul(hash ^ view.getInt32(p), 0x01000193);
+      hash = Math.imul(hash ^ view.getInt32(end - 4), 0x01000193);
+    }
     const known = this.byHash.get(hash);
-    if (known !== undefined && known.length === end - start && sameText(known, body, start)) return known;
-    const text = body.toString('latin1', start, end);
-    if (known === undefined) this.byHash.set(hash, text);
-    return text;
+    if (known !== undefined && known.text.length === length && sameBytes(view, start, known.at, length)) return known;
+    const name = { text: this.body.toString('latin1', start, end), at: start };
+    if (known === undefined) this.byHash.set(hash, name);
+    return name;
   }
 }
 
@@ -284,8 +304,8 @@ function scanReadings(body: Buffer, view: DataView, at: number, now: number, lim
   if (body[at] !== OPEN_BRACKET) return undefined;
   const oldest = now - limits.retentionMs;
   const latest = now + limits.maxFutureMs;
-  const buildings = new Names(body);
-  const rooms = new Names(body);
+  const buildings = new Names(body, view);
+  const rooms = new Names(body, view);
   const rows: ReadingRow[] = [];
   const starts: number[] = [];
   const bounded: string[] = [];
