@@ -105,7 +105,7 @@ function encodeRows(rows: readonly ReadingRow[], bytesPerChar: 1 | 3): Buffer | 
   const view = new DataView(out.buffer, out.byteOffset, out.length);
   // The body the scanned rows were read from (a batch's rows share theirs), to copy payloads from.
   let source: Buffer | undefined;
-  let sourceView = view;
+  let sourceView: DataView = view;
   let at = HEADER.copy(out, 0);
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i]!;
