@@ -6,7 +6,9 @@
  *
  * Each row: the field count (int16), then per field its length (int32) and bytes: text as UTF-8, the
  * instant as int64 microseconds since 2000-01-01 UTC (to the nearest microsecond, as the text format
- * stored it), the value as a float8, the payload as jsonb (version byte 1, then its JSON text).
+ * stored it), the value as a float8, the payload as jsonb (version byte 1, then its JSON text). A row
+ * read from a canonical body (domain/canonical-batch.ts) has its payload copied from the body's bytes;
+ * any other row's payload text is encoded here.
  */
 import type { ReadingRow } from '../domain/batch.js';
 import { ScannedRow } from '../domain/canonical-batch.js';
