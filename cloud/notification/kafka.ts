@@ -6,6 +6,7 @@
  * partition are settled, and only resolved offsets are committed. When Kafka is unreachable the consumer is
  * retried every 5 seconds, at boot and after a crash.
  */
+import '../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';

@@ -6,6 +6,7 @@
  *   DIGITAL_TWIN_URL=http://twin:3000 INGEST_SIGNING_SECRET=current,previous PRIVACY_FLOOR=5 npm run telemetry
  */
 import { Redis } from 'ioredis';
+import '../../shared/kafkajs-idle-loop.js';
 import { Kafka } from 'kafkajs';
 import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
 import { loadBindingCatalog } from '../../shared/devices/bindings.js';

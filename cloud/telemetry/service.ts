@@ -4,6 +4,7 @@
  * job; stop() undoes all of it and closes the connections.
  */
 import http from 'node:http';
+import '../../shared/kafkajs-idle-loop.js';
 import type { Kafka } from 'kafkajs';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';

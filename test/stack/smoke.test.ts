@@ -5,6 +5,7 @@
 import t from 'tap';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import '../../shared/kafkajs-idle-loop.js';
 import { Kafka, Partitioners, logLevel } from 'kafkajs';
 import { MongoClient, MongoServerError } from 'mongodb';
 import { freshMongoUri, freshPgDatabase, stackEnv, uniqueName } from '../support/stack.js';

@@ -2,6 +2,7 @@
  * The Kafka side of the alert relay: an idempotent producer on the `alerts` topic (an option, so tests
  * use their own), keyed `{buildingId}:{roomId}`.
  */
+import '../../../shared/kafkajs-idle-loop.js';
 import type { Kafka, Producer } from 'kafkajs';
 import type { OutboxMessage } from '../store/outbox.js';
 

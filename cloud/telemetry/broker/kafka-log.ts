@@ -2,6 +2,7 @@
  * Routes kafkajs's own log lines into the service's pino logger (warnings and errors only), so an
  * outage is one readable line per attempt rather than console noise.
  */
+import '../../../shared/kafkajs-idle-loop.js';
 import { logLevel, type logCreator } from 'kafkajs';
 import type { Logger } from 'pino';
 

@@ -4,6 +4,7 @@
  * for every room at once. A malformed message is logged, counted and skipped; a storage failure is
  * retried by kafkajs. Kafka being unreachable at start, or later, is retried every `retryMs`.
  */
+import '../../../shared/kafkajs-idle-loop.js';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../../shared/errors.js';

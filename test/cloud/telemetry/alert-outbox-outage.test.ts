@@ -1,3 +1,4 @@
+import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import t from 'tap';

@@ -3,6 +3,7 @@
  * under outcome="error", and the outbox gauge follows the alerts piling up while Kafka is unreachable.
  */
 import { createServer } from 'node:net';
+import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
 import t from 'tap';
 import { AlertRelay } from '../../../cloud/telemetry/broker/alert-relay.js';

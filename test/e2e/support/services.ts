@@ -6,6 +6,7 @@
  * teardown.
  */
 import { Redis } from 'ioredis';
+import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { io as connect, type Socket } from 'socket.io-client';
 import { request } from 'undici';

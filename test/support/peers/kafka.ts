@@ -17,6 +17,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { freeTcpPorts } from '../../../edge/src/simulate/ports.js';
 import type { Teardown } from '../stack.js';

@@ -20,6 +20,7 @@ import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { MongoClient, type Db } from 'mongodb';
 import { encodeClaims, systemClaims } from '../../../shared/claims.js';

@@ -4,6 +4,7 @@
  * Everything is removed at teardown.
  */
 import { Redis } from 'ioredis';
+import '../../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { MongoClient, type Db } from 'mongodb';
 import { freshMongoUri, stackEnv, uniqueName, type Teardown } from '../../../support/stack.js';

@@ -5,6 +5,7 @@
  * test. Stopped at teardown.
  */
 import { Redis } from 'ioredis';
+import '../../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
 import type pg from 'pg';
 import { createTelemetryMetrics, type TelemetryMetrics } from '../../../../cloud/telemetry/metrics.js';

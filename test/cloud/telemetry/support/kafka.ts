@@ -2,6 +2,7 @@
  * Kafka helpers for tests: unique topics and a collector that reads a topic from the beginning. They use
  * the stack's broker unless given other brokers (a test's own broker, see test/support/peers/kafka.ts).
  */
+import '../../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
 import { stackEnv, uniqueName } from '../../../support/stack.js';
 
