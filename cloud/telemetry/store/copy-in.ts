@@ -6,6 +6,7 @@
  * the message). This is the real COPY protocol, not multi-row INSERTs.
  */
 import type pg from 'pg';
+import { Exchange } from './pg-exchange.js';
 
 interface CopyConnection {
   query(text: string): void;
@@ -13,50 +14,26 @@ interface CopyConnection {
   endCopyFrom(): void;
 }
 
-class CopyIn {
-  readonly done: Promise<string[]>;
-  private resolve!: (tags: string[]) => void;
-  private reject!: (err: Error) => void;
-  private readonly tags: string[] = [];
-  private failed = false;
-
+class CopyIn extends Exchange<string[], CopyConnection> {
   constructor(
     private readonly text: string,
     private readonly chunks: readonly Buffer[],
   ) {
-    this.done = new Promise<string[]>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+    super();
   }
 
   submit(connection: CopyConnection): void {
     connection.query(this.text);
   }
 
-  handleCopyInResponse(connection: CopyConnection): void {
+  override handleCopyInResponse(connection: CopyConnection): void {
     for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
     connection.endCopyFrom();
   }
 
-  handleCommandComplete(msg: { text?: string }): void {
-    this.tags.push(msg.text ?? '');
+  protected result(): string[] {
+    return this.tags;
   }
-
-  handleReadyForQuery(): void {
-    if (!this.failed) this.resolve(this.tags);
-  }
-
-  handleError(err: Error): void {
-    this.failed = true;
-    this.reject(err);
-  }
-
-  handleRowDescription(): void {}
-  handleDataRow(): void {}
-  handleEmptyQuery(): void {}
-  handlePortalSuspended(): void {}
-  handleCopyData(): void {}
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import type pg from 'pg';
 import { ROLLUP_LOCK } from './locks.js';
+import { Exchange } from './pg-exchange.js';
 
 const BEGIN = 'telemetry-ingest-begin';
 const LOCK = 'telemetry-ingest-rollup-lock';
@@ -78,59 +79,7 @@ const arrayText = (value: string) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`
 /** Doubles as float8 text: JavaScript's shortest form reads back as the same double. */
 const float8 = (value: number) => (Number.isFinite(value) ? String(value) : value > 0 ? 'Infinity' : value < 0 ? '-Infinity' : 'NaN');
 
-/** A round trip of the protocol: resolves with the data rows of the statement at `rowsOf` (0-based). */
-abstract class Exchange<T> {
-  readonly done: Promise<T>;
-  protected resolve!: (value: T) => void;
-  private reject!: (err: Error) => void;
-  private failed = false;
-  protected completed = 0;
-  protected row: Array<string | null> | undefined;
-
-  constructor(private readonly rowsOf: number) {
-    this.done = new Promise<T>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
-  }
-
-  abstract submit(connection: ExtendedConnection): void;
-  protected abstract result(): T;
-
-  handleDataRow(msg: { fields: Array<string | null> }): void {
-    if (this.completed === this.rowsOf) this.row = msg.fields;
-  }
-
-  handleCommandComplete(): void {
-    this.completed += 1;
-  }
-
-  handleReadyForQuery(): void {
-    if (this.failed) return;
-    try {
-      this.resolve(this.result());
-    } catch (err) {
-      this.reject(err as Error);
-    }
-  }
-
-  handleError(err: Error): void {
-    this.failed = true;
-    this.reject(err);
-  }
-
-  handleRowDescription(): void {}
-  handleEmptyQuery(): void {}
-  handlePortalSuspended(): void {}
-  handleCopyInResponse(): void {}
-  handleCopyData(): void {}
-}
-
-class Prepare extends Exchange<void> {
-  constructor() {
-    super(-1);
-  }
-
+class Prepare extends Exchange<void, ExtendedConnection> {
   submit(connection: ExtendedConnection): void {
     connection.stream.cork?.();
     try {
@@ -146,7 +95,7 @@ class Prepare extends Exchange<void> {
   protected result(): void {}
 }
 
-class Open extends Exchange<OpeningState | undefined> {
+class Open extends Exchange<OpeningState | undefined, ExtendedConnection> {
   constructor(private readonly values: Array<string | null>) {
     // BEGIN completes first, then the lock's SELECT: the opening statement's row comes third.
     super(2);
