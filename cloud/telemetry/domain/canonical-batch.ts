@@ -121,7 +121,7 @@ interface MetricPlan {
   bounded: boolean;
 }
 
-function planOf(metric: MetricDeclaration): MetricPlan | undefined {
+function planOf(metric: MetricDeclaration): Omit<MetricPlan, 'index'> | undefined {
   // A declaration this path cannot read as planned takes the general path (none in the catalog).
   if (metric.fields.length > 30 || metric.fields.some((f) => f.name === 'type' || f.name === '')) return undefined;
   let required = 0;
@@ -131,7 +131,7 @@ function planOf(metric: MetricDeclaration): MetricPlan | undefined {
       f.name === 'buildingId' ? 'building' : f.name === 'roomId' ? 'room' : f.name === 'timestamp' ? 'timestamp' : f.name === metric.value_field ? 'value' : 'payload';
     return { key: new Pattern(Buffer.from(`${JSON.stringify(f.name)}:`, 'latin1')), kind: f.kind, role, origin: role === 'payload' && f.name === 'fromRoomId' };
   });
-  return { metric, index: 0, head: new Pattern(Buffer.from(`{"type":"${metric.key}"`, 'latin1')), fields, required, bounded: metric.bounds.length > 0 };
+  return { metric, head: new Pattern(Buffer.from(`{"type":"${metric.key}"`, 'latin1')), fields, required, bounded: metric.bounds.length > 0 };
 }
 
 const PLANS: readonly MetricPlan[] = Object.values(METRICS)
