@@ -25,7 +25,7 @@ import { rememberBounded } from './bounded-memory.js';
 import { mapSettled } from './concurrency.js';
 import type { AlertFanOut, Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
-import type { AlertKeys, Arming, Cooldown } from './redis.js';
+import { ALERTS_PER_CALL, type AlertKeys, type Arming, type Cooldown } from './redis.js';
 
 const ALERTABLE = new Set(ALERTABLE_METRICS);
 
@@ -36,10 +36,10 @@ const ALERTABLE = new Set(ALERTABLE_METRICS);
 const MAX_UNSETTLED_DELIVERIES = 100_000;
 
 /**
- * Records armed per cooldown call; the delivery of those that armed starts as soon as the call answers.
- * The Redis adapter makes one script call per five hundred alerts.
+ * Records armed per cooldown call, as many as one script call of the Redis adapter holds; the delivery
+ * of those that armed starts as soon as the call answers.
  */
-const ALERTS_PER_ARMING = 500;
+const ALERTS_PER_ARMING = ALERTS_PER_CALL;
 
 export interface BreachDeps {
   cooldown: Cooldown;

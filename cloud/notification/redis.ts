@@ -60,8 +60,8 @@ return #ARGV - 1`;
 
 /** Keys (or messages) per script call, so one call never holds Redis for long. */
 const KEYS_PER_CALL = 1000;
-/** Each alert arms two keys. */
-const ALERTS_PER_CALL = KEYS_PER_CALL / 2;
+/** Each alert arms two keys: alerts per script call. */
+export const ALERTS_PER_CALL = KEYS_PER_CALL / 2;
 /** Alerts whose arming went unanswered, remembered at most; past it the oldest is forgotten. */
 const MAX_IN_DOUBT = 100_000;
 
