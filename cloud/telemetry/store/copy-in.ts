@@ -1,9 +1,14 @@
 /**
  * PostgreSQL `COPY … FROM STDIN` with the pg driver alone: a Submittable that sends one simple-query
- * message, answers its CopyInResponse with CopyData chunks and CopyDone, and resolves with the command
- * tag of every statement of the message once the server is ready again. The message may hold other
+ * message, its CopyData chunks and CopyDone in one socket write, and resolves with the command tag of
+ * every statement of the message once the server is ready again. The message may hold other
  * statements after the COPY (PostgreSQL runs them once the copy is done; an error discards the rest of
  * the message). This is the real COPY protocol, not multi-row INSERTs.
+ *
+ * The data does not wait for the server's CopyInResponse: the server reads its socket in order, so the
+ * copy reads the data already sent, and it drops CopyData and CopyDone that arrive where no copy is in
+ * progress (the protocol says so: a COPY that failed, or a message that never reached its COPY). That
+ * saves a round trip and two socket writes a copy, each of which wakes the other side.
  */
 import type pg from 'pg';
 import { Exchange } from './pg-exchange.js';
@@ -12,6 +17,7 @@ interface CopyConnection {
   query(text: string): void;
   sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
+  stream: { cork?: () => void; uncork?: () => void };
 }
 
 class CopyIn extends Exchange<string[], CopyConnection> {
@@ -23,12 +29,14 @@ class CopyIn extends Exchange<string[], CopyConnection> {
   }
 
   submit(connection: CopyConnection): void {
-    connection.query(this.text);
-  }
-
-  override handleCopyInResponse(connection: CopyConnection): void {
-    for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
-    connection.endCopyFrom();
+    connection.stream.cork?.();
+    try {
+      connection.query(this.text);
+      for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
+      connection.endCopyFrom();
+    } finally {
+      connection.stream.uncork?.();
+    }
   }
 
   protected result(): string[] {

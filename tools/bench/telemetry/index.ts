@@ -9,7 +9,8 @@
  * - the store path alone: the same batches through the service's PostgreSQL adapter
  *   (`PgReadingsStore.store`, the same transaction as ingest) from 8 connections, without HTTP, the
  *   signature, parsing, validation or Redis; it tells the service's own cost from the database's;
- * - prints the CPU seconds each side spent (service, its PostgreSQL backends, Redis; from /proc), which
+ * - prints the CPU seconds each side spent (service, its PostgreSQL backends, Redis from /proc; the
+ *   load clients, this process), which
  *   explains the ratio on a small machine;
  * - prints `ratio:` (ingest readings/s over batched COPY rows/s) last.
  */
@@ -206,11 +207,13 @@ async function main(): Promise<void> {
     });
     const cpuBefore = cpu();
     const serviceTimesBefore = cpuTimesOfPid(servicePid);
+    const clientCpuBefore = process.cpuUsage();
     const started = performance.now();
     await Promise.all(measured.map(async (batches) => {
       for (const batch of batches) latencies.push(await post(agent, ingestUrl, batch));
     }));
     const seconds = (performance.now() - started) / 1000;
+    const clientCpu = process.cpuUsage(clientCpuBefore);
     const cpuAfter = cpu();
     const serviceTimesAfter = cpuTimesOfPid(servicePid);
     const stored = (await count(pool)) - before;
@@ -238,6 +241,8 @@ async function main(): Promise<void> {
     console.log(`ingest_cpu_service_user_system: ${(serviceTimesAfter.user - serviceTimesBefore.user).toFixed(2)} s / ${(serviceTimesAfter.system - serviceTimesBefore.system).toFixed(2)} s`);
     console.log(`ingest_cpu_postgres: ${(cpuAfter.postgres - cpuBefore.postgres).toFixed(2)} s`);
     console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
+    console.log(`ingest_cpu_load_clients: ${((clientCpu.user + clientCpu.system) / 1e6).toFixed(2)} s`);
+    console.log(`ingest_wall: ${seconds.toFixed(2)} s`);
     console.log(`store_path_throughput: ${(direct.rows / direct.seconds).toFixed(0)} rows/s`);
     console.log(`store_path_cpu_postgres: ${storeCpu.toFixed(2)} s`);
     console.log(`copy_batched_throughput: ${copyRate.toFixed(0)} rows/s`);
