@@ -15,6 +15,15 @@ const LOCK = 'telemetry-ingest-rollup-lock';
 const OPEN = 'telemetry-ingest-open';
 
 /**
+ * The shared rollup lock, and the generic plan for the rest of the transaction. The opening statement's
+ * plan does not depend on its parameters, but PostgreSQL, comparing estimates on small tables without
+ * statistics, kept planning it anew for every batch: planning took about 0.37 ms against 0.15 ms to
+ * execute. set_config(…, true) lasts until the transaction ends, like SET LOCAL; the statements after
+ * the opening go by the simple protocol, which plans each once anyway.
+ */
+const LOCK_SQL = `SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK}), set_config('plan_cache_mode', 'force_generic_plan', true)`;
+
+/**
  * $1 key id, $2 batch id (null: nothing to claim), $3 readings accepted, $4 the oldest instant (ms),
  * $5 the batch's buildings, $6 its metrics with bounds, $7 the hours (ms) of the batch. The claim is
  * made only if no reading is older than the raw data still kept. Instants are in milliseconds.
@@ -84,7 +93,7 @@ class Prepare extends Exchange<void, ExtendedConnection> {
     connection.stream.cork?.();
     try {
       connection.parse({ name: BEGIN, text: 'BEGIN', types: [] });
-      connection.parse({ name: LOCK, text: `SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK})`, types: [] });
+      connection.parse({ name: LOCK, text: LOCK_SQL, types: [] });
       connection.parse({ name: OPEN, text: OPENING_SQL, types: [] });
       connection.sync();
     } finally {
