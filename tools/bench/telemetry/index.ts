@@ -10,8 +10,7 @@
  *   (`PgReadingsStore.store`, the same transaction as ingest) from 8 connections, without HTTP, the
  *   signature, parsing, validation or Redis; it tells the service's own cost from the database's;
  * - prints the CPU seconds each side spent (service, its PostgreSQL backends, Redis from /proc; the
- *   load clients, this process), which
- *   explains the ratio on a small machine;
+ *   load clients, this process), which explains the ratio on a small machine;
  * - prints `ratio:` (ingest readings/s over batched COPY rows/s) last.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
