@@ -35,12 +35,6 @@ const ALERTABLE = new Set(ALERTABLE_METRICS);
  */
 const MAX_UNSETTLED_DELIVERIES = 100_000;
 
-/**
- * Records armed per cooldown call, as many as one script call of the Redis adapter holds; the delivery
- * of those that armed starts as soon as the call answers.
- */
-const ALERTS_PER_ARMING = ALERTS_PER_CALL;
-
 export interface BreachDeps {
   cooldown: Cooldown;
   /** Cached for 15 minutes; empty and failed answers are never cached. */
@@ -233,11 +227,11 @@ export class BreachHandler {
   }
 
   /**
-   * Arms the cooldown of the pending records, a call of {@link ALERTS_PER_ARMING} at a time, and
-   * delivers those that armed it: as soon as a call answers, its records' buildings are looked up and
-   * their in-app notifications published, while the next call arms. The first records of an alert
-   * storm are mostly firsts of their keys, so this overlaps the three waits (Redis, the directory,
-   * Redis again) instead of adding them up. Publishes go out in arming order. A record whose alertId
+   * Arms the cooldown of the pending records, {@link ALERTS_PER_CALL} a call (what one script call of
+   * the Redis adapter holds), and delivers those that armed it: as soon as a call answers, its
+   * records' buildings are looked up and their in-app notifications published, while the next call
+   * arms. The first records of an alert storm are mostly firsts of their keys, so this overlaps the
+   * three waits (Redis, the directory, Redis again) instead of adding them up. Publishes go out in arming order. A record whose alertId
    * was already seen, or whose key was already armed, is suppressed and never looked up; a duplicate
    * leaves its key untouched, so the next record waiting on that key asks in its place, in one more
    * round. Sets each record's outcome; answers the records that could not be settled, with why. A
@@ -265,8 +259,8 @@ export class BreachHandler {
         if (asking.length === 0) break;
       }
       const next: Pending[] = [];
-      for (let start = 0; start < asking.length; start += ALERTS_PER_ARMING) {
-        const call = asking.slice(start, start + ALERTS_PER_ARMING);
+      for (let start = 0; start < asking.length; start += ALERTS_PER_CALL) {
+        const call = asking.slice(start, start + ALERTS_PER_CALL);
         let armed: Array<Arming | Error>;
         try {
           armed = await cooldown.armAll(call.map((p) => p.keys));

@@ -130,7 +130,6 @@ export function createIngestService(options: IngestServiceOptions): IngestServic
     );
   }
 
-
   async function ingestBatch(key: IngestKeyScope, body: unknown): Promise<{ accepted: number }> {
     const { keyId } = key;
     const shape = shapeOfBatch(body, limits);

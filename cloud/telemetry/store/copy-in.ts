@@ -11,13 +11,12 @@
  * saves a round trip and two socket writes a copy, each of which wakes the other side.
  */
 import type pg from 'pg';
-import { Exchange } from './pg-exchange.js';
+import { Exchange, type ExchangeConnection } from './pg-exchange.js';
 
-interface CopyConnection {
+interface CopyConnection extends ExchangeConnection {
   query(text: string): void;
   sendCopyFromChunk(chunk: Buffer): void;
   endCopyFrom(): void;
-  stream: { cork?: () => void; uncork?: () => void };
 }
 
 class CopyIn extends Exchange<string[], CopyConnection> {
@@ -28,15 +27,10 @@ class CopyIn extends Exchange<string[], CopyConnection> {
     super();
   }
 
-  submit(connection: CopyConnection): void {
-    connection.stream.cork?.();
-    try {
-      connection.query(this.text);
-      for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
-      connection.endCopyFrom();
-    } finally {
-      connection.stream.uncork?.();
-    }
+  protected send(connection: CopyConnection): void {
+    connection.query(this.text);
+    for (const chunk of this.chunks) connection.sendCopyFromChunk(chunk);
+    connection.endCopyFrom();
   }
 
   protected result(): string[] {

@@ -8,7 +8,7 @@
  */
 import type pg from 'pg';
 import { ROLLUP_LOCK } from './locks.js';
-import { Exchange } from './pg-exchange.js';
+import { Exchange, type ExchangeConnection } from './pg-exchange.js';
 
 const BEGIN = 'telemetry-ingest-begin';
 const LOCK = 'telemetry-ingest-rollup-lock';
@@ -76,12 +76,11 @@ export interface OpeningParams {
   hours: readonly number[];
 }
 
-interface ExtendedConnection {
+interface ExtendedConnection extends ExchangeConnection {
   parse(query: { name: string; text: string; types: number[] }): void;
   bind(config: { statement: string; values: Array<string | null> }): void;
   execute(config: Record<string, never>): void;
   sync(): void;
-  stream: { cork?: () => void; uncork?: () => void };
 }
 
 /** An element of a text[] parameter, quoted for the array literal. */
@@ -91,16 +90,11 @@ const arrayText = (value: string) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`
 const float8 = (value: number) => (Number.isFinite(value) ? String(value) : value > 0 ? 'Infinity' : value < 0 ? '-Infinity' : 'NaN');
 
 class Prepare extends Exchange<void, ExtendedConnection> {
-  submit(connection: ExtendedConnection): void {
-    connection.stream.cork?.();
-    try {
-      connection.parse({ name: BEGIN, text: 'BEGIN', types: [] });
-      connection.parse({ name: LOCK, text: LOCK_SQL, types: [] });
-      connection.parse({ name: OPEN, text: OPENING_SQL, types: [] });
-      connection.sync();
-    } finally {
-      connection.stream.uncork?.();
-    }
+  protected send(connection: ExtendedConnection): void {
+    connection.parse({ name: BEGIN, text: 'BEGIN', types: [] });
+    connection.parse({ name: LOCK, text: LOCK_SQL, types: [] });
+    connection.parse({ name: OPEN, text: OPENING_SQL, types: [] });
+    connection.sync();
   }
 
   protected result(): void {}
@@ -112,19 +106,14 @@ class Open extends Exchange<OpeningState | undefined, ExtendedConnection> {
     super(2);
   }
 
-  submit(connection: ExtendedConnection): void {
-    connection.stream.cork?.();
-    try {
-      connection.bind({ statement: BEGIN, values: [] });
-      connection.execute({});
-      connection.bind({ statement: LOCK, values: [] });
-      connection.execute({});
-      connection.bind({ statement: OPEN, values: this.values });
-      connection.execute({});
-      connection.sync();
-    } finally {
-      connection.stream.uncork?.();
-    }
+  protected send(connection: ExtendedConnection): void {
+    connection.bind({ statement: BEGIN, values: [] });
+    connection.execute({});
+    connection.bind({ statement: LOCK, values: [] });
+    connection.execute({});
+    connection.bind({ statement: OPEN, values: this.values });
+    connection.execute({});
+    connection.sync();
   }
 
   protected result(): OpeningState | undefined {

@@ -1,11 +1,16 @@
+/** What an exchange writes through: pg's connection, whose socket it corks around its messages. */
+export interface ExchangeConnection {
+  stream: { cork?: () => void; uncork?: () => void };
+}
+
 /**
  * One round trip of the PostgreSQL protocol driven by hand on a pg client (`client.query(exchange)`, pg's
- * Submittable): the messages `submit` writes, then the server's answers until it is ready again. It
- * keeps the command tag of every statement and the data row of the statement at `rowsOf` (0-based),
- * and resolves with `result()` once the server is ready, or rejects with the first error. Answers a
+ * Submittable): the messages `send` writes, all in one socket write, then the server's answers until
+ * it is ready again. It keeps the command tag of every statement and the data row of the statement at
+ * `rowsOf` (0-based), and resolves with `result()` once the server is ready, or rejects with the first error. Answers a
  * subclass does not handle are ignored.
  */
-export abstract class Exchange<T, Connection> {
+export abstract class Exchange<T, Connection extends ExchangeConnection> {
   readonly done: Promise<T>;
   private resolve!: (value: T) => void;
   private reject!: (err: Error) => void;
@@ -21,7 +26,17 @@ export abstract class Exchange<T, Connection> {
     });
   }
 
-  abstract submit(connection: Connection): void;
+  /** Writes the exchange's messages; they leave in one socket write (each would wake the server). */
+  submit(connection: Connection): void {
+    connection.stream.cork?.();
+    try {
+      this.send(connection);
+    } finally {
+      connection.stream.uncork?.();
+    }
+  }
+
+  protected abstract send(connection: Connection): void;
   protected abstract result(): T;
 
   handleDataRow(msg: { fields: Array<string | null> }): void {
