@@ -17,8 +17,8 @@ const OPEN = 'telemetry-ingest-open';
 /**
  * The shared rollup lock, and the generic plan for the rest of the transaction. The opening statement's
  * plan does not depend on its parameters, but PostgreSQL, comparing estimates on small tables without
- * statistics, kept planning it anew for every batch: planning took about 0.37 ms against 0.15 ms to
- * execute. set_config(…, true) lasts until the transaction ends, like SET LOCAL. The rest of the
+ * statistics, kept planning it anew for every batch, and planning took about twice as long as
+ * executing (tools/bench/telemetry/opening-plan.ts measures both). set_config(…, true) lasts until the transaction ends, like SET LOCAL. The rest of the
  * transaction is no worse for it: the COPY message goes by the simple protocol, planned once anyway,
  * and the statements of the rare batch that repeats readings (a lookup by primary key, the
  * keep-first insert from a jsonb parameter) have no estimate a parameter's value would change.
