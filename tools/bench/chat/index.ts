@@ -16,6 +16,9 @@
  *
  * Headline: ratio = max(added TTFT p50 / 5 ms, added TTFT p99 / 25 ms), the worse of the two targets;
  * at most 1 meets both.
+ *
+ * BENCH_CHAT_SERVICE=bare runs the same load through the bare relay (bare-relay.ts) instead of chat:
+ * the floor, what any relay adds on this machine. It keeps no service histograms, so none are printed.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -105,8 +108,17 @@ async function stopAgent(agent: AgentProcess): Promise<void> {
   await exited;
 }
 
+/**
+ * What the chat phases measure: the chat service, or with BENCH_CHAT_SERVICE=bare the bare relay
+ * (bare-relay.ts), the floor any relay costs on this machine under the same load.
+ */
+const SERVICE = process.env.BENCH_CHAT_SERVICE ?? 'chat';
+const SERVICE_MAINS: Record<string, string> = { chat: 'cloud/chat/main.ts', bare: 'tools/bench/chat/bare-relay.ts' };
+
 async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', 'cloud/chat/main.ts'], {
+  const main = SERVICE_MAINS[SERVICE];
+  if (main === undefined) throw new Error(`BENCH_CHAT_SERVICE must be chat or bare, not ${SERVICE}`);
+  const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', main], {
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
@@ -256,6 +268,7 @@ async function main(): Promise<void> {
     const storeAtDone = chatRuns.flatMap(({ tag, results }) => results.map((r, i) => r.endedAt - (timings.get(`${tag}-${i}`)?.finalSentAt ?? Number.NaN)));
     const sum = (runs: Phase[]) => runs.reduce((total, p) => total + p.seconds, 0);
 
+    line('service measured', SERVICE === 'bare' ? 'bare relay (tools/bench/chat/bare-relay.ts)' : 'chat (cloud/chat/main.ts)');
     line('conversations', String(CONVERSATIONS));
     line('tokens per answer', String(TOKENS));
     line('agent token interval', String(TOKEN_INTERVAL_MS), 'ms');
@@ -285,7 +298,8 @@ async function main(): Promise<void> {
     line('store at done p50', ms(percentile(storeAtDone, 50)), 'ms');
     line('store at done p99', ms(percentile(storeAtDone, 99)), 'ms');
     // As the service measured them, over the measured sends (bucket bounds: the quantile is at most that).
-    for (const [name, label] of SERVICE_HISTOGRAMS) {
+    // (The bare relay keeps no histograms.)
+    for (const [name, label] of SERVICE === 'chat' ? SERVICE_HISTOGRAMS : new Map<string, string>()) {
       const seen = histogramDelta(serviceBefore.get(name), serviceAfter.get(name));
       line(`${label}, mean`, ms(seen.meanMs), 'ms');
       line(`${label}, p50 at most`, String(seen.boundMs(0.5)), 'ms');
