@@ -71,6 +71,6 @@ async function measure(busyMs: number): Promise<Outcome> {
 const busy = await measure(BUSY_MS);
 const idle = await measure(0);
 printLine('connections opened at once', String(CONNECTIONS));
-printLine(`busy loop (${BUSY_MS} ms of CPU per iteration): last connection accepted after`, busy.lastAcceptedMs.toFixed(0), 'ms');
+printLine(`busy loop (${BUSY_MS} ms of CPU per iteration): last connection accepted after (from starting the client)`, busy.lastAcceptedMs.toFixed(0), 'ms');
 printLine('busy loop: most connections accepted in one iteration', String(busy.mostPerIteration));
 printLine('idle loop: last connection accepted after (from starting the client)', idle.lastAcceptedMs.toFixed(0), 'ms');
