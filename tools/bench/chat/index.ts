@@ -114,10 +114,11 @@ async function stopAgent(agent: AgentProcess): Promise<void> {
  */
 const SERVICE = process.env.BENCH_CHAT_SERVICE ?? 'chat';
 const SERVICE_MAINS: Record<string, string> = { chat: 'cloud/chat/main.ts', bare: 'tools/bench/chat/bare-relay.ts' };
+const SERVICE_MAIN = SERVICE_MAINS[SERVICE];
+if (SERVICE_MAIN === undefined) throw new Error(`BENCH_CHAT_SERVICE must be chat or bare, not ${SERVICE}`);
 
 async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
-  const main = SERVICE_MAINS[SERVICE];
-  if (main === undefined) throw new Error(`BENCH_CHAT_SERVICE must be chat or bare, not ${SERVICE}`);
+  const main = SERVICE_MAIN!;
   const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', main], {
     env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -150,6 +151,7 @@ interface HistogramSnapshot {
 }
 
 async function serviceHistograms(base: string, names: readonly string[]): Promise<Map<string, HistogramSnapshot>> {
+  if (names.length === 0) return new Map();
   const text = await (await fetch(`${base}/metrics`)).text();
   const out = new Map<string, HistogramSnapshot>();
   for (const name of names) {
@@ -177,12 +179,14 @@ function histogramDelta(before: HistogramSnapshot | undefined, after: HistogramS
 }
 
 /** The service's own view of the first token's two waits, and of the store at done: histogram → label. */
-const SERVICE_HISTOGRAMS = new Map([
+const SERVICE_HISTOGRAMS = new Map<string, string>([
   ['chat_conversation_read_seconds', 'service: conversation read before the agent call'],
   ['chat_agent_response_seconds', 'service: agent call to its response headers'],
   ['chat_time_to_first_token_seconds', 'service: request to first token frame'],
   ['chat_store_append_seconds', 'service: store append at done'],
 ]);
+/** The histograms read: the bare relay keeps none, so its /metrics is not read. */
+const HISTOGRAMS = SERVICE === 'chat' ? SERVICE_HISTOGRAMS : new Map<string, string>();
 
 async function main(): Promise<void> {
   const deadline = setTimeout(() => {
@@ -226,7 +230,7 @@ async function main(): Promise<void> {
       const results = await Promise.all(runs);
       return { tag, results, seconds: (performance.now() - started) / 1000 };
     };
-    const serviceBefore = await serviceHistograms(base, [...SERVICE_HISTOGRAMS.keys()]);
+    const serviceBefore = await serviceHistograms(base, [...HISTOGRAMS.keys()]);
     // Alternate the two paths, so a change in the machine's load weighs on both alike.
     const directRuns: Phase[] = [];
     const chatRuns: Phase[] = [];
@@ -238,7 +242,7 @@ async function main(): Promise<void> {
       chatCpuSeconds += (await cpuSecondsOf(chat.pid)) - cpuBefore;
     }
 
-    const serviceAfter = await serviceHistograms(base, [...SERVICE_HISTOGRAMS.keys()]);
+    const serviceAfter = await serviceHistograms(base, [...HISTOGRAMS.keys()]);
     const timings = await agentTimings(agent);
     const ttft = (runs: Phase[]) => runs.flatMap(({ results }) => results.map((r) => (r.tokenReceivedAt[0] ?? Number.NaN) - r.startedAt));
     const perToken = (runs: Phase[]) =>
@@ -268,7 +272,7 @@ async function main(): Promise<void> {
     const storeAtDone = chatRuns.flatMap(({ tag, results }) => results.map((r, i) => r.endedAt - (timings.get(`${tag}-${i}`)?.finalSentAt ?? Number.NaN)));
     const sum = (runs: Phase[]) => runs.reduce((total, p) => total + p.seconds, 0);
 
-    line('service measured', SERVICE === 'bare' ? 'bare relay (tools/bench/chat/bare-relay.ts)' : 'chat (cloud/chat/main.ts)');
+    line('service measured', `${SERVICE} (${SERVICE_MAIN})`);
     line('conversations', String(CONVERSATIONS));
     line('tokens per answer', String(TOKENS));
     line('agent token interval', String(TOKEN_INTERVAL_MS), 'ms');
@@ -298,8 +302,7 @@ async function main(): Promise<void> {
     line('store at done p50', ms(percentile(storeAtDone, 50)), 'ms');
     line('store at done p99', ms(percentile(storeAtDone, 99)), 'ms');
     // As the service measured them, over the measured sends (bucket bounds: the quantile is at most that).
-    // (The bare relay keeps no histograms.)
-    for (const [name, label] of SERVICE === 'chat' ? SERVICE_HISTOGRAMS : new Map<string, string>()) {
+    for (const [name, label] of HISTOGRAMS) {
       const seen = histogramDelta(serviceBefore.get(name), serviceAfter.get(name));
       line(`${label}, mean`, ms(seen.meanMs), 'ms');
       line(`${label}, p50 at most`, String(seen.boundMs(0.5)), 'ms');
