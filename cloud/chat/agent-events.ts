@@ -259,11 +259,12 @@ export class AnswerReader {
     return this.done;
   }
 
-  /** A chunk of the body. */
+  /** A chunk of the body, read during the call (kept as a copy until {@link start}). */
   chunk(chunk: Uint8Array): void {
     if (this.settledAs !== undefined) return;
     if (this.pending) {
-      this.pending.push(chunk);
+      // Copied: the caller's buffer is only valid during the call.
+      this.pending.push(new Uint8Array(chunk));
       return;
     }
     try {
@@ -320,14 +321,8 @@ export class AnswerReader {
   }
 }
 
-const codeOf = (err: unknown): string | undefined => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-};
-
 /** What a failing answer body means for the stream. */
 export function streamFailureOf(err: unknown): AgentStreamError {
   if (err instanceof AgentStreamError) return err;
-  if (codeOf(err) === 'UND_ERR_BODY_TIMEOUT') return new AgentStreamError('timeout', 'agent stopped sending in the middle of the answer');
   return new AgentStreamError('interrupted', 'agent connection broke in the middle of the answer');
 }

@@ -1,0 +1,310 @@
+/**
+ * The agent wire client against a raw TCP agent on loopback that answers each request with scripted
+ * bytes, written in pieces as small as one byte, so every framing and every split is read as a real
+ * socket delivers it.
+ */
+import { once } from 'node:events';
+import { createServer, type Server, type Socket } from 'node:net';
+import t, { type Test } from 'tap';
+import { AgentWire, AgentWireError, MAX_HEAD_BYTES, SPARE_IDLE_MS, type ExchangeHandler } from '../../../cloud/chat/agent-wire.js';
+
+/** What one request looked like on the wire. */
+interface SeenRequest {
+  connection: number;
+  head: string;
+  body: string;
+}
+
+/** How to answer one request: bytes to write in order (each piece its own write), then maybe close. */
+interface Reply {
+  pieces: Array<string | Buffer>;
+  close?: boolean;
+  /** Destroy the connection on receiving the request, writing nothing. */
+  drop?: boolean;
+  /** Write nothing and keep the connection open. */
+  silent?: boolean;
+}
+
+class RawAgent {
+  readonly requests: SeenRequest[] = [];
+  connections = 0;
+  closedByClient = 0;
+  private readonly replies: Reply[] = [];
+  private readonly server: Server;
+  port = 0;
+
+  constructor() {
+    this.server = createServer((socket) => this.serve(socket));
+  }
+
+  async start(t: Test): Promise<void> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.port = (this.server.address() as { port: number }).port;
+    t.teardown(() => (this.server.listening ? this.close() : undefined));
+  }
+
+  /** Stops listening: its port then refuses connections. */
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  get origin(): URL {
+    return new URL(`http://127.0.0.1:${this.port}`);
+  }
+
+  reply(...replies: Reply[]): void {
+    this.replies.push(...replies);
+  }
+
+  private serve(socket: Socket): void {
+    const connection = ++this.connections;
+    let pending = Buffer.alloc(0);
+    let closing = false;
+    socket.on('end', () => {
+      if (!closing) this.closedByClient++;
+      socket.end();
+    });
+    socket.on('error', () => undefined);
+    socket.on('data', (data: Buffer) => {
+      pending = Buffer.concat([pending, data]);
+      for (;;) {
+        const end = pending.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = pending.subarray(0, end).toString('latin1');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
+        if (pending.length < end + 4 + length) return;
+        const body = pending.subarray(end + 4, end + 4 + length).toString('utf8');
+        pending = pending.subarray(end + 4 + length);
+        this.requests.push({ connection, head, body });
+        const reply = this.replies.shift();
+        if (!reply) throw new Error(`the raw agent got a request it was not set up for: ${head.split('\r\n')[0]}`);
+        if (reply.drop) {
+          closing = true;
+          socket.destroy();
+          return;
+        }
+        if (reply.silent) return;
+        void this.write(socket, reply).then(() => {
+          if (reply.close) {
+            closing = true;
+            socket.end();
+          }
+        });
+      }
+    });
+  }
+
+  private async write(socket: Socket, reply: Reply): Promise<void> {
+    for (const piece of reply.pieces) {
+      socket.write(piece);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}
+
+/** Splits a string into one-byte writes. */
+const bytewise = (text: string) => [...Buffer.from(text, 'latin1')].map((byte) => Buffer.from([byte]));
+
+interface Outcome {
+  status?: number;
+  headers?: string[];
+  body: string;
+  completed: boolean;
+  error?: Error;
+}
+
+/** Sends one request and collects what the handler heard. */
+function exchange(wire: AgentWire, headers: Array<[string, string]> = [], body = '{"question":"q"}'): Promise<Outcome> {
+  return new Promise((resolve) => {
+    const outcome: Outcome = { body: '', completed: false };
+    const chunks: Buffer[] = [];
+    const handler: ExchangeHandler = {
+      onConnect: () => undefined,
+      onHeaders: (status, raw) => {
+        outcome.status = status;
+        outcome.headers = raw;
+      },
+      // Copied: the buffer is only valid during the call.
+      onData: (chunk) => chunks.push(Buffer.from(chunk)),
+      onComplete: () => {
+        outcome.completed = true;
+        outcome.body = Buffer.concat(chunks).toString('utf8');
+        resolve(outcome);
+      },
+      onError: (err) => {
+        outcome.error = err;
+        outcome.body = Buffer.concat(chunks).toString('utf8');
+        resolve(outcome);
+      },
+    };
+    wire.dispatch({ path: '/ask', headers, body }, handler);
+  });
+}
+
+async function setup(t: Test, options: { headersTimeoutMs?: number } = {}): Promise<{ agent: RawAgent; wire: AgentWire }> {
+  const agent = new RawAgent();
+  await agent.start(t);
+  const wire = new AgentWire({ origin: agent.origin, connectTimeoutMs: 1_000, headersTimeoutMs: options.headersTimeoutMs ?? 5_000 });
+  t.teardown(() => wire.stop());
+  return { agent, wire };
+}
+
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+const CHUNKED_HEAD = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
+
+t.test('the request on the wire: POST, host, length, and header values byte for byte', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok'] });
+  const outcome = await exchange(wire, [['x-gateway-claims', 'caf\u00e9+/=']], '{"question":"d\u00e9j\u00e0"}');
+  t.equal(outcome.body, 'ok');
+  const [seen] = agent.requests;
+  t.match(seen?.head, /^POST \/ask HTTP\/1\.1\r\n/);
+  t.match(seen?.head, new RegExp(`\\r\\nhost: 127\\.0\\.0\\.1:${agent.port}\\r\\n`));
+  t.match(seen?.head, /\r\ncontent-length: 21\r\n/, 'the length counts UTF-8 bytes');
+  t.match(seen?.head, /\r\nx-gateway-claims: caf\u00e9\+\/=(\r\n|$)/, 'a latin1 header value goes out as the same bytes');
+  t.equal(seen?.body, '{"question":"d\u00e9j\u00e0"}');
+});
+
+t.test('a header value that cannot go on the wire as given is refused before anything is sent', async (t) => {
+  const { agent, wire } = await setup(t);
+  t.throws(() => wire.dispatch({ path: '/ask', headers: [['x-gateway-claims', 'a\r\nx-evil: 1']], body: '{}' }, { onConnect() {}, onHeaders() {}, onData() {}, onComplete() {}, onError() {} }), TypeError);
+  t.throws(() => wire.dispatch({ path: '/ask', headers: [['x-gateway-claims', '\u0100']], body: '{}' }, { onConnect() {}, onHeaders() {}, onData() {}, onComplete() {}, onError() {} }), TypeError);
+  await pause(50);
+  t.equal(agent.connections, 0, 'no connection was opened');
+});
+
+t.test('a chunked body, one byte per write, with chunk extensions and trailers: read whole, connection reused', async (t) => {
+  const { agent, wire } = await setup(t);
+  const response = `${CHUNKED_HEAD}5;name=value\r\nhello\r\n7\r\n, world\r\n0\r\nx-trailer: yes\r\n\r\n`;
+  agent.reply({ pieces: bytewise(response) }, { pieces: [response] });
+  const first = await exchange(wire);
+  t.same([first.status, first.body, first.completed], [200, 'hello, world', true]);
+  t.same(first.headers?.slice(0, 2), ['content-type', 'text/event-stream'], 'header names lowercased, values trimmed');
+  const second = await exchange(wire);
+  t.equal(second.body, 'hello, world');
+  t.same(
+    agent.requests.map((r) => r.connection),
+    [1, 1],
+    'both requests on one connection',
+  );
+});
+
+t.test('a Content-Length body and an interim 100 response', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: ['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello', ' world'] });
+  const outcome = await exchange(wire);
+  t.same([outcome.status, outcome.body, outcome.completed], [200, 'hello world', true], 'the interim response is skipped');
+});
+
+t.test('a body read until the agent closes: complete at the close, the connection is not reused', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: ['HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n', 'data: 1\n\n', 'data: 2\n\n'], close: true }, { pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n'] });
+  const first = await exchange(wire);
+  t.same([first.body, first.completed], ['data: 1\n\ndata: 2\n\n', true]);
+  await exchange(wire);
+  t.not(agent.requests[1]?.connection, agent.requests[0]?.connection, 'a new connection for the next request');
+});
+
+t.test('connection: close, an HTTP/1.0 answer, a keep-alive timeout under a second, bytes after the body: never reused', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply(
+    { pieces: ['HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\na'] },
+    { pieces: ['HTTP/1.0 200 OK\r\ncontent-length: 1\r\n\r\nb'] },
+    { pieces: ['HTTP/1.1 200 OK\r\nkeep-alive: timeout=1\r\ncontent-length: 1\r\n\r\nc'] },
+    { pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\ndHTTP/1.1 200 OK\r\n'] },
+    { pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\ne'] },
+  );
+  const bodies: string[] = [];
+  for (let i = 0; i < 5; i++) bodies.push((await exchange(wire)).body);
+  t.same(bodies, ['a', 'b', 'c', 'd', 'e']);
+  t.equal(new Set(agent.requests.map((r) => r.connection)).size, 5, 'each request on a connection of its own');
+});
+
+t.test('malformed responses fail the exchange as malformed and close the connection', async (t) => {
+  const cases: Array<[string, string | Buffer]> = [
+    ['a bad status line', 'HTTX/1.1 200 OK\r\n\r\n'],
+    ['a bad header line', 'HTTP/1.1 200 OK\r\nno colon here\r\n\r\n'],
+    ['conflicting lengths', 'HTTP/1.1 200 OK\r\ncontent-length: 3\r\ncontent-length: 4\r\n\r\nabcd'],
+    ['a bad chunk size', `${CHUNKED_HEAD}zz\r\nhello\r\n`],
+    ['a chunk longer than its size', `${CHUNKED_HEAD}2\r\nhello\r\n`],
+    ['an upgrade nobody asked for', 'HTTP/1.1 101 Switching Protocols\r\n\r\n'],
+    ['a head over the limit', `HTTP/1.1 200 OK\r\nx-big: ${'a'.repeat(MAX_HEAD_BYTES)}\r\n\r\n`],
+  ];
+  for (const [name, response] of cases) {
+    const { agent, wire } = await setup(t);
+    agent.reply({ pieces: [response] });
+    const outcome = await exchange(wire);
+    t.ok(outcome.error instanceof AgentWireError && outcome.error.code === 'malformed', `${name}: malformed`);
+    t.notOk(outcome.completed, `${name}: not complete`);
+  }
+});
+
+t.test('a pooled connection the agent drops on the next request: sent once more on a new connection', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst'] }, { drop: true, pieces: [] }, { pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecond'] });
+  t.equal((await exchange(wire)).body, 'first');
+  const second = await exchange(wire);
+  t.same([second.body, second.completed], ['second', true]);
+  const [a, b, c] = agent.requests.map((r) => r.connection);
+  t.equal(a, b, 'the second request went on the pooled connection');
+  t.not(c, a, 'the retry went on another connection');
+});
+
+t.test('a new connection dropped before any byte is not retried: the exchange fails as closed', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ drop: true, pieces: [] });
+  const outcome = await exchange(wire);
+  t.ok(outcome.error instanceof AgentWireError && outcome.error.code === 'closed');
+  t.equal(agent.requests.length, 1, 'sent once');
+});
+
+t.test('a connection dropped mid-body fails the exchange after the bytes it delivered', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: [`${CHUNKED_HEAD}5\r\nhello\r\n`], close: true });
+  const outcome = await exchange(wire);
+  t.equal(outcome.body, 'hello');
+  t.ok(outcome.error instanceof AgentWireError && outcome.error.code === 'closed');
+});
+
+t.test('no head in time: headers_timeout; a refused port: connect_failed', async (t) => {
+  const { agent, wire } = await setup(t, { headersTimeoutMs: 200 });
+  agent.reply({ silent: true, pieces: [] });
+  const silent = await exchange(wire);
+  t.ok(silent.error instanceof AgentWireError && silent.error.code === 'headers_timeout');
+
+  const closed = new RawAgent();
+  await closed.start(t);
+  await closed.close();
+  const refused = new AgentWire({ origin: closed.origin, connectTimeoutMs: 1_000, headersTimeoutMs: 1_000 });
+  t.teardown(() => refused.stop());
+  const outcome = await exchange(refused);
+  t.ok(outcome.error instanceof AgentWireError && outcome.error.code === 'connect_failed');
+});
+
+t.test('a question needing a new connection opens a spare beside it; the next question takes the spare, and an untaken spare is closed', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\na'] }, { pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nb'] });
+  // Two at once: the first opens a connection and a spare; the second takes the spare.
+  const [first, second] = await Promise.all([exchange(wire), exchange(wire)]);
+  t.same([first.body, second.body].sort(), ['a', 'b']);
+  t.equal(new Set(agent.requests.map((r) => r.connection)).size, 2, 'two connections carried the two requests');
+  const opened = agent.connections;
+  t.ok(opened >= 2 && opened <= 3, `a spare at most beside them (${opened} opened)`);
+  await pause(SPARE_IDLE_MS + 500);
+  const spares = opened - 2;
+  t.equal(agent.closedByClient >= spares, true, 'an untaken spare is closed after its idle time');
+});
+
+t.test('stop: an exchange in flight fails as stopped, and new ones too', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ silent: true, pieces: [] });
+  const pending = exchange(wire);
+  for (let i = 0; i < 100 && agent.requests.length === 0; i++) await pause(10);
+  wire.stop();
+  const outcome = await pending;
+  t.ok(outcome.error instanceof AgentWireError && outcome.error.code === 'stopped');
+  const after = await exchange(wire);
+  t.ok(after.error instanceof AgentWireError && after.error.code === 'stopped');
+});
