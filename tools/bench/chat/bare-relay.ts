@@ -3,8 +3,9 @@
  * benchmark makes, as the chat service answers them, and nothing more. It checks no claims, stores
  * nothing in a database and validates nothing:
  * - POST /chat/conversations: a new id, kept in memory;
- * - POST /chat/conversations/{id}/messages: asks the agent (AGENT_URL) and relays each token as a
- *   frame, then `done`; the answer is kept in memory;
+ * - POST /chat/conversations/{id}/messages: asks the agent (AGENT_URL) through the chat service's own
+ *   agent adapter (`cloud/chat/http-agent.ts`) and relays each token as a frame, written to the
+ *   connection as one HTTP/1.1 chunk as the service writes it, then `done`; the answer is kept in memory;
  * - GET /chat/conversations/{id}: what was kept;
  * - GET /health and GET /metrics (no figures).
  * Any other call is a 500 `unexpected call`.
@@ -16,12 +17,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { Agent, request } from 'undici';
+import { DEFAULT_AGENT_TIMEOUTS, HttpAgent } from '../../../cloud/chat/http-agent.js';
 import { listen } from '../../../shared/lifecycle.js';
 
 const agentUrl = process.env.AGENT_URL;
 if (!agentUrl) throw new Error('AGENT_URL is required');
-const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: null });
+const agent = new HttpAgent({ baseUrl: agentUrl, ...DEFAULT_AGENT_TIMEOUTS });
 const kept = new Map<string, Array<{ role: 'user' | 'assistant'; content: string }>>();
 
 async function bodyOf(req: IncomingMessage): Promise<string> {
@@ -34,36 +35,32 @@ function json(res: ServerResponse, status: number, value: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
 }
 
-/** Asks the agent and relays its token events as frames until its final event. */
+/** Asks the agent and relays its tokens as frames until its final event. */
 async function relay(req: IncomingMessage, res: ServerResponse, messages: Array<{ role: 'user' | 'assistant'; content: string }>): Promise<void> {
   const { content } = JSON.parse(await bodyOf(req)) as { content: string };
-  const answer = await request(`${agentUrl}/ask`, {
-    dispatcher,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-gateway-claims': String(req.headers['x-gateway-claims'] ?? '') },
-    body: JSON.stringify({ question: content, history: [], stream: true }),
-  });
+  const answer = await agent.ask({ question: content, history: [], claimsHeader: String(req.headers['x-gateway-claims'] ?? '') });
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  let pending = '';
-  let text = '';
+  res.flushHeaders();
+  const socket = res.socket;
+  socket?.setNoDelay(true);
   let id = 1;
-  for await (const chunk of answer.body) {
-    pending += (chunk as Buffer).toString('utf8');
-    for (let end = pending.indexOf('\n\n'); end >= 0; end = pending.indexOf('\n\n')) {
-      const event = pending.slice(0, end);
-      pending = pending.slice(end + 2);
-      if (!event.startsWith('data: ')) continue;
-      const data = JSON.parse(event.slice('data: '.length)) as { type: string; text?: string };
-      if (data.type === 'token' && data.text !== undefined) {
-        text += data.text;
-        res.write(`id: ${id++}\ndata: {"type":"token","text":${JSON.stringify(data.text)}}\n\n`);
-      } else if (data.type === 'final') {
-        messages.push({ role: 'user', content }, { role: 'assistant', content: text });
-        res.end(`id: ${id++}\ndata: ${JSON.stringify({ type: 'done', message: { role: 'assistant', content: text } })}\n\n`);
-      }
-    }
+  const frame = (text: string) => socket?.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
+  let text = '';
+  try {
+    await answer.read((token, literal) => {
+      text += token;
+      frame(`id: ${id++}\ndata: {"type":"token","text":${literal}}\n\n`);
+    });
+  } catch (err) {
+    frame(`id: ${id++}\ndata: ${JSON.stringify({ type: 'error', error: 'agent_failed', message: err instanceof Error ? err.message : String(err) })}\n\n`);
+    res.end();
+    return;
+  } finally {
+    answer.cancel();
   }
-  if (!res.writableEnded) res.end(`id: ${id}\ndata: ${JSON.stringify({ type: 'error', error: 'agent_incomplete', message: 'the agent ended without its final event' })}\n\n`);
+  messages.push({ role: 'user', content }, { role: 'assistant', content: text });
+  frame(`id: ${id++}\ndata: ${JSON.stringify({ type: 'done', message: { role: 'assistant', content: text } })}\n\n`);
+  res.end();
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -94,5 +91,5 @@ const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
 await listen(server, Number(process.env.PORT ?? 0));
 process.on('SIGTERM', () => {
   server.closeAllConnections();
-  server.close(() => void dispatcher.close().then(() => process.exit(0)));
+  server.close(() => void agent.stop().then(() => process.exit(0)));
 });
