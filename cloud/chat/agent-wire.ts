@@ -72,6 +72,8 @@ export interface AgentWireOptions {
   connectTimeoutMs: number;
   /** From the request written to the response head. */
   headersTimeoutMs: number;
+  /** For an `https:` agent: TLS options beyond the defaults (say, a private CA). */
+  tls?: tls.ConnectionOptions;
 }
 
 /** One shared read buffer: a connection's bytes are parsed synchronously before the next read lands. */
@@ -488,6 +490,7 @@ export class AgentWire {
   stopped = false;
   private readonly origin: URL;
   private readonly connectTimeoutMs: number;
+  private readonly tlsOptions: tls.ConnectionOptions;
   private readonly idle: Connection[] = [];
   private readonly active = new Set<Exchange>();
   private readonly all = new Set<Connection>();
@@ -499,6 +502,7 @@ export class AgentWire {
     this.origin = options.origin;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.headersTimeoutMs = options.headersTimeoutMs;
+    this.tlsOptions = options.tls ?? {};
   }
 
   /**
@@ -602,7 +606,7 @@ export class AgentWire {
       } else callback(undefined, connection);
     };
     if (this.origin.protocol === 'https:') {
-      const socket = tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }, () => settle(undefined));
+      const socket = tls.connect({ ...this.tlsOptions, host, port, servername: net.isIP(host) ? undefined : host }, () => settle(undefined));
       connection = new Connection(socket, 'data');
     } else {
       const socket = net.connect({

@@ -3,8 +3,13 @@
  * bytes, written in pieces as small as one byte, so every framing and every split is read as a real
  * socket delivers it.
  */
+import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { AgentWire, AgentWireError, MAX_HEAD_BYTES, SPARE_IDLE_MS, type ExchangeHandler } from '../../../cloud/chat/agent-wire.js';
 
@@ -307,4 +312,41 @@ t.test('stop: an exchange in flight fails as stopped, and new ones too', async (
   t.ok(outcome.error instanceof AgentWireError && outcome.error.code === 'stopped');
   const after = await exchange(wire);
   t.ok(after.error instanceof AgentWireError && after.error.code === 'stopped');
+});
+
+t.test('an https agent: the same exchange over TLS, its connection reused', async (t) => {
+  // A certificate for 127.0.0.1 made for this test, trusted through the client's TLS options.
+  const dir = mkdtempSync(join(tmpdir(), 'lintel-agent-tls-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+  const cert = readFileSync(join(dir, 'cert.pem'));
+  const served = new Set<unknown>();
+  const server = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
+    served.add(req.socket);
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"type":"token","text":"over "}\n\n');
+      res.end('data: {"type":"token","text":"tls"}\n\n');
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const wire = new AgentWire({ origin: new URL(`https://127.0.0.1:${(server.address() as { port: number }).port}`), connectTimeoutMs: 2_000, headersTimeoutMs: 5_000, tls: { ca: cert } });
+  t.teardown(() => wire.stop());
+  const first = await exchange(wire);
+  t.same([first.status, first.completed], [200, true]);
+  t.equal(first.body, 'data: {"type":"token","text":"over "}\n\ndata: {"type":"token","text":"tls"}\n\n');
+  const second = await exchange(wire);
+  t.equal(second.body, first.body);
+  t.equal(served.size, 1, 'both requests on one connection');
+
+  const untrusted = new AgentWire({ origin: new URL(`https://127.0.0.1:${(server.address() as { port: number }).port}`), connectTimeoutMs: 2_000, headersTimeoutMs: 5_000 });
+  t.teardown(() => untrusted.stop());
+  const refused = await exchange(untrusted);
+  t.ok(refused.error instanceof AgentWireError && refused.error.code === 'connect_failed', 'a certificate nobody trusts is refused');
 });
