@@ -12,11 +12,17 @@
  * btree index on `_id` cannot serve: every read is a sequential scan that decompresses each stored
  * conversation. On MongoDB the same read is an index lookup.
  *
+ * Besides the latency, each series prints the CPU one read costs, from /proc: FerretDB's process, the
+ * PostgreSQL backends of FerretDB's database, and this process (`caller`: mostly the MongoDB driver,
+ * which in the service runs on the relay's event loop). The benchmark's chat phases make 200 such
+ * reads in about a second, beside the relaying.
+ *
  * Run: `npx tsx tools/bench/chat/read-floor.ts` (stack up). Prints p50 and p99 of each, in ms.
  */
 import { MongoClient, ObjectId, type Db } from 'mongodb';
 import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { nearestRank, printLine } from '../report.js';
+import { cpuSeconds } from '../telemetry/cpu.js';
 
 const CONVERSATIONS = 220;
 const READS = 400;
@@ -25,17 +31,32 @@ const HISTORY = 10;
 /** The benchmark agent's answer: 300 tokens `word0 ` … `word299 `. */
 const ANSWER = Array.from({ length: 300 }, (_, i) => `word${i} `).join('');
 
+/** CPU seconds so far of FerretDB, of the PostgreSQL backends serving it, and of this process. */
+function cpuNow(): { ferretdb: number; postgres: number; caller: number } {
+  const own = process.cpuUsage();
+  return {
+    ferretdb: cpuSeconds((command) => command.includes('lintel-ferretdb')),
+    postgres: cpuSeconds((command) => command.startsWith('postgres: ') && / ferretdb /.test(command)),
+    caller: (own.user + own.system) / 1e6,
+  };
+}
+
 async function timed(label: string, read: (i: number) => Promise<unknown>): Promise<void> {
   for (let i = 0; i < WARMUP; i++) await read(i);
   const samples: number[] = [];
+  const before = cpuNow();
   for (let i = 0; i < READS; i++) {
     const started = performance.now();
     await read(i);
     samples.push(performance.now() - started);
   }
+  const after = cpuNow();
   samples.sort((a, b) => a - b);
   printLine(`${label} p50`, nearestRank(samples, 0.5).toFixed(2), 'ms');
   printLine(`${label} p99`, nearestRank(samples, 0.99).toFixed(2), 'ms');
+  for (const part of ['ferretdb', 'postgres', 'caller'] as const) {
+    printLine(`${label}, cpu per read, ${part}`, (((after[part] - before[part]) / READS) * 1000).toFixed(2), 'ms');
+  }
 }
 
 async function conversations(db: Db, store: MongoConversationStore): Promise<Array<{ id: string; userId: string }>> {
