@@ -278,6 +278,14 @@ class ResponseParser {
         }
         case Chunk.Size:
         case Chunk.Trailers: {
+          if (this.chunkState === Chunk.Size && this.line === '') {
+            // The usual size line, `<hex>\r\n` whole in this read, without a string (once per token).
+            const next = this.plainSizeLine(bytes, at);
+            if (next >= 0) {
+              at = next;
+              break;
+            }
+          }
           const lf = bytes.indexOf(10, at);
           const end = lf < 0 ? bytes.length : lf;
           this.line += bytes.toString('latin1', at, end);
@@ -289,6 +297,27 @@ class ResponseParser {
       }
     }
     return at;
+  }
+
+  /**
+   * Reads a size line of 1 to 8 hex digits and CRLF starting at `at`, wholly in `bytes`: sets the
+   * chunk's size and state and answers where the line ended. Answers -1 for anything else (an
+   * extension, whitespace, a bare LF, a line cut by the read), which the general path then reads.
+   */
+  private plainSizeLine(bytes: Buffer, at: number): number {
+    let size = 0;
+    let i = at;
+    for (; i < bytes.length && i - at <= 8; i++) {
+      const c = bytes[i]!;
+      const digit = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+      if (digit < 0) break;
+      size = size * 16 + digit;
+    }
+    const digits = i - at;
+    if (digits === 0 || digits > 8 || bytes[i] !== 13 || bytes[i + 1] !== 10) return -1;
+    this.left = size;
+    this.chunkState = size === 0 ? Chunk.Trailers : Chunk.Data;
+    return i + 2;
   }
 
   private endLine(): void {

@@ -34,6 +34,11 @@ function chunkedWireOf(res: Response): Socket | undefined {
   return socket;
 }
 
+/** `text` as one HTTP/1.1 chunk of a chunked body: its size in hex, CRLF, the text, CRLF. */
+export function httpChunk(text: string): string {
+  return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+}
+
 export class SseStream {
   private readonly res: Response;
   private readonly heartbeatMs: number;
@@ -121,7 +126,7 @@ export class SseStream {
     if (this.disconnected || this.res.writableEnded) return;
     const wire = this.wire;
     if (wire !== undefined && wire.writable) {
-      wire.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
+      wire.write(httpChunk(text));
       return;
     }
     this.res.write(text);

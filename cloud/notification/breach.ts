@@ -231,9 +231,9 @@ export class BreachHandler {
    * the Redis adapter holds), and delivers those that armed it: as soon as a call answers, its
    * records' buildings are looked up and their in-app notifications published, while the next call
    * arms. The first records of an alert storm are mostly firsts of their keys, so this overlaps the
-   * three waits (Redis, the directory, Redis again) instead of adding them up. Publishes go out in arming order. A record whose alertId
-   * was already seen, or whose key was already armed, is suppressed and never looked up; a duplicate
-   * leaves its key untouched, so the next record waiting on that key asks in its place, in one more
+   * three waits (Redis, the directory, Redis again) instead of adding them up. Publishes go out in
+   * arming order. A record whose alertId was already seen, or whose key was already armed, is
+   * suppressed and never looked up; a duplicate leaves its key untouched, so the next record waiting on that key asks in its place, in one more
    * round. Sets each record's outcome; answers the records that could not be settled, with why. A
    * record whose publish failed has its cooldown and seen mark released. The pushes of every delivered
    * record go out in the background once all are published.

@@ -7,8 +7,8 @@ export interface ExchangeConnection {
  * One round trip of the PostgreSQL protocol driven by hand on a pg client (`client.query(exchange)`, pg's
  * Submittable): the messages `send` writes, all in one socket write, then the server's answers until
  * it is ready again. It keeps the command tag of every statement and the data row of the statement at
- * `rowsOf` (0-based), and resolves with `result()` once the server is ready, or rejects with the first error. Answers a
- * subclass does not handle are ignored.
+ * `rowsOf` (0-based), and resolves with `result()` once the server is ready, or rejects with the first
+ * error. Answers a subclass does not handle are ignored.
  */
 export abstract class Exchange<T, Connection extends ExchangeConnection> {
   readonly done: Promise<T>;

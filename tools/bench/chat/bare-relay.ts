@@ -18,6 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { DEFAULT_AGENT_TIMEOUTS, HttpAgent } from '../../../cloud/chat/http-agent.js';
+import { httpChunk } from '../../../cloud/chat/sse.js';
 import { listen } from '../../../shared/lifecycle.js';
 
 const agentUrl = process.env.AGENT_URL;
@@ -44,7 +45,7 @@ async function relay(req: IncomingMessage, res: ServerResponse, messages: Array<
   const socket = res.socket;
   socket?.setNoDelay(true);
   let id = 1;
-  const frame = (text: string) => socket?.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
+  const frame = (text: string) => socket?.write(httpChunk(text));
   let text = '';
   try {
     await answer.read((token, literal) => {

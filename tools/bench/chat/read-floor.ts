@@ -19,7 +19,7 @@
  *
  * Run: `npx tsx tools/bench/chat/read-floor.ts` (stack up). Prints p50 and p99 of each, in ms.
  */
-import { MongoClient, ObjectId, type Db } from 'mongodb';
+import { MongoClient, ObjectId } from 'mongodb';
 import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { nearestRank, printLine } from '../report.js';
 import { cpuSeconds } from '../telemetry/cpu.js';
@@ -59,7 +59,7 @@ async function timed(label: string, read: (i: number) => Promise<unknown>): Prom
   }
 }
 
-async function conversations(db: Db, store: MongoConversationStore): Promise<Array<{ id: string; userId: string }>> {
+async function conversations(store: MongoConversationStore): Promise<Array<{ id: string; userId: string }>> {
   const made: Array<{ id: string; userId: string }> = [];
   for (let i = 0; i < CONVERSATIONS; i++) {
     const userId = `bench-user-${i}`;
@@ -77,7 +77,7 @@ async function main(): Promise<void> {
   try {
     const store = new MongoConversationStore(db);
     await store.start();
-    const made = await conversations(db, store);
+    const made = await conversations(store);
     const read = (i: number) => {
       const { id, userId } = made[i % made.length]!;
       return store.sendContext(id, userId, HISTORY);
