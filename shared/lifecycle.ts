@@ -2,6 +2,7 @@
  * Process lifecycle for a composition root: stop cleanly on SIGTERM or SIGINT, within a deadline.
  */
 import type { Server } from 'node:http';
+import type { Server as NetServer } from 'node:net';
 import type { Logger } from 'pino';
 import { describeError } from './describe-error.js';
 import { ConfigError } from './env.js';
@@ -92,7 +93,7 @@ export function exitOnConfigError(err: unknown): never {
 }
 
 /** Listens and resolves with the bound port (use port 0 in tests). */
-export function listen(server: Server, port: number, host?: string): Promise<number> {
+export function listen(server: NetServer, port: number, host?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -233,10 +233,10 @@ export class BreachHandler {
    * arms. The first records of an alert storm are mostly firsts of their keys, so this overlaps the
    * three waits (Redis, the directory, Redis again) instead of adding them up. Publishes go out in
    * arming order. A record whose alertId was already seen, or whose key was already armed, is
-   * suppressed and never looked up; a duplicate leaves its key untouched, so the next record waiting on that key asks in its place, in one more
-   * round. Sets each record's outcome; answers the records that could not be settled, with why. A
-   * record whose publish failed has its cooldown and seen mark released. The pushes of every delivered
-   * record go out in the background once all are published.
+   * suppressed and never looked up; a duplicate leaves its key untouched, so the next record waiting
+   * on that key asks in its place, in one more round. Sets each record's outcome; answers the records
+   * that could not be settled, with why. A record whose publish failed has its cooldown and seen mark
+   * released. The pushes of every delivered record go out in the background once all are published.
    */
   private async armAndDeliver(
     pending: readonly Pending[],

@@ -20,8 +20,9 @@ const OPEN = 'telemetry-ingest-open';
  * statistics, kept planning it anew for every batch, and planning took about twice as long as
  * executing (tools/bench/telemetry/opening-plan.ts measures both). set_config(…, true) lasts until
  * the transaction ends, like SET LOCAL. The rest of the transaction is no worse for it: the COPY
- * message goes by the simple protocol, planned once anyway, and the statements of the rare batch that repeats readings (a lookup by primary key, the
- * keep-first insert from a jsonb parameter) have no estimate a parameter's value would change.
+ * message goes by the simple protocol, planned once anyway, and the statements of the rare batch
+ * that repeats readings (a lookup by primary key, the keep-first insert from a jsonb parameter) have
+ * no estimate a parameter's value would change.
  */
 const LOCK_SQL = `SELECT pg_advisory_xact_lock_shared(${ROLLUP_LOCK}), set_config('plan_cache_mode', 'force_generic_plan', true)`;
 

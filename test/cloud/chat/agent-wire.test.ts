@@ -4,13 +4,13 @@
  * socket delivers it.
  */
 import { execFileSync } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { listen } from '../../../shared/lifecycle.js';
 import { AgentWire, AgentWireError, MAX_HEAD_BYTES, SPARE_IDLE_MS, type ExchangeHandler } from '../../../cloud/chat/agent-wire.js';
 
 /** What one request looked like on the wire. */
@@ -43,9 +43,7 @@ class RawAgent {
   }
 
   async start(t: Test): Promise<void> {
-    this.server.listen(0, '127.0.0.1');
-    await once(this.server, 'listening');
-    this.port = (this.server.address() as { port: number }).port;
+    this.port = await listen(this.server, 0, '127.0.0.1');
     t.teardown(() => (this.server.listening ? this.close() : undefined));
   }
 
@@ -330,13 +328,12 @@ t.test('an https agent: the same exchange over TLS, its connection reused', asyn
       res.end('data: {"type":"token","text":"tls"}\n\n');
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  const port = await listen(server, 0, '127.0.0.1');
   t.teardown(() => {
     server.closeAllConnections();
     server.close();
   });
-  const wire = new AgentWire({ origin: new URL(`https://127.0.0.1:${(server.address() as { port: number }).port}`), connectTimeoutMs: 2_000, headersTimeoutMs: 5_000, tls: { ca: cert } });
+  const wire = new AgentWire({ origin: new URL(`https://127.0.0.1:${port}`), connectTimeoutMs: 2_000, headersTimeoutMs: 5_000, tls: { ca: cert } });
   t.teardown(() => wire.stop());
   const first = await exchange(wire);
   t.same([first.status, first.completed], [200, true]);
@@ -345,7 +342,7 @@ t.test('an https agent: the same exchange over TLS, its connection reused', asyn
   t.equal(second.body, first.body);
   t.equal(served.size, 1, 'both requests on one connection');
 
-  const untrusted = new AgentWire({ origin: new URL(`https://127.0.0.1:${(server.address() as { port: number }).port}`), connectTimeoutMs: 2_000, headersTimeoutMs: 5_000 });
+  const untrusted = new AgentWire({ origin: new URL(`https://127.0.0.1:${port}`), connectTimeoutMs: 2_000, headersTimeoutMs: 5_000 });
   t.teardown(() => untrusted.stop());
   const refused = await exchange(untrusted);
   t.ok(refused.error instanceof AgentWireError && refused.error.code === 'connect_failed', 'a certificate nobody trusts is refused');
