@@ -74,7 +74,8 @@ class ChatService {
 
   async start(): Promise<void> {
     await this.mongo.connect();
-    await this.store.start();
+    const { moved } = await this.store.start();
+    if (moved > 0) this.logger.info({ moved }, 'conversations of the single collection moved to their owners\' collections');
     const port = await listen(this.server, this.config.PORT);
     this.logger.info({ port, historyMaxMessages: this.config.HISTORY_MAX_MESSAGES }, 'chat listening');
   }

@@ -3,6 +3,14 @@
  * tests). Uses only what FerretDB 1.24 supports: no aggregation `$size`, no `$slice` projection, no
  * projection on findAndModify, no update pipelines. So the message count is kept beside the messages
  * in the same update, and the list reads it instead of counting.
+ *
+ * Conversations are spread over {@link CONVERSATION_SHARDS} collections by owner
+ * (`conversations_00` … `conversations_31`). FerretDB 1.24 on PostgreSQL serves no filter from an
+ * index: every read, the one before each answer included, scans its whole collection and decompresses
+ * every conversation stored there. Every route names its owner (the caller's `sub`), so each operation
+ * goes to one collection and scans a thirty-second of the conversations. On MongoDB proper each read
+ * is an index lookup either way. Conversations stored by earlier versions in the single `conversations`
+ * collection are moved at start.
  */
 import { ObjectId, type Collection, type Db, type Filter } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
@@ -55,6 +63,24 @@ export interface MongoConversationStoreOptions {
   lockCollection?: string;
   lock?: Partial<ConversationLockOptions>;
 }
+
+/**
+ * How many collections the conversations are spread over. Fixed: another count would look for every
+ * conversation in another collection.
+ */
+export const CONVERSATION_SHARDS = 32;
+
+/**
+ * The collection holding the conversations of `userId`: `{base}_{nn}`, nn the owner's FNV-1a hash
+ * (over its UTF-16 code units) modulo {@link CONVERSATION_SHARDS}, two digits.
+ */
+export function conversationCollectionName(userId: string, base = 'conversations'): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < userId.length; i++) hash = Math.imul(hash ^ userId.charCodeAt(i), 0x01000193);
+  return `${base}_${String((hash >>> 0) % CONVERSATION_SHARDS).padStart(2, '0')}`;
+}
+
+const DUPLICATE_KEY = 11000;
 
 /** The index the list query runs on. */
 export const LIST_INDEX = { key: { user_id: 1, updated_at: -1 } as const, name: 'user_id_1_updated_at_-1' };
@@ -122,18 +148,64 @@ function decodeCursor(cursor: string): { updatedAt: Date; id: ObjectId } {
 }
 
 export class MongoConversationStore implements ConversationStore {
-  private readonly conversations: Collection<ConversationDocument>;
+  /** Where earlier versions kept every conversation, and the prefix of the collections now. */
+  private readonly base: string;
+  private readonly legacy: Collection<ConversationDocument>;
+  private readonly shards = new Map<string, Collection<ConversationDocument>>();
   private readonly lock: ConversationLock;
 
-  constructor(db: Db, options: MongoConversationStoreOptions = {}) {
-    this.conversations = db.collection<ConversationDocument>(options.collection ?? 'conversations');
+  constructor(
+    private readonly db: Db,
+    options: MongoConversationStoreOptions = {},
+  ) {
+    this.base = options.collection ?? 'conversations';
+    this.legacy = db.collection<ConversationDocument>(this.base);
     this.lock = new ConversationLock(db.collection<LeaseDocument>(options.lockCollection ?? LEASE_COLLECTION), options.lock);
   }
 
-  /** Creates the list index and the leases' unique index. Idempotent. */
-  async start(): Promise<void> {
-    await this.conversations.createIndex(LIST_INDEX.key, { name: LIST_INDEX.name });
+  /** The collection of `userId`'s conversations. */
+  private conversations(userId: string): Collection<ConversationDocument> {
+    const name = conversationCollectionName(userId, this.base);
+    let collection = this.shards.get(name);
+    if (collection === undefined) {
+      collection = this.db.collection<ConversationDocument>(name);
+      this.shards.set(name, collection);
+    }
+    return collection;
+  }
+
+  /**
+   * Creates the list index of every collection and the leases' unique index, then moves the
+   * conversations an earlier version left in the single collection. Idempotent. Answers how many
+   * conversations were moved.
+   */
+  async start(): Promise<{ moved: number }> {
+    const names = Array.from({ length: CONVERSATION_SHARDS }, (_, n) => `${this.base}_${String(n).padStart(2, '0')}`);
+    await Promise.all(names.map((name) => this.db.collection(name).createIndex(LIST_INDEX.key, { name: LIST_INDEX.name })));
     await this.lock.start();
+    return { moved: await this.moveLegacy() };
+  }
+
+  /**
+   * Moves each conversation of the single collection of earlier versions to its owner's collection:
+   * inserted there, then deleted here. One already there (another replica starting at the same time
+   * moved it, and it may have changed since) is kept as it is. Run before the service takes requests;
+   * replicas of an earlier version must be stopped first, or what they write meanwhile stays behind
+   * until the next start.
+   */
+  private async moveLegacy(): Promise<number> {
+    let moved = 0;
+    for await (const doc of this.legacy.find({})) {
+      if (typeof doc.user_id !== 'string') continue;
+      try {
+        await this.conversations(doc.user_id).insertOne(doc);
+        moved += 1;
+      } catch (err) {
+        if ((err as { code?: unknown } | null)?.code !== DUPLICATE_KEY) throw err;
+      }
+      await this.legacy.deleteOne({ _id: doc._id });
+    }
+    return moved;
   }
 
   /**
@@ -160,7 +232,7 @@ export class MongoConversationStore implements ConversationStore {
       created_at: at,
       updated_at: at,
     };
-    await this.conversations.insertOne(doc);
+    await this.conversations(userId).insertOne(doc);
     return conversationOf(doc);
   }
 
@@ -171,7 +243,7 @@ export class MongoConversationStore implements ConversationStore {
       filter.$or = [{ updated_at: { $lt: cursor.updatedAt } }, { updated_at: cursor.updatedAt, _id: { $lt: cursor.id } }];
     }
     // One query on the list index, whole list or page alike; a page reads one more to know if more remain.
-    const found = this.conversations.find(filter, { projection: { messages: 0 } }).sort({ updated_at: -1, _id: -1 });
+    const found = this.conversations(userId).find(filter, { projection: { messages: 0 } }).sort({ updated_at: -1, _id: -1 });
     if (query.limit === undefined) return { conversations: (await found.toArray()).map(summaryOf) };
     const docs = await found.limit(query.limit + 1).toArray();
     const page = docs.slice(0, query.limit);
@@ -184,14 +256,14 @@ export class MongoConversationStore implements ConversationStore {
   async get(id: string, userId: string): Promise<Conversation | undefined> {
     const _id = objectIdOf(id);
     if (!_id) return undefined;
-    const doc = await this.conversations.findOne({ _id, user_id: userId });
+    const doc = await this.conversations(userId).findOne({ _id, user_id: userId });
     return doc ? conversationOf(doc) : undefined;
   }
 
   async sendContext(id: string, userId: string, recentMessages: number): Promise<SendContext | undefined> {
     const _id = objectIdOf(id);
     if (!_id) return undefined;
-    const doc = await this.conversations.findOne<SendDocument>({ _id, user_id: userId }, { projection: SEND_PROJECTION });
+    const doc = await this.conversations(userId).findOne<SendDocument>({ _id, user_id: userId }, { projection: SEND_PROJECTION });
     if (!doc) return undefined;
     const messages = doc.messages ?? [];
     return { title: doc.title, messageCount: messages.length, recent: historyOf(messages, recentMessages) };
@@ -201,11 +273,11 @@ export class MongoConversationStore implements ConversationStore {
     const _id = objectIdOf(id);
     if (!_id) return undefined;
     // Ownership first: another user's rename must not take (and hold up) the owner's lock.
-    if ((await this.conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return undefined;
+    if ((await this.conversations(userId).countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return undefined;
     return this.lock.withLock(id, async () => {
-      const result = await this.conversations.updateOne({ _id, user_id: userId }, { $set: { title }, $max: { updated_at: at } });
+      const result = await this.conversations(userId).updateOne({ _id, user_id: userId }, { $set: { title }, $max: { updated_at: at } });
       if (result.matchedCount === 0) return undefined;
-      const doc = await this.conversations.findOne({ _id, user_id: userId }, { projection: { messages: 0 } });
+      const doc = await this.conversations(userId).findOne({ _id, user_id: userId }, { projection: { messages: 0 } });
       return doc ? summaryOf(doc) : undefined;
     });
   }
@@ -216,9 +288,9 @@ export class MongoConversationStore implements ConversationStore {
     // Ownership first, as for a rename. Then under the lock: FerretDB applies an append as a read and
     // a write back, and a delete landing between the two would leave the append reporting success
     // for an exchange that is not stored.
-    if ((await this.conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return false;
+    if ((await this.conversations(userId).countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return false;
     return this.lock.withLock(id, async () => {
-      const result = await this.conversations.deleteOne({ _id, user_id: userId });
+      const result = await this.conversations(userId).deleteOne({ _id, user_id: userId });
       return result.deletedCount === 1;
     });
   }
@@ -237,15 +309,15 @@ export class MongoConversationStore implements ConversationStore {
     };
     return this.lock.withLock(id, async () => {
       if (exchange.seededTitle !== undefined) {
-        const seeded = await this.conversations.updateOne(
+        const seeded = await this.conversations(userId).updateOne(
           { ...withRoom, title: DEFAULT_TITLE, 'messages.0': { $exists: false } },
           { ...push, $set: { title: exchange.seededTitle }, $max: { updated_at: exchange.at } },
         );
         if (seeded.matchedCount === 1) return 'appended';
       }
-      const appended = await this.conversations.updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
+      const appended = await this.conversations(userId).updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
       if (appended.matchedCount === 1) return 'appended';
-      const exists = await this.conversations.countDocuments(owned, { limit: 1 });
+      const exists = await this.conversations(userId).countDocuments(owned, { limit: 1 });
       return exists > 0 ? 'full' : 'missing';
     });
   }

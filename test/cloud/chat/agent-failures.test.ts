@@ -3,7 +3,7 @@ import { refusingUrl } from './support/fake-agent.js';
 import { unacceptingUrl } from './support/unaccepting-listener.js';
 import { MongoClient } from 'mongodb';
 import { freshChatDatabase } from './support/mongo.js';
-import { answerOf, createConversation, getConversation, histogramCount, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
+import { answerOf, conversationsOf, createConversation, getConversation, histogramCount, metricValue, send, startChat, terminalOf, type ChatUnderTest } from './support/harness.js';
 
 async function nothingStored(t: Test, chat: ChatUnderTest, id: string): Promise<void> {
   const stored = await getConversation(chat.url, 'ana', id);
@@ -201,6 +201,6 @@ t.test('a store failure at the end: an error frame, and the conversation is as i
   release();
   const result = await pending;
   t.same(terminalOf(result), { type: 'error', error: 'store_failed', message: 'the answer could not be stored; please send the question again' });
-  const stored = await shared.db.collection('conversations').findOne({});
+  const stored = await conversationsOf(shared.db).findOne({});
   t.same(stored?.messages, []);
 });

@@ -3,7 +3,7 @@ import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
 import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
 import { LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { freshChatDatabase } from './support/mongo.js';
-import { call, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
+import { call, conversationsOf, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -137,7 +137,7 @@ t.test('list without limit: the whole list past 100, newest first, no cursor, in
   const queries = commands.filter((c) => c.commandName !== 'getMore');
   t.same(queries.map((c) => c.commandName), ['find'], "one query (its cursor's getMore aside)");
   const find = queries[0]?.command ?? {};
-  t.match(find, { find: 'conversations', filter: { user_id: 'ana' }, projection: { messages: 0 } }, 'by owner, messages left out');
+  t.match(find, { find: conversationsOf(chat.db, 'ana').collectionName, filter: { user_id: 'ana' }, projection: { messages: 0 } }, 'by owner, messages left out');
   t.same([...(find.sort as Map<string, number>)], [['updated_at', -1], ['_id', -1]], 'in the order of the list index (user_id, updated_at)');
   t.notOk('limit' in find, 'no limit');
 
@@ -177,7 +177,7 @@ t.test('list pages with limit and the x-next-cursor header, without gaps or repe
 
 t.test('the list index (user_id, updated_at) exists', async (t) => {
   const chat = await startChat(t);
-  const indexes = await chat.db.collection('conversations').listIndexes().toArray();
+  const indexes = await conversationsOf(chat.db, 'ana').listIndexes().toArray();
   t.ok(indexes.some((index) => JSON.stringify(index.key) === JSON.stringify(LIST_INDEX.key)), JSON.stringify(indexes.map((i) => i.key)));
 });
 

@@ -1,7 +1,7 @@
 import t from 'tap';
 import type { Db, Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { LEASE_COLLECTION } from '../../../cloud/chat/conversation-lock.js';
-import { call, createConversation, send, startChat, terminalOf } from './support/harness.js';
+import { call, conversationsOf, createConversation, send, startChat, terminalOf } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 t.test('a conversation deleted while its answer streams: an error frame, and it stays deleted', async (t) => {
@@ -16,7 +16,7 @@ t.test('a conversation deleted while its answer streams: an error frame, and it 
   const result = await pending;
   t.same(terminalOf(result), { type: 'error', error: 'conversation_gone', message: 'the conversation was deleted while the answer was streaming' });
   t.equal((await call(chat.url, 'GET', `/conversations/${conversation.id}`, 'ana')).status, 404);
-  t.equal(await chat.db.collection('conversations').countDocuments({}), 0, 'the append did not bring it back');
+  t.equal(await conversationsOf(chat.db).countDocuments({}), 0, 'the append did not bring it back');
 });
 
 /** A database whose named collections answer some methods with the functions given. */
@@ -38,7 +38,7 @@ function dbWith(db: Db, overrides: Record<string, Record<string, unknown>>): Db 
 
 t.test('a delete landing between the read and the write back of an append: never a done for an exchange not stored', async (t) => {
   const { db } = await freshChatDatabase(t);
-  const conversations = db.collection('conversations');
+  const conversations = conversationsOf(db);
   let duringAppend: (() => Promise<void>) | undefined;
   let writeBackFound: boolean | undefined;
   // Replica A appends the way FerretDB 1.24 applies an update: it reads the matching document, then
@@ -47,7 +47,7 @@ t.test('a delete landing between the read and the write back of an append: never
     db,
     storeDb: (real) =>
       dbWith(real, {
-        conversations: {
+        [conversations.collectionName]: {
           updateOne: async (filter: Filter<Document>, update: UpdateFilter<Document>) => {
             const matched = await conversations.countDocuments(filter, { limit: 1 });
             if (matched === 0) return { acknowledged: true, matchedCount: 0, modifiedCount: 0, upsertedCount: 0, upsertedId: null };

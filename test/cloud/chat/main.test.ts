@@ -7,7 +7,7 @@ import { listen } from '../../../shared/lifecycle.js';
 import { readChatConfig } from '../../../cloud/chat/config.js';
 import { chatWithConversation, freePort, startChatProcess } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
-import { claimsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
+import { claimsOf, conversationsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 const CITATIONS = [{ chunk_id: 'c-7', document_id: 'doc-2', source: 'manuals/boiler.pdf', section_path: ['Start-up'] }];
@@ -96,7 +96,7 @@ t.test('SIGTERM while an answer streams: the answer finishes, is stored, then th
   t.notOk('citations' in done.message, 'no citations when the agent gave none');
   const [code] = await exited;
   t.equal(code, 0);
-  const stored = await db.collection('conversations').findOne({});
+  const stored = await conversationsOf(db).findOne({});
   const messages = stored?.messages as Array<{ id: string; content: string }>;
   t.same(messages.map((m) => m.content), ['finish me', 'before after']);
   t.equal(messages[1]?.id, done.message.id, 'done carries the stored message');
@@ -131,7 +131,7 @@ t.test('SIGTERM while the agent stalls: at the drain limit the browser gets an e
   t.same(stream.frames.map((f) => f.id), ['1', '2']);
   const [code] = await exited;
   t.equal(code, 0);
-  const stored = await db.collection('conversations').findOne({});
+  const stored = await conversationsOf(db).findOne({});
   t.same(stored?.messages, [], 'nothing of the exchange is stored');
 });
 

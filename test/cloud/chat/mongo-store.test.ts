@@ -2,7 +2,7 @@ import t from 'tap';
 import { ObjectId } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import type { ChatMessage } from '../../../cloud/chat/conversation.js';
-import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
+import { CONVERSATION_SHARDS, conversationCollectionName, MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 const message = (role: 'user' | 'assistant', content: string): ChatMessage => ({
@@ -44,10 +44,10 @@ t.test('citations are kept as JSON text, and those stored before as arrays still
   const citations = [{ chunk_id: 'c', document_id: 'd', source: 's', section_path: ['a'], extra: { 'x.y': 1 } }];
   const conversation = await store.create('ana', 'New chat', new Date());
   await store.appendExchange(conversation.id, 'ana', { ...exchange(0), answer: { ...message('assistant', 'a0'), citations } });
-  const raw = await db.collection('conversations').findOne({ _id: ObjectId.createFromHexString(conversation.id) });
+  const raw = await db.collection(conversationCollectionName('ana')).findOne({ _id: ObjectId.createFromHexString(conversation.id) });
   t.equal(typeof raw?.messages[1].citations, 'string');
   const older = [{ chunk_id: 'o', document_id: 'd', source: 's', section_path: [] }];
-  await db.collection('conversations').updateOne({ _id: ObjectId.createFromHexString(conversation.id) }, { $set: { 'messages.0.citations': older } });
+  await db.collection(conversationCollectionName('ana')).updateOne({ _id: ObjectId.createFromHexString(conversation.id) }, { $set: { 'messages.0.citations': older } });
   const stored = await store.get(conversation.id, 'ana');
   t.same(stored?.messages.map((m) => m.citations), [older, citations]);
 });
@@ -167,4 +167,64 @@ t.test('updatedAt never goes back: an exchange or rename stamped earlier but wri
   const evenLater = new Date('2026-01-01T10:06:00Z');
   t.equal(await store.appendExchange(conversation.id, 'ana', { ...exchange(3), at: evenLater }), 'appended');
   t.same((await store.get(conversation.id, 'ana'))?.updatedAt, evenLater, 'a later exchange still moves it on');
+});
+
+t.test('conversations are spread over the collections by owner, each owner in one', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const store = new MongoConversationStore(db);
+  await store.start();
+  const owners = Array.from({ length: 64 }, (_, i) => `owner-${i}`);
+  const names = new Set(owners.map((owner) => conversationCollectionName(owner)));
+  t.ok(names.size > 1, `64 owners fall in ${names.size} collections`);
+  for (const name of names) t.match(name, /^conversations_\d\d$/);
+  t.equal(conversationCollectionName('owner-1'), conversationCollectionName('owner-1'), 'the same owner, the same collection');
+  t.ok([...names].every((name) => Number(name.slice(-2)) < CONVERSATION_SHARDS));
+  const made = await Promise.all(owners.map((owner) => store.create(owner, 'New chat', new Date())));
+  for (const [i, owner] of owners.entries()) {
+    const raw = await db.collection(conversationCollectionName(owner)).findOne({ _id: ObjectId.createFromHexString(made[i]!.id) });
+    t.equal(raw?.user_id, owner, `${owner}'s conversation is in ${conversationCollectionName(owner)}`);
+    t.same((await store.list(owner, {})).conversations.map((c) => c.id), [made[i]!.id], `${owner} lists only their own`);
+  }
+  t.equal(await store.get(made[0]!.id, owners[1]!), undefined, "another owner's id is not found");
+  const indexes = await db.collection(conversationCollectionName('owner-0')).listIndexes().toArray();
+  t.ok(indexes.some((index) => index.name === 'user_id_1_updated_at_-1'), 'each collection has the list index');
+});
+
+t.test('start moves the conversations of the single collection of earlier versions, keeping what was moved already', async (t) => {
+  const { db } = await freshChatDatabase(t);
+  const legacy = db.collection('conversations');
+  const at = new Date('2026-01-02T03:04:05Z');
+  const stored = (owner: string, title: string) => ({
+    _id: new ObjectId(),
+    user_id: owner,
+    title,
+    messages: [
+      { id: new ObjectId().toHexString(), role: 'user', content: `asked by ${owner}`, created_at: at },
+      { id: new ObjectId().toHexString(), role: 'assistant', content: 'answered', citations: '[]', created_at: at },
+    ],
+    message_count: 2,
+    created_at: at,
+    updated_at: at,
+  });
+  const ana = stored('ana', 'Boiler');
+  const ben = stored('ben', 'Lights');
+  // Another replica moved this one already and appended to it since: the copy there wins.
+  const moved = stored('cleo', 'Doors');
+  const newer = { ...moved, title: 'Doors, renamed', message_count: 4, messages: [...moved.messages, ...moved.messages.map((m) => ({ ...m, id: new ObjectId().toHexString() }))] };
+  await legacy.insertMany([ana, ben, moved]);
+  await db.collection(conversationCollectionName('cleo')).insertOne(newer);
+
+  const store = new MongoConversationStore(db);
+  t.same(await store.start(), { moved: 2 }, 'two moved; the third was there already');
+  t.equal(await legacy.countDocuments({}), 0, 'the single collection is empty');
+  const got = await store.get(ana._id.toHexString(), 'ana');
+  t.same(
+    { title: got?.title, contents: got?.messages.map((m) => m.content), createdAt: got?.createdAt, updatedAt: got?.updatedAt },
+    { title: 'Boiler', contents: ['asked by ana', 'answered'], createdAt: at, updatedAt: at },
+    'a moved conversation reads back as it was',
+  );
+  t.equal((await store.list('ben', {})).conversations[0]?.title, 'Lights');
+  t.match(await store.get(moved._id.toHexString(), 'cleo'), { title: 'Doors, renamed', messages: { length: 4 } }, 'the copy moved before is kept, not overwritten');
+  t.equal(await store.appendExchange(ana._id.toHexString(), 'ana', exchange(1)), 'appended', 'a moved conversation takes new exchanges');
+  t.same(await new MongoConversationStore(db).start(), { moved: 0 }, 'a second start has nothing to move');
 });

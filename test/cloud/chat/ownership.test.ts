@@ -1,5 +1,5 @@
 import t from 'tap';
-import { call, createConversation, getConversation, openSend, startChat } from './support/harness.js';
+import { call, conversationsOf, createConversation, getConversation, openSend, startChat } from './support/harness.js';
 
 t.test('every conversation route answers 404 to anyone but the owner, the same way as for an unknown id', async (t) => {
   const chat = await startChat(t);
@@ -97,5 +97,5 @@ t.test('a sub the store cannot hold exactly (half a surrogate pair, NUL) is 401:
   }
   await createConversation(chat.url, 'x\ufffd', 'Replacement character');
   t.equal(((await call(chat.url, 'GET', '/conversations', 'x\ufffd')).body as unknown[]).length, 1, 'a sub holding U+FFFD itself is an ordinary owner');
-  t.equal(await chat.db.collection('conversations').countDocuments({}), 1);
+  t.equal(await conversationsOf(chat.db, 'x\ufffd').countDocuments({}), 1);
 });

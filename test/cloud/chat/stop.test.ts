@@ -4,7 +4,7 @@ import { Client } from 'undici';
 import { LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { chatWithConversation } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
-import { claimsOf, openSend, OpenStream, terminalOf } from './support/harness.js';
+import { claimsOf, conversationsOf, openSend, OpenStream, terminalOf } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 t.test('SIGTERM while an answer waits for a conversation another replica holds: an error frame, nothing stored, exit 0', async (t) => {
@@ -32,7 +32,7 @@ t.test('SIGTERM while an answer waits for a conversation another replica holds: 
   t.same(stream.frames.map((f) => f.id), ['1', '2', '3']);
   const [code] = await exited;
   t.equal(code, 0, 'the waiting append did not hold the process past its stop deadline');
-  const stored = await db.collection('conversations').findOne({});
+  const stored = await conversationsOf(db).findOne({});
   t.same(stored?.messages, [], 'nothing of the exchange is stored');
 });
 
@@ -85,6 +85,6 @@ t.test('after SIGTERM a new request on a kept-alive connection is refused with 5
   t.match(terminalOf(second), { type: 'done', message: { content: 'second answer' } }, 'the other stream in progress finished too');
   const [code] = await exited;
   t.equal(code, 0);
-  const stored = await db.collection('conversations').findOne({});
+  const stored = await conversationsOf(db).findOne({});
   t.same((stored?.messages as Array<{ content: string }>).map((m) => m.content).sort(), ['first answer', 'one', 'second answer', 'two']);
 });

@@ -3,7 +3,7 @@
  * it the way a browser does: fetch, and `eventsource-parser` for the answer stream.
  */
 import { createServer } from 'node:http';
-import { ObjectId, type Db } from 'mongodb';
+import { ObjectId, type Collection, type Db, type Document } from 'mongodb';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { fetch } from 'undici';
 import { encodeClaims } from '../../../../shared/claims.js';
@@ -13,7 +13,7 @@ import { createChatApp, type ChatApp } from '../../../../cloud/chat/app.js';
 import type { ConversationLockOptions } from '../../../../cloud/chat/conversation-lock.js';
 import { HttpAgent } from '../../../../cloud/chat/http-agent.js';
 import { createChatMetrics } from '../../../../cloud/chat/metrics.js';
-import { MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
+import { conversationCollectionName, MongoConversationStore } from '../../../../cloud/chat/mongo-store.js';
 import type { MessageWire } from '../../../../cloud/chat/wire.js';
 import { closeServer, listen } from '../../../../shared/lifecycle.js';
 import { jsonOrText } from '../../../support/http.js';
@@ -264,11 +264,16 @@ export function answerOf(result: { frames: ParsedFrame[] }): string {
   return result.frames.map((f) => (f.frame.type === 'token' ? f.frame.text : '')).join('');
 }
 
+/** The collection holding the conversations of `owner` (the store spreads them over several). */
+export function conversationsOf(db: Db, owner = 'ana'): Collection<Document> {
+  return db.collection(conversationCollectionName(owner));
+}
+
 /**
- * Fills a conversation with `count` stored messages (alternating user and assistant) straight in the
- * database, to test the cap without 50 round trips.
+ * Fills a conversation of `owner` with `count` stored messages (alternating user and assistant)
+ * straight in the database, to test the cap without 50 round trips.
  */
-export async function fillConversation(db: Db, id: string, count: number): Promise<void> {
+export async function fillConversation(db: Db, id: string, count: number, owner = 'ana'): Promise<void> {
   const at = new Date();
   const messages = Array.from({ length: count }, (_, i) => ({
     id: new ObjectId().toHexString(),
@@ -276,7 +281,8 @@ export async function fillConversation(db: Db, id: string, count: number): Promi
     content: `message ${i}`,
     created_at: at,
   }));
-  await db.collection('conversations').updateOne({ _id: ObjectId.createFromHexString(id) }, { $set: { messages, message_count: count } });
+  const filled = await conversationsOf(db, owner).updateOne({ _id: ObjectId.createFromHexString(id) }, { $set: { messages, message_count: count } });
+  if (filled.matchedCount !== 1) throw new Error(`no conversation ${id} of ${owner} to fill`);
 }
 
 /**
