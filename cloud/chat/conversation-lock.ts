@@ -65,7 +65,8 @@ export class LockAbandonedError extends Error {
 
 const DUPLICATE_KEY = 11000;
 
-function isDuplicateKey(err: unknown): boolean {
+/** True for the error of an insert refused by a unique index (E11000). */
+export function isDuplicateKey(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
 }
 

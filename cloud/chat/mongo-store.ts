@@ -13,7 +13,7 @@
  * collection are moved at start.
  */
 import { ObjectId, type Collection, type Db, type Filter } from 'mongodb';
-import { ConversationLock, LEASE_COLLECTION, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
+import { ConversationLock, isDuplicateKey, LEASE_COLLECTION, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
 import {
   DEFAULT_TITLE,
   MAX_MESSAGES,
@@ -77,10 +77,12 @@ export const CONVERSATION_SHARDS = 32;
 export function conversationCollectionName(userId: string, base = 'conversations'): string {
   let hash = 0x811c9dc5;
   for (let i = 0; i < userId.length; i++) hash = Math.imul(hash ^ userId.charCodeAt(i), 0x01000193);
-  return `${base}_${String((hash >>> 0) % CONVERSATION_SHARDS).padStart(2, '0')}`;
+  return shardName(base, (hash >>> 0) % CONVERSATION_SHARDS);
 }
 
-const DUPLICATE_KEY = 11000;
+function shardName(base: string, n: number): string {
+  return `${base}_${String(n).padStart(2, '0')}`;
+}
 
 /** The index the list query runs on. */
 export const LIST_INDEX = { key: { user_id: 1, updated_at: -1 } as const, name: 'user_id_1_updated_at_-1' };
@@ -177,13 +179,13 @@ export class MongoConversationStore implements ConversationStore {
   /**
    * Creates the list index of every collection and the leases' unique index, then moves the
    * conversations an earlier version left in the single collection. Idempotent. Answers how many
-   * conversations were moved.
+   * conversations were moved, and how many were left there because they name no owner.
    */
-  async start(): Promise<{ moved: number }> {
-    const names = Array.from({ length: CONVERSATION_SHARDS }, (_, n) => `${this.base}_${String(n).padStart(2, '0')}`);
+  async start(): Promise<{ moved: number; ownerless: number }> {
+    const names = Array.from({ length: CONVERSATION_SHARDS }, (_, n) => shardName(this.base, n));
     await Promise.all(names.map((name) => this.db.collection(name).createIndex(LIST_INDEX.key, { name: LIST_INDEX.name })));
     await this.lock.start();
-    return { moved: await this.moveLegacy() };
+    return this.moveLegacy();
   }
 
   /**
@@ -193,19 +195,24 @@ export class MongoConversationStore implements ConversationStore {
    * replicas of an earlier version must be stopped first, or what they write meanwhile stays behind
    * until the next start.
    */
-  private async moveLegacy(): Promise<number> {
+  private async moveLegacy(): Promise<{ moved: number; ownerless: number }> {
     let moved = 0;
+    let ownerless = 0;
     for await (const doc of this.legacy.find({})) {
-      if (typeof doc.user_id !== 'string') continue;
+      // No route could ever reach such a document; it is left where it is, and counted.
+      if (typeof doc.user_id !== 'string') {
+        ownerless += 1;
+        continue;
+      }
       try {
         await this.conversations(doc.user_id).insertOne(doc);
         moved += 1;
       } catch (err) {
-        if ((err as { code?: unknown } | null)?.code !== DUPLICATE_KEY) throw err;
+        if (!isDuplicateKey(err)) throw err;
       }
       await this.legacy.deleteOne({ _id: doc._id });
     }
-    return moved;
+    return { moved, ownerless };
   }
 
   /**

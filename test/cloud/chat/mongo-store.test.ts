@@ -211,12 +211,13 @@ t.test('start moves the conversations of the single collection of earlier versio
   // Another replica moved this one already and appended to it since: the copy there wins.
   const moved = stored('cleo', 'Doors');
   const newer = { ...moved, title: 'Doors, renamed', message_count: 4, messages: [...moved.messages, ...moved.messages.map((m) => ({ ...m, id: new ObjectId().toHexString() }))] };
-  await legacy.insertMany([ana, ben, moved]);
+  const ownerless = { ...stored('nobody', 'Ownerless'), user_id: 7 };
+  await legacy.insertMany([ana, ben, moved, ownerless]);
   await db.collection(conversationCollectionName('cleo')).insertOne(newer);
 
   const store = new MongoConversationStore(db);
-  t.same(await store.start(), { moved: 2 }, 'two moved; the third was there already');
-  t.equal(await legacy.countDocuments({}), 0, 'the single collection is empty');
+  t.same(await store.start(), { moved: 2, ownerless: 1 }, 'two moved; the third was there already; the ownerless one left');
+  t.same((await legacy.find({}).toArray()).map((doc) => doc._id.toHexString()), [ownerless._id.toHexString()], 'only the ownerless one is left in the single collection');
   const got = await store.get(ana._id.toHexString(), 'ana');
   t.same(
     { title: got?.title, contents: got?.messages.map((m) => m.content), createdAt: got?.createdAt, updatedAt: got?.updatedAt },
@@ -226,5 +227,5 @@ t.test('start moves the conversations of the single collection of earlier versio
   t.equal((await store.list('ben', {})).conversations[0]?.title, 'Lights');
   t.match(await store.get(moved._id.toHexString(), 'cleo'), { title: 'Doors, renamed', messages: { length: 4 } }, 'the copy moved before is kept, not overwritten');
   t.equal(await store.appendExchange(ana._id.toHexString(), 'ana', exchange(1)), 'appended', 'a moved conversation takes new exchanges');
-  t.same(await new MongoConversationStore(db).start(), { moved: 0 }, 'a second start has nothing to move');
+  t.same(await new MongoConversationStore(db).start(), { moved: 0, ownerless: 1 }, 'a second start has nothing to move');
 });
