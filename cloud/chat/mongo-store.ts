@@ -279,12 +279,13 @@ export class MongoConversationStore implements ConversationStore {
   async rename(id: string, userId: string, title: string, at: Date): Promise<ConversationSummary | undefined> {
     const _id = objectIdOf(id);
     if (!_id) return undefined;
+    const conversations = this.conversations(userId);
     // Ownership first: another user's rename must not take (and hold up) the owner's lock.
-    if ((await this.conversations(userId).countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return undefined;
+    if ((await conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return undefined;
     return this.lock.withLock(id, async () => {
-      const result = await this.conversations(userId).updateOne({ _id, user_id: userId }, { $set: { title }, $max: { updated_at: at } });
+      const result = await conversations.updateOne({ _id, user_id: userId }, { $set: { title }, $max: { updated_at: at } });
       if (result.matchedCount === 0) return undefined;
-      const doc = await this.conversations(userId).findOne({ _id, user_id: userId }, { projection: { messages: 0 } });
+      const doc = await conversations.findOne({ _id, user_id: userId }, { projection: { messages: 0 } });
       return doc ? summaryOf(doc) : undefined;
     });
   }
@@ -295,9 +296,10 @@ export class MongoConversationStore implements ConversationStore {
     // Ownership first, as for a rename. Then under the lock: FerretDB applies an append as a read and
     // a write back, and a delete landing between the two would leave the append reporting success
     // for an exchange that is not stored.
-    if ((await this.conversations(userId).countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return false;
+    const conversations = this.conversations(userId);
+    if ((await conversations.countDocuments({ _id, user_id: userId }, { limit: 1 })) === 0) return false;
     return this.lock.withLock(id, async () => {
-      const result = await this.conversations(userId).deleteOne({ _id, user_id: userId });
+      const result = await conversations.deleteOne({ _id, user_id: userId });
       return result.deletedCount === 1;
     });
   }
@@ -305,6 +307,7 @@ export class MongoConversationStore implements ConversationStore {
   async appendExchange(id: string, userId: string, exchange: Exchange): Promise<AppendOutcome> {
     const _id = objectIdOf(id);
     if (!_id) return 'missing';
+    const conversations = this.conversations(userId);
     const owned = { _id, user_id: userId };
     // The cap lives in the filter: the update only matches while index 98 is still free.
     const withRoom: Filter<ConversationDocument> = { ...owned, [`messages.${LAST_FREE_INDEX}`]: { $exists: false } };
@@ -316,15 +319,15 @@ export class MongoConversationStore implements ConversationStore {
     };
     return this.lock.withLock(id, async () => {
       if (exchange.seededTitle !== undefined) {
-        const seeded = await this.conversations(userId).updateOne(
+        const seeded = await conversations.updateOne(
           { ...withRoom, title: DEFAULT_TITLE, 'messages.0': { $exists: false } },
           { ...push, $set: { title: exchange.seededTitle }, $max: { updated_at: exchange.at } },
         );
         if (seeded.matchedCount === 1) return 'appended';
       }
-      const appended = await this.conversations(userId).updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
+      const appended = await conversations.updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
       if (appended.matchedCount === 1) return 'appended';
-      const exists = await this.conversations(userId).countDocuments(owned, { limit: 1 });
+      const exists = await conversations.countDocuments(owned, { limit: 1 });
       return exists > 0 ? 'full' : 'missing';
     });
   }

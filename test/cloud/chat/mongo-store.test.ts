@@ -3,6 +3,7 @@ import { ObjectId } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import type { ChatMessage } from '../../../cloud/chat/conversation.js';
 import { CONVERSATION_SHARDS, conversationCollectionName, MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
+import { conversationsOf } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 const message = (role: 'user' | 'assistant', content: string): ChatMessage => ({
@@ -44,10 +45,10 @@ t.test('citations are kept as JSON text, and those stored before as arrays still
   const citations = [{ chunk_id: 'c', document_id: 'd', source: 's', section_path: ['a'], extra: { 'x.y': 1 } }];
   const conversation = await store.create('ana', 'New chat', new Date());
   await store.appendExchange(conversation.id, 'ana', { ...exchange(0), answer: { ...message('assistant', 'a0'), citations } });
-  const raw = await db.collection(conversationCollectionName('ana')).findOne({ _id: ObjectId.createFromHexString(conversation.id) });
+  const raw = await conversationsOf(db, 'ana').findOne({ _id: ObjectId.createFromHexString(conversation.id) });
   t.equal(typeof raw?.messages[1].citations, 'string');
   const older = [{ chunk_id: 'o', document_id: 'd', source: 's', section_path: [] }];
-  await db.collection(conversationCollectionName('ana')).updateOne({ _id: ObjectId.createFromHexString(conversation.id) }, { $set: { 'messages.0.citations': older } });
+  await conversationsOf(db, 'ana').updateOne({ _id: ObjectId.createFromHexString(conversation.id) }, { $set: { 'messages.0.citations': older } });
   const stored = await store.get(conversation.id, 'ana');
   t.same(stored?.messages.map((m) => m.citations), [older, citations]);
 });
@@ -181,12 +182,12 @@ t.test('conversations are spread over the collections by owner, each owner in on
   t.ok([...names].every((name) => Number(name.slice(-2)) < CONVERSATION_SHARDS));
   const made = await Promise.all(owners.map((owner) => store.create(owner, 'New chat', new Date())));
   for (const [i, owner] of owners.entries()) {
-    const raw = await db.collection(conversationCollectionName(owner)).findOne({ _id: ObjectId.createFromHexString(made[i]!.id) });
+    const raw = await conversationsOf(db, owner).findOne({ _id: ObjectId.createFromHexString(made[i]!.id) });
     t.equal(raw?.user_id, owner, `${owner}'s conversation is in ${conversationCollectionName(owner)}`);
     t.same((await store.list(owner, {})).conversations.map((c) => c.id), [made[i]!.id], `${owner} lists only their own`);
   }
   t.equal(await store.get(made[0]!.id, owners[1]!), undefined, "another owner's id is not found");
-  const indexes = await db.collection(conversationCollectionName('owner-0')).listIndexes().toArray();
+  const indexes = await conversationsOf(db, 'owner-0').listIndexes().toArray();
   t.ok(indexes.some((index) => index.name === 'user_id_1_updated_at_-1'), 'each collection has the list index');
 });
 
@@ -213,7 +214,7 @@ t.test('start moves the conversations of the single collection of earlier versio
   const newer = { ...moved, title: 'Doors, renamed', message_count: 4, messages: [...moved.messages, ...moved.messages.map((m) => ({ ...m, id: new ObjectId().toHexString() }))] };
   const ownerless = { ...stored('nobody', 'Ownerless'), user_id: 7 };
   await legacy.insertMany([ana, ben, moved, ownerless]);
-  await db.collection(conversationCollectionName('cleo')).insertOne(newer);
+  await conversationsOf(db, 'cleo').insertOne(newer);
 
   const store = new MongoConversationStore(db);
   t.same(await store.start(), { moved: 2, ownerless: 1 }, 'two moved; the third was there already; the ownerless one left');
