@@ -14,17 +14,45 @@
  * load and with the same figures. Whatever TTFT the bare relay adds is what this machine charges any
  * relay under that load. The rest of what chat adds is chat's own work: its conversation read, its
  * per-request work and its store.
+ *
+ * With BARE_RELAY_STORE=mongo (`BENCH_CHAT_SERVICE=bare-store`) it also does the store work the seed
+ * asks of every send, through the chat service's own store (`cloud/chat/mongo-store.ts`) on MONGO_URI:
+ * the conversation is created there, read (owner, cap and history) before the agent is called, and the
+ * exchange appended at the agent's final event, before `done`. The sub is read from the claims header
+ * without checking it. This is the floor of any relay that follows the seed on this store and machine;
+ * what chat adds beyond it is its HTTP framework, claims check, validation and metrics.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { MongoClient, ObjectId } from 'mongodb';
+import { DEFAULT_TITLE, hasRoomForExchange, seedsTitle, titleFromQuestion, type HistoryTurn } from '../../../cloud/chat/conversation.js';
 import { DEFAULT_AGENT_TIMEOUTS, HttpAgent } from '../../../cloud/chat/http-agent.js';
+import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { httpChunk } from '../../../cloud/chat/sse.js';
+import { decodeClaims } from '../../../shared/claims.js';
 import { listen } from '../../../shared/lifecycle.js';
 
 const agentUrl = process.env.AGENT_URL;
 if (!agentUrl) throw new Error('AGENT_URL is required');
 const agent = new HttpAgent({ baseUrl: agentUrl, ...DEFAULT_AGENT_TIMEOUTS });
 const kept = new Map<string, Array<{ role: 'user' | 'assistant'; content: string }>>();
+
+/** Messages of history sent to the agent: the service's default HISTORY_MAX_MESSAGES. */
+const HISTORY_MESSAGES = 10;
+const storeMode = process.env.BARE_RELAY_STORE ?? 'none';
+if (storeMode !== 'none' && storeMode !== 'mongo') throw new Error(`BARE_RELAY_STORE must be none or mongo, not ${storeMode}`);
+const mongo = storeMode === 'mongo' ? new MongoClient(process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel', { serverSelectionTimeoutMS: 5_000 }) : undefined;
+const store = mongo ? new MongoConversationStore(mongo.db()) : undefined;
+if (mongo && store) {
+  await mongo.connect();
+  await store.start();
+}
+
+/** The sub of the claims header, unchecked beyond decoding (the bare relay checks no claims). */
+function subOf(req: IncomingMessage): string {
+  const decoded = decodeClaims(req.headers['x-gateway-claims']);
+  return decoded.ok ? decoded.claims.sub : '';
+}
 
 async function bodyOf(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
@@ -37,30 +65,51 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 }
 
 /** Asks the agent and relays its tokens as frames until its final event. */
-async function relay(req: IncomingMessage, res: ServerResponse, messages: Array<{ role: 'user' | 'assistant'; content: string }>): Promise<void> {
+async function relay(req: IncomingMessage, res: ServerResponse, conversationId: string, messages: Array<{ role: 'user' | 'assistant'; content: string }>): Promise<void> {
   const { content } = JSON.parse(await bodyOf(req)) as { content: string };
-  const answer = await agent.ask({ question: content, history: [], claimsHeader: String(req.headers['x-gateway-claims'] ?? '') });
+  const receivedAt = new Date();
+  let history: HistoryTurn[] = [];
+  let seededTitle: string | undefined;
+  if (store) {
+    const context = await store.sendContext(conversationId, subOf(req), HISTORY_MESSAGES);
+    if (!context) return json(res, 404, { error: 'conversation not found' });
+    if (!hasRoomForExchange(context.messageCount)) return json(res, 409, { error: 'conversation is full' });
+    history = context.recent;
+    seededTitle = seedsTitle(context) ? titleFromQuestion(content) : undefined;
+  }
+  const answer = await agent.ask({ question: content, history, claimsHeader: String(req.headers['x-gateway-claims'] ?? '') });
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
   res.flushHeaders();
   const socket = res.socket;
   socket?.setNoDelay(true);
-  let id = 1;
+  let frameId = 1;
   const frame = (text: string) => socket?.write(httpChunk(text));
   let text = '';
   try {
     await answer.read((token, literal) => {
       text += token;
-      frame(`id: ${id++}\ndata: {"type":"token","text":${literal}}\n\n`);
+      frame(`id: ${frameId++}\ndata: {"type":"token","text":${literal}}\n\n`);
     });
   } catch (err) {
-    frame(`id: ${id++}\ndata: ${JSON.stringify({ type: 'error', error: 'agent_failed', message: err instanceof Error ? err.message : String(err) })}\n\n`);
+    frame(`id: ${frameId++}\ndata: ${JSON.stringify({ type: 'error', error: 'agent_failed', message: err instanceof Error ? err.message : String(err) })}\n\n`);
     res.end();
     return;
   } finally {
     answer.cancel();
   }
+  if (store) {
+    const at = new Date();
+    const question = { id: new ObjectId().toHexString(), role: 'user' as const, content, createdAt: receivedAt };
+    const reply = { id: new ObjectId().toHexString(), role: 'assistant' as const, content: text, createdAt: at };
+    const outcome = await store.appendExchange(conversationId, subOf(req), seededTitle === undefined ? { question, answer: reply, at } : { question, answer: reply, at, seededTitle });
+    if (outcome !== 'appended') {
+      frame(`id: ${frameId++}\ndata: ${JSON.stringify({ type: 'error', error: `conversation_${outcome}`, message: 'not stored' })}\n\n`);
+      res.end();
+      return;
+    }
+  }
   messages.push({ role: 'user', content }, { role: 'assistant', content: text });
-  frame(`id: ${id++}\ndata: ${JSON.stringify({ type: 'done', message: { role: 'assistant', content: text } })}\n\n`);
+  frame(`id: ${frameId++}\ndata: ${JSON.stringify({ type: 'done', message: { role: 'assistant', content: text } })}\n\n`);
   res.end();
 }
 
@@ -72,13 +121,13 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     return;
   }
   if (req.method === 'POST' && url === '/chat/conversations') {
-    const id = randomUUID();
+    const id = store ? (await store.create(subOf(req), DEFAULT_TITLE, new Date())).id : randomUUID();
     kept.set(id, []);
     return json(res, 201, { id });
   }
-  const match = /^\/chat\/conversations\/([0-9a-f-]{36})(\/messages)?$/.exec(url);
+  const match = /^\/chat\/conversations\/([0-9a-f]{24}|[0-9a-f-]{36})(\/messages)?$/.exec(url);
   const messages = match ? kept.get(match[1]!) : undefined;
-  if (messages && req.method === 'POST' && match?.[2]) return relay(req, res, messages);
+  if (messages && req.method === 'POST' && match?.[2]) return relay(req, res, match![1]!, messages);
   if (messages && req.method === 'GET' && !match?.[2]) return json(res, 200, { id: match![1], messages });
   json(res, 500, { error: 'unexpected call', method: req.method, url });
 }
@@ -92,5 +141,9 @@ const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
 await listen(server, Number(process.env.PORT ?? 0));
 process.on('SIGTERM', () => {
   server.closeAllConnections();
-  server.close(() => void agent.stop().then(() => process.exit(0)));
+  server.close(() => void agent.stop().then(async () => {
+    await store?.stop();
+    await mongo?.close();
+    process.exit(0);
+  }));
 });

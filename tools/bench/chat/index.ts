@@ -18,7 +18,10 @@
  * at most 1 meets both.
  *
  * BENCH_CHAT_SERVICE=bare runs the same load through the bare relay (bare-relay.ts) instead of chat:
- * the floor, what any relay adds on this machine. It keeps no service histograms, so none are printed.
+ * the floor, what any relay adds on this machine. BENCH_CHAT_SERVICE=bare-store runs the bare relay
+ * with the store work the seed asks of every send (the conversation read before the agent call, the
+ * append at the final event) through chat's own store: the floor of any relay that follows the seed on
+ * this store. Neither keeps service histograms, so none are printed.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -110,17 +113,23 @@ async function stopAgent(agent: AgentProcess): Promise<void> {
 
 /**
  * What the chat phases measure: the chat service, or with BENCH_CHAT_SERVICE=bare the bare relay
- * (bare-relay.ts), the floor any relay costs on this machine under the same load.
+ * (bare-relay.ts), the floor any relay costs on this machine under the same load, or with
+ * BENCH_CHAT_SERVICE=bare-store the bare relay reading and appending through chat's store.
  */
 const SERVICE = process.env.BENCH_CHAT_SERVICE ?? 'chat';
-const SERVICE_MAINS: Record<string, string> = { chat: 'cloud/chat/main.ts', bare: 'tools/bench/chat/bare-relay.ts' };
-const SERVICE_MAIN = SERVICE_MAINS[SERVICE];
-if (SERVICE_MAIN === undefined) throw new Error(`BENCH_CHAT_SERVICE must be chat or bare, not ${SERVICE}`);
+const SERVICES: Record<string, { main: string; env: Record<string, string> }> = {
+  chat: { main: 'cloud/chat/main.ts', env: {} },
+  bare: { main: 'tools/bench/chat/bare-relay.ts', env: { BARE_RELAY_STORE: 'none' } },
+  'bare-store': { main: 'tools/bench/chat/bare-relay.ts', env: { BARE_RELAY_STORE: 'mongo' } },
+};
+const SERVICE_SETUP = SERVICES[SERVICE];
+if (SERVICE_SETUP === undefined) throw new Error(`BENCH_CHAT_SERVICE must be chat, bare or bare-store, not ${SERVICE}`);
+const SERVICE_MAIN = SERVICE_SETUP.main;
 
 async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
-  const main = SERVICE_MAIN!;
+  const main = SERVICE_MAIN;
   const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', main], {
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...env, ...SERVICE_SETUP!.env, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   for (let i = 0; i < 400; i++) {
