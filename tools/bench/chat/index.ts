@@ -25,6 +25,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { loadavg } from 'node:os';
@@ -36,6 +37,7 @@ import type { AgentReply, AgentRequest } from './agent-process.js';
 import type { AgentTimings } from './paced-agent.js';
 import { readStream, type StreamTimings } from './stream-client.js';
 import { nearestRank, printLine } from '../report.js';
+import { cpuSeconds } from '../telemetry/cpu.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 200);
 const TOKENS = 300;
@@ -152,6 +154,33 @@ async function cpuSecondsOf(pid: number | undefined): Promise<number> {
   }
 }
 
+/** CPU seconds the whole machine spent busy (every core; not idle, not waiting on I/O), from /proc/stat. */
+function machineBusySeconds(): number {
+  try {
+    const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+    return (ticks.reduce((a, b) => a + b, 0) - idle) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Who used the machine's CPU while a phase's streams opened: CPU seconds so far, by party. */
+const PARTIES = ['machine', 'relay', 'ferretdb', 'postgres', 'agent', 'bench client'] as const;
+type Party = (typeof PARTIES)[number];
+
+function cpuByParty(relayPid: number | undefined, agentPid: number | undefined): Record<Party, number> {
+  return {
+    machine: machineBusySeconds(),
+    relay: cpuSeconds((_cmd, pid) => pid === relayPid),
+    // The stack's FerretDB, and the PostgreSQL backends serving it (its database is `ferretdb`).
+    ferretdb: cpuSeconds((cmd) => /(^|\/)lintel-ferretdb /.test(cmd)),
+    postgres: cpuSeconds((cmd) => cmd.startsWith('postgres: ') && cmd.includes(' ferretdb ')),
+    agent: cpuSeconds((_cmd, pid) => pid === agentPid),
+    'bench client': cpuSeconds((_cmd, pid) => pid === process.pid),
+  };
+}
+
 /** A service histogram as read from /metrics: cumulative bucket counts by upper bound, sum and count. */
 interface HistogramSnapshot {
   buckets: Map<number, number>;
@@ -229,13 +258,21 @@ async function main(): Promise<void> {
     await Promise.all(Array.from({ length: WARMUP }, (_, k) => direct(CONVERSATIONS + k, 'warm-direct')));
     await Promise.all(Array.from({ length: WARMUP }, (_, k) => viaChat(CONVERSATIONS + k, 'warm-chat')));
 
+    // CPU seconds by party while each kind of phase opened its streams (from the first stream started to
+    // the last), and how long that took, summed over the rounds.
+    const opening = { direct: { seconds: 0, cpu: new Map<Party, number>() }, chat: { seconds: 0, cpu: new Map<Party, number>() } };
     const phase = async (run: (i: number, tag: string) => Promise<StreamTimings>, tag: string): Promise<Phase> => {
       const started = performance.now();
+      const cpuBefore = cpuByParty(chat.pid, agent.child.pid);
       const runs: Array<Promise<StreamTimings>> = [];
       for (let i = 0; i < CONVERSATIONS; i++) {
         runs.push(run(i, tag));
         await new Promise((resolve) => setTimeout(resolve, ARRIVAL_SPACING_MS));
       }
+      const cpuAfter = cpuByParty(chat.pid, agent.child.pid);
+      const window = opening[tag.startsWith('chat') ? 'chat' : 'direct'];
+      window.seconds += (performance.now() - started) / 1000;
+      for (const party of PARTIES) window.cpu.set(party, (window.cpu.get(party) ?? 0) + cpuAfter[party] - cpuBefore[party]);
       const results = await Promise.all(runs);
       return { tag, results, seconds: (performance.now() - started) / 1000 };
     };
@@ -319,6 +356,15 @@ async function main(): Promise<void> {
     }
     line('chat cpu per relayed token', ((chatCpuSeconds / (CONVERSATIONS * TOKENS * ROUNDS)) * 1e6).toFixed(1), 'us');
     line('chat cpu during chat phase', chatCpuSeconds.toFixed(2), 's');
+    // While the streams opened (about a second a phase): each party's CPU as a share of one core, the
+    // machine's over all its cores (200 % is both cores of this machine busy throughout).
+    for (const kind of ['direct', 'chat'] as const) {
+      const window = opening[kind];
+      for (const party of PARTIES) {
+        if (kind === 'direct' && (party === 'relay' || party === 'ferretdb' || party === 'postgres')) continue;
+        line(`${kind} phases opening: ${party} cpu`, (((window.cpu.get(party) ?? 0) / window.seconds) * 100).toFixed(0), '%');
+      }
+    }
     line('machine load average (1 min)', loadavg()[0]?.toFixed(2) ?? 'n/a');
     line('direct phases', sum(directRuns).toFixed(2), 's');
     line('chat phases', sum(chatRuns).toFixed(2), 's');
