@@ -68,10 +68,11 @@ function json(res: ServerResponse, status: number, value: unknown): void {
 async function relay(req: IncomingMessage, res: ServerResponse, conversationId: string, messages: Array<{ role: 'user' | 'assistant'; content: string }>): Promise<void> {
   const { content } = JSON.parse(await bodyOf(req)) as { content: string };
   const receivedAt = new Date();
+  const sub = store ? subOf(req) : '';
   let history: HistoryTurn[] = [];
   let seededTitle: string | undefined;
   if (store) {
-    const context = await store.sendContext(conversationId, subOf(req), HISTORY_MESSAGES);
+    const context = await store.sendContext(conversationId, sub, HISTORY_MESSAGES);
     if (!context) return json(res, 404, { error: 'conversation not found' });
     if (!hasRoomForExchange(context.messageCount)) return json(res, 409, { error: 'conversation is full' });
     history = context.recent;
@@ -101,7 +102,7 @@ async function relay(req: IncomingMessage, res: ServerResponse, conversationId: 
     const at = new Date();
     const question = { id: new ObjectId().toHexString(), role: 'user' as const, content, createdAt: receivedAt };
     const reply = { id: new ObjectId().toHexString(), role: 'assistant' as const, content: text, createdAt: at };
-    const outcome = await store.appendExchange(conversationId, subOf(req), seededTitle === undefined ? { question, answer: reply, at } : { question, answer: reply, at, seededTitle });
+    const outcome = await store.appendExchange(conversationId, sub, seededTitle === undefined ? { question, answer: reply, at } : { question, answer: reply, at, seededTitle });
     if (outcome !== 'appended') {
       frame(`id: ${frameId++}\ndata: ${JSON.stringify({ type: 'error', error: `conversation_${outcome}`, message: 'not stored' })}\n\n`);
       res.end();

@@ -25,8 +25,6 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { loadavg } from 'node:os';
 import { MongoClient } from 'mongodb';
@@ -37,7 +35,8 @@ import type { AgentReply, AgentRequest } from './agent-process.js';
 import type { AgentTimings } from './paced-agent.js';
 import { readStream, type StreamTimings } from './stream-client.js';
 import { nearestRank, printLine } from '../report.js';
-import { cpuSeconds } from '../telemetry/cpu.js';
+import { cpuSecondsOfProcess, machineBusySeconds } from '../telemetry/cpu.js';
+import { ferretdbCpuSeconds } from './ferretdb-cpu.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_CONVERSATIONS ?? 200);
 const TOKENS = 300;
@@ -127,11 +126,11 @@ const SERVICES: Record<string, { main: string; env: Record<string, string> }> = 
 const SERVICE_SETUP = SERVICES[SERVICE];
 if (SERVICE_SETUP === undefined) throw new Error(`BENCH_CHAT_SERVICE must be chat, bare or bare-store, not ${SERVICE}`);
 const SERVICE_MAIN = SERVICE_SETUP.main;
+const SERVICE_ENV = SERVICE_SETUP.env;
 
 async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
-  const main = SERVICE_MAIN;
-  const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', main], {
-    env: { ...process.env, ...env, ...SERVICE_SETUP!.env, PORT: String(port), LOG_LEVEL: 'warn' },
+  const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', SERVICE_MAIN], {
+    env: { ...process.env, ...env, ...SERVICE_ENV, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   for (let i = 0; i < 400; i++) {
@@ -142,29 +141,6 @@ async function startChat(port: number, env: Record<string, string>): Promise<Chi
   throw new Error('chat did not come up');
 }
 
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-async function cpuSecondsOf(pid: number | undefined): Promise<number> {
-  if (pid === undefined) return Number.NaN;
-  try {
-    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** CPU seconds the whole machine spent busy (every core; not idle, not waiting on I/O), from /proc/stat. */
-function machineBusySeconds(): number {
-  try {
-    const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
-    return (ticks.reduce((a, b) => a + b, 0) - idle) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
-
 /** Who used the machine's CPU while a phase's streams opened: CPU seconds so far, by party. */
 const PARTIES = ['machine', 'relay', 'ferretdb', 'postgres', 'agent', 'bench client'] as const;
 type Party = (typeof PARTIES)[number];
@@ -172,12 +148,10 @@ type Party = (typeof PARTIES)[number];
 function cpuByParty(relayPid: number | undefined, agentPid: number | undefined): Record<Party, number> {
   return {
     machine: machineBusySeconds(),
-    relay: cpuSeconds((_cmd, pid) => pid === relayPid),
-    // The stack's FerretDB, and the PostgreSQL backends serving it (its database is `ferretdb`).
-    ferretdb: cpuSeconds((cmd) => /(^|\/)lintel-ferretdb /.test(cmd)),
-    postgres: cpuSeconds((cmd) => cmd.startsWith('postgres: ') && cmd.includes(' ferretdb ')),
-    agent: cpuSeconds((_cmd, pid) => pid === agentPid),
-    'bench client': cpuSeconds((_cmd, pid) => pid === process.pid),
+    relay: cpuSecondsOfProcess(relayPid),
+    ...ferretdbCpuSeconds(),
+    agent: cpuSecondsOfProcess(agentPid),
+    'bench client': cpuSecondsOfProcess(process.pid),
   };
 }
 
@@ -283,9 +257,9 @@ async function main(): Promise<void> {
     let chatCpuSeconds = 0;
     for (let round = 0; round < ROUNDS; round++) {
       directRuns.push(await phase(direct, `direct${round}`));
-      const cpuBefore = await cpuSecondsOf(chat.pid);
+      const cpuBefore = cpuSecondsOfProcess(chat.pid);
       chatRuns.push(await phase(viaChat, `chat${round}`));
-      chatCpuSeconds += (await cpuSecondsOf(chat.pid)) - cpuBefore;
+      chatCpuSeconds += cpuSecondsOfProcess(chat.pid) - cpuBefore;
     }
 
     const serviceAfter = await serviceHistograms(base, [...HISTOGRAMS.keys()]);

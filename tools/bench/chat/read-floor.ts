@@ -24,7 +24,7 @@
 import { MongoClient, ObjectId } from 'mongodb';
 import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { nearestRank, printLine } from '../report.js';
-import { cpuSeconds } from '../telemetry/cpu.js';
+import { ferretdbCpuSeconds } from './ferretdb-cpu.js';
 
 const CONVERSATIONS = 220;
 const READS = 400;
@@ -36,11 +36,7 @@ const ANSWER = Array.from({ length: 300 }, (_, i) => `word${i} `).join('');
 /** CPU seconds so far of FerretDB, of the PostgreSQL backends serving it, and of this process. */
 function cpuNow(): { ferretdb: number; postgres: number; caller: number } {
   const own = process.cpuUsage();
-  return {
-    ferretdb: cpuSeconds((command) => command.includes('lintel-ferretdb')),
-    postgres: cpuSeconds((command) => command.startsWith('postgres: ') && / ferretdb /.test(command)),
-    caller: (own.user + own.system) / 1e6,
-  };
+  return { ...ferretdbCpuSeconds(), caller: (own.user + own.system) / 1e6 };
 }
 
 async function timed(label: string, read: (i: number) => Promise<unknown>): Promise<void> {

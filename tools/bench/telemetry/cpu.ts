@@ -9,6 +9,27 @@ function cpuSecondsOfPid(pid: string): number {
   return user + system;
 }
 
+/** CPU seconds (user + system) of one process so far; NaN when there is no such process. */
+export function cpuSecondsOfProcess(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    return cpuSecondsOfPid(String(pid));
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** CPU seconds the whole machine has spent busy, over every core (neither idle nor waiting on I/O). */
+export function machineBusySeconds(): number {
+  try {
+    const ticks = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
+    return (ticks.reduce((a, b) => a + b, 0) - idle) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** User and system CPU seconds of one process (utime and stime of stat(5)). */
 export function cpuTimesOfPid(pid: string | number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
