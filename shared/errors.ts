@@ -102,7 +102,7 @@ export function sendText(res: Response, status: number, text: string): void {
 }
 
 /** The JSON body limit every service uses, unless a route says otherwise (ingest: 5 MiB). */
-export const DEFAULT_JSON_LIMIT = '1mb';
+export const DEFAULT_JSON_LIMIT = 1024 * 1024;
 
 /** body-parser's error `type` for a body whose bytes are not UTF-8. */
 export const INVALID_UTF8 = 'encoding.invalid';
@@ -142,11 +142,52 @@ interface BodyParserError {
   code?: string;
 }
 
+/** What an error is answered with, when its status and message may be shown to the caller. */
+export interface ErrorAnswer {
+  status: ErrorStatus;
+  message: string;
+  extra?: Record<string, unknown>;
+}
+
 /**
- * The last middleware of every app. HttpError answers with its own status; body-parser's malformed
- * JSON is 400 and an oversize body 413; a route parameter that is not valid percent-encoding is 400;
- * anything else is a 500 whose message says nothing of the cause.
- * The cause is logged without stack, SQL or secrets (the logger redacts).
+ * The answer for an error the caller caused or may be told of: HttpError with its own status;
+ * body-parser's malformed JSON 400 and oversize body 413; a route parameter that is not valid
+ * percent-encoding 400. Undefined for anything else, which is a 500 whose message says nothing of the
+ * cause.
+ *
+ * @example
+ * errorAnswerOf(new HttpError(404, 'conversation not found')); // { status: 404, message: 'conversation not found', extra: {} }
+ */
+export function errorAnswerOf(err: unknown): ErrorAnswer | undefined {
+  if (err instanceof HttpError) return { status: err.status, message: err.message, extra: err.extra };
+  const parserError = err as BodyParserError;
+  switch (parserError?.type) {
+    case 'entity.parse.failed':
+      return { status: 400, message: 'request body is not valid JSON' };
+    case 'entity.too.large':
+      return { status: 413, message: 'request body is too large' };
+    case INVALID_UTF8:
+      return { status: 400, message: 'request body is not valid UTF-8' };
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return { status: 400, message: 'unsupported body encoding' };
+    case 'request.aborted':
+      return { status: 400, message: 'request body was truncated' };
+  }
+  // body-parser inflates a gzip or deflate body and marks zlib's refusal with status 400.
+  if (parserError?.status === 400 && parserError.code?.startsWith('Z_')) {
+    return { status: 400, message: 'request body is not valid for its Content-Encoding' };
+  }
+  // Express's router marks a route parameter it cannot percent-decode with status 400: bad input.
+  if (err instanceof URIError && parserError.status === 400) {
+    return { status: 400, message: 'the URL path is not valid percent-encoding' };
+  }
+  return undefined;
+}
+
+/**
+ * The last middleware of every app: the answer {@link errorAnswerOf} gives, or a 500 whose message
+ * says nothing of the cause. The cause is logged without stack, SQL or secrets (the logger redacts).
  */
 export function errorHandler(logger?: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
@@ -154,39 +195,9 @@ export function errorHandler(logger?: Logger): ErrorRequestHandler {
       next(err);
       return;
     }
-    if (err instanceof HttpError) {
-      sendError(res, err.status, err.message, err.extra);
-      return;
-    }
-    const parserError = err as BodyParserError;
-    if (parserError?.type === 'entity.parse.failed') {
-      sendError(res, 400, 'request body is not valid JSON');
-      return;
-    }
-    if (parserError?.type === 'entity.too.large') {
-      sendError(res, 413, 'request body is too large');
-      return;
-    }
-    if (parserError?.type === INVALID_UTF8) {
-      sendError(res, 400, 'request body is not valid UTF-8');
-      return;
-    }
-    if (parserError?.type === 'encoding.unsupported' || parserError?.type === 'charset.unsupported') {
-      sendError(res, 400, 'unsupported body encoding');
-      return;
-    }
-    if (parserError?.type === 'request.aborted') {
-      sendError(res, 400, 'request body was truncated');
-      return;
-    }
-    // body-parser inflates a gzip or deflate body and marks zlib's refusal with status 400.
-    if (parserError?.status === 400 && parserError.code?.startsWith('Z_')) {
-      sendError(res, 400, 'request body is not valid for its Content-Encoding');
-      return;
-    }
-    // Express's router marks a route parameter it cannot percent-decode with status 400: bad input.
-    if (err instanceof URIError && parserError.status === 400) {
-      sendError(res, 400, 'the URL path is not valid percent-encoding');
+    const answer = errorAnswerOf(err);
+    if (answer) {
+      sendError(res, answer.status, answer.message, answer.extra);
       return;
     }
     logger?.error({ method: req.method, path: loggedPathOf(req), error: describeError(err) }, 'unhandled error');

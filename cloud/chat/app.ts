@@ -1,8 +1,11 @@
 /**
  * The chat service's HTTP surface, built from injected ports. Routes are served both at the root and
  * under /chat, so the service works behind an ingress that strips the prefix and one that keeps it.
+ * Express serves every route; the common send request goes to a plain handler in front of it
+ * (send-path.ts), with the same answers.
  */
-import express, { type Express } from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express from 'express';
 import type { Logger } from 'pino';
 import { errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
 import { healthHandler, requireClaims } from '../../shared/http.js';
@@ -11,7 +14,8 @@ import type { AgentPort } from './agent.js';
 import { STOPPING, conversationsRouter } from './conversations.js';
 import { InFlight } from './in-flight.js';
 import type { ChatMetrics } from './metrics.js';
-import { sendMessageHandler } from './send-message.js';
+import { sendMessageHandler, sendMessageRoute } from './send-message.js';
+import { plainSendHandler, plainSendIdOf } from './send-path.js';
 import { DEFAULT_HEARTBEAT_MS } from './sse.js';
 import type { ConversationStore } from './store.js';
 
@@ -30,7 +34,8 @@ export interface ChatAppDeps {
 }
 
 export interface ChatApp {
-  app: Express;
+  /** The request listener to serve (`http.createServer(chat.app)`). */
+  app: (req: IncomingMessage, res: ServerResponse) => void;
   /** The sends still running; a stopping service drains them before it closes the store. */
   inFlight: InFlight;
   /**
@@ -63,7 +68,7 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   routes.get('/metrics', metricsHandler(deps.registry));
   const conversations = express.Router();
   conversations.use(requireClaims(), jsonBody());
-  conversations.post('/:id/messages', sendMessage);
+  conversations.post('/:id/messages', sendMessageRoute(sendMessage));
   conversations.use('/', conversationsRouter(deps.store, now));
   routes.use('/conversations', conversations);
 
@@ -83,8 +88,13 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   app.use(routes);
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));
+  const plainSend = plainSendHandler(sendMessage, deps.logger);
   return {
-    app,
+    app: (req, res) => {
+      const id = refusing ? undefined : plainSendIdOf(req);
+      if (id === undefined) app(req, res);
+      else plainSend(req, res, id);
+    },
     inFlight,
     refuseNewRequests: () => {
       refusing = true;

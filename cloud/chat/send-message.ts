@@ -7,10 +7,12 @@
  * leaves mid-stream does not stop the answer: it is read to the end and stored, so reopening the
  * conversation shows it.
  */
+import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import type { Request, RequestHandler, Response } from 'express';
+import type { RequestHandler } from 'express';
 import { ObjectId } from 'mongodb';
 import type { Logger } from 'pino';
+import type { Claims } from '../../shared/claims.js';
 import { HttpError, describeError } from '../../shared/errors.js';
 import { callerOf, rawClaimsOf } from '../../shared/http.js';
 import { AgentReportedError, AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type FinalAnswer } from './agent.js';
@@ -80,14 +82,33 @@ interface Send {
   startedAt: number;
 }
 
-export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
+/** A send as the HTTP layer hands it over: the route's id, the parsed JSON body and the caller. */
+export interface SendRequest {
+  /** The `{id}` of the path, percent-decoded. */
+  id: string | undefined;
+  /** The request body as parsed JSON (undefined without one). */
+  body: unknown;
+  /** The decoded claims. */
+  caller: Claims;
+  /** The claims header as received, forwarded to the agent verbatim. */
+  rawClaims: string;
+}
+
+/**
+ * Runs one send to its end. It rejects with {@link HttpError} (or anything else, a 500) only before
+ * the stream begins, when nothing was written to `res`; once it has begun, a failure is an `error`
+ * frame. The send is tracked in `inFlight` until it ends.
+ */
+export type SendMessage = (request: SendRequest, res: ServerResponse) => Promise<void>;
+
+export function sendMessageHandler(deps: SendMessageDeps): SendMessage {
   const { store, agent, metrics } = deps;
 
-  const prepare = async (req: Request, res: Response): Promise<Send> => {
+  const prepare = async (req: SendRequest): Promise<Send> => {
     const startedAt = performance.now();
     const receivedAt = deps.now();
-    const userId = callerOf(res).sub;
-    const conversationId = conversationIdOf(req.params.id);
+    const userId = req.caller.sub;
+    const conversationId = conversationIdOf(req.id);
     if (!conversationId) {
       metrics.sendsRejected.inc({ reason: 'not_found' });
       throw new HttpError(404, CONVERSATION_NOT_FOUND);
@@ -193,14 +214,14 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
     stream.send({ type: 'done', message: messageWire(saved) });
   };
 
-  const run = async (req: Request, res: Response): Promise<void> => {
-    const send = await prepare(req, res);
+  const run = async (req: SendRequest, res: ServerResponse): Promise<void> => {
+    const send = await prepare(req);
     const stream = new SseStream(res, deps.heartbeatMs, () => metrics.clientDisconnects.inc());
     stream.watch();
     let answer: AgentAnswer;
     try {
       const answered = metrics.agentResponseSeconds.startTimer();
-      answer = await agent.ask({ question: send.content, history: send.history, claimsHeader: rawClaimsOf(req) });
+      answer = await agent.ask({ question: send.content, history: send.history, claimsHeader: req.rawClaims });
       answered();
     } catch (err) {
       if (err instanceof AgentUnavailableError) {
@@ -230,6 +251,14 @@ export function sendMessageHandler(deps: SendMessageDeps): RequestHandler {
   };
 
   return (req, res) => deps.inFlight.track(run(req, res));
+}
+
+/** The send as an Express route (`/:id/messages` behind requireClaims and jsonBody). */
+export function sendMessageRoute(send: SendMessage): RequestHandler {
+  return (req, res) => {
+    const id = req.params.id;
+    return send({ id: typeof id === 'string' ? id : undefined, body: req.body as unknown, caller: callerOf(res), rawClaims: rawClaimsOf(req) }, res);
+  };
 }
 
 function failureOf(err: unknown, metrics: ChatMetrics): StreamFailed {

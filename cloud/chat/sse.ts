@@ -3,8 +3,8 @@
  * `id:`, a comment every heartbeat interval so proxies keep the connection, and headers that stop
  * buffering and compression on the way.
  */
+import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Response } from 'express';
 
 /** The stream frames of the seed. */
 export type StreamFrame =
@@ -26,7 +26,7 @@ interface OutgoingState {
  * what `res.write` ends up doing, without its per-write work (a cork and an uncork on the next tick, a
  * four-part vectored write): this is written once per token of every answer.
  */
-function chunkedWireOf(res: Response): Socket | undefined {
+function chunkedWireOf(res: ServerResponse): Socket | undefined {
   const socket = res.socket as (Socket & { _httpMessage?: unknown }) | null;
   const state = res as unknown as OutgoingState;
   if (!socket || socket._httpMessage !== res || !res.headersSent) return undefined;
@@ -40,7 +40,7 @@ export function httpChunk(text: string): string {
 }
 
 export class SseStream {
-  private readonly res: Response;
+  private readonly res: ServerResponse;
   private readonly heartbeatMs: number;
   private readonly onDisconnect: () => void;
   private nextId = 1;
@@ -49,7 +49,7 @@ export class SseStream {
   private wire: Socket | undefined;
   private clientGone = false;
 
-  constructor(res: Response, heartbeatMs: number = DEFAULT_HEARTBEAT_MS, onDisconnect: () => void = () => undefined) {
+  constructor(res: ServerResponse, heartbeatMs: number = DEFAULT_HEARTBEAT_MS, onDisconnect: () => void = () => undefined) {
     this.res = res;
     this.heartbeatMs = heartbeatMs;
     this.onDisconnect = onDisconnect;
@@ -79,13 +79,11 @@ export class SseStream {
   open(): void {
     const { res } = this;
     if (this.disconnected) return;
-    res.status(200);
-    res.set({
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
+    res.statusCode = 200;
+    res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+    res.setHeader('cache-control', 'no-cache, no-transform');
+    res.setHeader('connection', 'keep-alive');
+    res.setHeader('x-accel-buffering', 'no');
     const socket = res.socket;
     if (socket) {
       socket.setNoDelay(true);
