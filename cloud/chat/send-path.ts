@@ -19,7 +19,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { CLAIMS_HEADER, decodeClaims } from '../../shared/claims.js';
-import { DEFAULT_JSON_LIMIT, describeError, errorAnswerOf, errorBody, invalidUtf8Error, type ErrorStatus } from '../../shared/errors.js';
+import { DEFAULT_JSON_LIMIT, describeError, errorAnswerOf, invalidUtf8Error, writeError } from '../../shared/errors.js';
 import type { SendMessage } from './send-message.js';
 
 const SEND_PATH = /^(\/chat)?\/conversations\/([0-9a-fA-F]{24})\/messages(?:\?.*)?$/;
@@ -77,19 +77,13 @@ export function jsonBodyOf(bytes: Buffer): unknown {
   }
 }
 
-function sendError(res: ServerResponse, status: ErrorStatus, message: string, extra?: Record<string, unknown>): void {
-  const body = JSON.stringify(errorBody(status, message, extra));
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
 /** The handler for a request {@link plainSendIdOf} took, given the id it read. */
 export function plainSendHandler(send: SendMessage, logger: Logger): (req: IncomingMessage, res: ServerResponse, id: string) => void {
   const handle = async (req: IncomingMessage, res: ServerResponse, id: string): Promise<void> => {
     const header = req.headers[CLAIMS_HEADER];
     const claims = decodeClaims(header);
     if (!claims.ok) {
-      sendError(res, 401, `x-gateway-claims rejected: ${claims.reason}`);
+      writeError(res, 401, `x-gateway-claims rejected: ${claims.reason}`);
       return;
     }
     const body = jsonBodyOf(await bodyBytes(req));
@@ -103,12 +97,12 @@ export function plainSendHandler(send: SendMessage, logger: Logger): (req: Incom
       }
       const answer = errorAnswerOf(err);
       if (answer) {
-        sendError(res, answer.status, answer.message, answer.extra);
+        writeError(res, answer.status, answer.message, answer.extra);
         return;
       }
       const path = `${SEND_PATH.exec(req.url ?? '')?.[1] ?? ''}/conversations/:id/messages`;
       logger.error({ method: req.method, path, error: describeError(err) }, 'unhandled error');
-      sendError(res, 500, 'internal error');
+      writeError(res, 500, 'internal error');
     });
   };
 }

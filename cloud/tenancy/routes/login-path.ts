@@ -10,7 +10,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { describeError, errorBody, type ErrorStatus } from '../../../shared/errors.js';
+import { describeError, writeError } from '../../../shared/errors.js';
 import { SIGNATURE_HEADER, verify, type KeyRing } from '../../../shared/hmac.js';
 import { describeValue } from '../../../shared/kinds.js';
 import type { TenancyStore } from '../model.js';
@@ -30,10 +30,6 @@ export function isLoginPath(req: IncomingMessage): boolean {
 function send(res: ServerResponse, status: number, contentType: string, body: string): void {
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   res.end(body);
-}
-
-function sendError(res: ServerResponse, status: ErrorStatus, message: string): void {
-  send(res, status, 'application/json; charset=utf-8', JSON.stringify(errorBody(status, message)));
 }
 
 /** Reads the request body (usually none), or undefined when it exceeds the limit. */
@@ -68,7 +64,7 @@ export function loginPathHandler(store: TenancyStore, keys: KeyRing, logger: Log
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req);
     if (body === undefined) {
-      sendError(res, 413, 'request body is too large');
+      writeError(res, 413, 'request body is too large');
       return;
     }
     if (!verify(body, req.headers[SIGNATURE_HEADER], keys)) {
@@ -77,7 +73,7 @@ export function loginPathHandler(store: TenancyStore, keys: KeyRing, logger: Log
     }
     const query = accountIdOf(req.url ?? '');
     if (!query.ok) {
-      sendError(res, 400, query.message);
+      writeError(res, 400, query.message);
       return;
     }
     const memberships = await store.membershipsOf(query.accountId);
@@ -86,7 +82,7 @@ export function loginPathHandler(store: TenancyStore, keys: KeyRing, logger: Log
   return (req, res) => {
     handle(req, res).catch((err: unknown) => {
       logger.error({ method: req.method, path: PATH, error: describeError(err) }, 'unhandled error');
-      if (!res.headersSent) sendError(res, 500, 'internal error');
+      if (!res.headersSent) writeError(res, 500, 'internal error');
       else res.destroy();
     });
   };
