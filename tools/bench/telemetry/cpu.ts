@@ -38,6 +38,19 @@ export function cpuTimesOfPid(pid: string | number): { user: number; system: num
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
 
+/**
+ * Seconds the main thread of a process has run on a CPU, and seconds it has waited on a run queue,
+ * ready to run but with no CPU free (schedstat of sched(7)); NaN for both without it.
+ */
+export function runQueueOfPid(pid: string | number): { onCpu: number; waiting: number } {
+  try {
+    const [onCpu, waiting] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
+    return { onCpu: (onCpu ?? Number.NaN) / 1e9, waiting: (waiting ?? Number.NaN) / 1e9 };
+  } catch {
+    return { onCpu: Number.NaN, waiting: Number.NaN };
+  }
+}
+
 /** Summed CPU seconds of every process whose command line satisfies `match`; 0 without /proc. */
 export function cpuSeconds(match: (commandLine: string, pid: number) => boolean): number {
   let total = 0;

@@ -10,7 +10,8 @@
  *   (`PgReadingsStore.store`, the same transaction as ingest) from 8 connections, without HTTP, the
  *   signature, parsing, validation or Redis; it tells the service's own cost from the database's;
  * - prints the CPU seconds each side spent (service, its PostgreSQL backends, Redis from /proc; the
- *   load clients, this process), which explains the ratio on a small machine;
+ *   load clients, this process), and how long the service's event-loop thread ran and how long it
+ *   was ready to run with no core free (its schedstat), which explains the ratio on a small machine;
  * - prints `ratio:` (ingest readings/s over batched COPY rows/s) last.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -25,7 +26,7 @@ import { sign } from '../../../shared/hmac.js';
 import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
 import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
 import { PgReadingsStore } from '../../../cloud/telemetry/store/readings.js';
-import { cpuSeconds, cpuTimesOfPid } from './cpu.js';
+import { cpuSeconds, cpuTimesOfPid, runQueueOfPid } from './cpu.js';
 import { nearestRank } from '../report.js';
 
 const CLIENTS = 8;
@@ -206,6 +207,7 @@ async function main(): Promise<void> {
     });
     const cpuBefore = cpu();
     const serviceTimesBefore = cpuTimesOfPid(servicePid);
+    const serviceQueueBefore = runQueueOfPid(servicePid);
     const clientCpuBefore = process.cpuUsage();
     const started = performance.now();
     await Promise.all(measured.map(async (batches) => {
@@ -215,6 +217,7 @@ async function main(): Promise<void> {
     const clientCpu = process.cpuUsage(clientCpuBefore);
     const cpuAfter = cpu();
     const serviceTimesAfter = cpuTimesOfPid(servicePid);
+    const serviceQueueAfter = runQueueOfPid(servicePid);
     const stored = (await count(pool)) - before;
     if (stored !== CLIENTS * MEASURED_BATCHES * BATCH) throw new Error(`expected ${CLIENTS * MEASURED_BATCHES * BATCH} stored readings, found ${stored}`);
     await agent.close();
@@ -242,6 +245,9 @@ async function main(): Promise<void> {
     console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
     console.log(`ingest_cpu_load_clients: ${((clientCpu.user + clientCpu.system) / 1e6).toFixed(2)} s`);
     console.log(`ingest_wall: ${seconds.toFixed(2)} s`);
+    // The service's event loop is one thread: how long it ran, and how long it was ready with no core free.
+    console.log(`ingest_service_thread_on_cpu: ${(serviceQueueAfter.onCpu - serviceQueueBefore.onCpu).toFixed(2)} s`);
+    console.log(`ingest_service_thread_waiting_for_cpu: ${(serviceQueueAfter.waiting - serviceQueueBefore.waiting).toFixed(2)} s`);
     console.log(`store_path_throughput: ${(direct.rows / direct.seconds).toFixed(0)} rows/s`);
     console.log(`store_path_cpu_postgres: ${storeCpu.toFixed(2)} s`);
     console.log(`copy_batched_throughput: ${copyRate.toFixed(0)} rows/s`);
