@@ -4,24 +4,12 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
+import type { ReceivedAlert } from '../../shared/alert-event.js';
 import { metricOf } from '../../shared/catalog/metrics.js';
 import { MAX_NAME_LENGTH, describeValue, isName } from '../../shared/kinds.js';
 import type { Notification } from '../../shared/notification.js';
 
-/** A breach event: its alertId, type (metric key), field, buildingId and roomId, plus what telemetry adds. */
-export interface AlertEvent {
-  /** Stable across the outbox relay's resends and Kafka redeliveries: the breach path de-duplicates on it. */
-  alertId: string;
-  type: string;
-  field: string;
-  buildingId: string;
-  roomId: string;
-  value?: number | null;
-  bound?: string | null;
-  threshold?: number | null;
-}
-
-export type ParsedAlert = { ok: true; alert: AlertEvent } | { ok: false; reason: string };
+export type ParsedAlert = { ok: true; alert: ReceivedAlert } | { ok: false; reason: string };
 
 const MAX_RECORD_BYTES = 64 * 1024;
 
@@ -71,7 +59,7 @@ export function parseAlertRecord(value: Buffer | null): ParsedAlert {
     const bad = REQUIRED.filter((key) => requiredName(record, key) === undefined);
     return { ok: false, reason: bad.map((key) => `${key}: expected a non-empty string of at most ${MAX_NAME_LENGTH} characters, without NUL (\\u0000), other control characters or lone surrogates, got ${describeValue(record[key])}`).join('; ') };
   }
-  const alert: AlertEvent = { alertId, type, field, buildingId, roomId };
+  const alert: ReceivedAlert = { alertId, type, field, buildingId, roomId };
   const reading = optional<number>(record, 'value', 'number');
   const bound = optional<string>(record, 'bound', 'string');
   const threshold = optional<number>(record, 'threshold', 'number');
@@ -85,12 +73,12 @@ export function parseAlertRecord(value: Buffer | null): ParsedAlert {
 }
 
 /** `alert:{type}:{field}:{buildingId}:{roomId}`: one delivery per key every 300 s, across replicas. */
-export function cooldownKey(alert: Pick<AlertEvent, 'type' | 'field' | 'buildingId' | 'roomId'>): string {
+export function cooldownKey(alert: Pick<ReceivedAlert, 'type' | 'field' | 'buildingId' | 'roomId'>): string {
   return `alert:${alert.type}:${alert.field}:${alert.buildingId}:${alert.roomId}`;
 }
 
 /** `alert-seen:{alertId}`: set when an alert is first settled, so a resend or redelivery is a duplicate. */
-export function seenKey(alert: Pick<AlertEvent, 'alertId'>): string {
+export function seenKey(alert: Pick<ReceivedAlert, 'alertId'>): string {
   return `alert-seen:${alert.alertId}`;
 }
 
@@ -110,7 +98,7 @@ function formatNumber(value: number): string {
  * alertNotification(alert, { id: 'n1', createdAt: '2026-01-01T00:00:00.000Z', domainName: 'acme' });
  * // { kind: 'alert', severity: 'warning', title: 'Temperature alert', message: 'Maximum temperature exceeded …', … }
  */
-export function alertNotification(alert: Omit<AlertEvent, 'alertId'>, options: { id: string; createdAt: string; domainName?: string }): Notification {
+export function alertNotification(alert: Omit<ReceivedAlert, 'alertId'>, options: { id: string; createdAt: string; domainName?: string }): Notification {
   const metric = metricOf(alert.type);
   const bound = metric?.bounds.find((b) => b.key === alert.bound) ?? metric?.bounds.find((b) => b.field === alert.field);
   const unit = bound?.unit ?? metric?.unit;

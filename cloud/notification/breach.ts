@@ -15,12 +15,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { ReceivedAlert } from '../../shared/alert-event.js';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import { DirectoryError, type BuildingDirectory } from '../../shared/directory.js';
 import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
-import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, seenKey, type AlertEvent } from './alert-event.js';
+import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, seenKey } from './alert-event.js';
 import { rememberBounded } from './bounded-memory.js';
 import { mapSettled } from './concurrency.js';
 import type { AlertFanOut, Delivery } from './delivery.js';
@@ -82,7 +83,7 @@ export interface Settlement {
 /** A record that asks the shared cooldown. */
 interface Pending {
   index: number;
-  alert: AlertEvent;
+  alert: ReceivedAlert;
   keys: AlertKeys;
   outcome?: AlertOutcome;
 }

@@ -2,6 +2,7 @@
  * Threshold resolution and the alert events a batch raises.
  */
 import { createHash } from 'node:crypto';
+import type { AlertEvent } from '../../../shared/alert-event.js';
 import { breachesOf, type Bounds } from '../../../shared/catalog/validate.js';
 import type { ValidReading } from './batch.js';
 
@@ -49,21 +50,6 @@ export function boundsResolver(rows: readonly ThresholdRow[]): BoundsResolver {
   };
 }
 
-/** The value on the Kafka `alerts` topic (CONTRACTS.md). */
-export interface AlertEvent {
-  alertId: string;
-  /** the metric key */
-  type: string;
-  field: string;
-  buildingId: string;
-  roomId: string;
-  value: number;
-  /** the bound key, e.g. maxTemperature */
-  bound: string;
-  threshold: number;
-  /** the reading's timestamp, epoch ms */
-  timestamp: number;
-}
 
 /**
  * A stable id for one bound breached by one reading: the same reading sent again (a retried batch, a

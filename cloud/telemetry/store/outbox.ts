@@ -5,7 +5,7 @@
  * the same transaction; a failed send leaves them unsent for the next attempt.
  */
 import type { Pool } from 'pg';
-import type { AlertEvent } from '../domain/alerts.js';
+import type { AlertEvent } from '../../../shared/alert-event.js';
 import { RELAY_LOCK } from './locks.js';
 import { inTransaction } from './tx.js';
 

@@ -13,7 +13,8 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import pg from 'pg';
-import type { AlertEvent, RaisedAlert, ThresholdRow } from '../domain/alerts.js';
+import type { AlertEvent } from '../../../shared/alert-event.js';
+import type { RaisedAlert, ThresholdRow } from '../domain/alerts.js';
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
