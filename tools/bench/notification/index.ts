@@ -13,6 +13,9 @@
  * resolves only settled offsets). Throughput runs from the first record seen to the commit that covers
  * the last record of every partition, the same stop line for both, so group joins count for neither
  * and commits count for both. Headline: ratio = best service alerts/s ÷ best bare alerts/s (target ≥ 0.5).
+ * For the best round of each side it also prints who used the CPU while it was timed (cpu-marks.ts):
+ * the machine, this process (where both consumers run), the Kafka broker, Redis and, for the service,
+ * the directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +39,7 @@ import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis
 import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
 import { MongoNotificationStore } from '../../../cloud/notification/store.js';
 import { printLine } from '../report.js';
+import { cpuMark, cpuShares, findParties, PARTY_LABELS, type CpuMark, type CpuParties } from './cpu-marks.js';
 
 const ALERTS = 50_000;
 const BUILDINGS = 100;
@@ -115,23 +119,37 @@ async function topicEnds(kafka: Kafka, topic: string): Promise<Map<number, strin
   }
 }
 
-async function measureBare(kafka: Kafka, topic: string, round: string, mode: 'eachBatch' | 'eachMessage' = 'eachBatch'): Promise<number> {
+/** A round's throughput, and who used the CPU while it was timed. */
+interface Round {
+  rate: number;
+  cpu: ReturnType<typeof cpuShares>;
+}
+
+async function measureBare(kafka: Kafka, topic: string, round: string, parties: CpuParties, mode: 'eachBatch' | 'eachMessage' = 'eachBatch'): Promise<Round> {
   const ends = await topicEnds(kafka, topic);
   const consumer = kafka.consumer({ groupId: `bench-bare-${run}-${round}`, maxWaitTimeInMs: MAX_WAIT_MS });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   let first = 0;
   let last = 0;
+  let firstMark: CpuMark | undefined;
+  let lastMark: CpuMark | undefined;
   const done = new Promise<void>((resolve) => {
     const committed = commitTracker(ends, () => {
-      if (last === 0) last = performance.now();
+      if (last === 0) {
+        last = performance.now();
+        lastMark = cpuMark(parties);
+      }
       resolve();
     });
     consumer.on(consumer.events.COMMIT_OFFSETS, (event) => {
       for (const t of event.payload.topics) if (t.topic === topic) committed(t.partitions);
     });
     const seen = (_n: number) => {
-      if (first === 0) first = performance.now();
+      if (first === 0) {
+        first = performance.now();
+        firstMark = cpuMark(parties);
+      }
     };
     void consumer.run({
       partitionsConsumedConcurrently: IN_FLIGHT_PARTITIONS,
@@ -140,17 +158,16 @@ async function measureBare(kafka: Kafka, topic: string, round: string, mode: 'ea
   });
   await deadline('the bare consumer', done);
   await consumer.disconnect();
-  return ALERTS / ((last - first) / 1000);
+  return { rate: ALERTS / ((last - first) / 1000), cpu: cpuShares(firstMark!, lastMark!) };
 }
 
-interface ServiceRound {
-  rate: number;
+interface ServiceRound extends Round {
   delivered: number;
   suppressed: number;
   uncommitted: number;
 }
 
-async function measureService(kafka: Kafka, topic: string, round: number, db: Db, redis: Redis, directoryUrl: string): Promise<ServiceRound> {
+async function measureService(kafka: Kafka, topic: string, round: number, db: Db, redis: Redis, directoryUrl: string, parties: CpuParties): Promise<ServiceRound> {
   const ends = await topicEnds(kafka, topic);
   const logger = silentLogger();
   const metrics = createMetrics({ defaults: false });
@@ -168,10 +185,15 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
   });
   let first = 0;
   let last = 0;
+  let firstMark: CpuMark | undefined;
+  let lastMark: CpuMark | undefined;
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
   const committed = commitTracker(ends, () => {
-    if (last === 0) last = performance.now();
+    if (last === 0) {
+      last = performance.now();
+      lastMark = cpuMark(parties);
+    }
     finish();
   });
   const consumer = new KafkaAlertConsumer({
@@ -184,7 +206,10 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
     logger,
     onCommit: committed,
     settle: (records, source) => {
-      if (first === 0) first = performance.now();
+      if (first === 0) {
+        first = performance.now();
+        firstMark = cpuMark(parties);
+      }
       return breach.settle(records, source);
     },
   });
@@ -197,7 +222,7 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
       uncommitted = await consumer.refreshLag();
     }
     const outcome = async (name: string) => (await metrics.alertsConsumed.get()).values.find((v) => v.labels.outcome === name)?.value ?? 0;
-    return { rate: ALERTS / ((last - first) / 1000), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
+    return { rate: ALERTS / ((last - first) / 1000), cpu: cpuShares(firstMark!, lastMark!), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
   } finally {
     await consumer.stop();
     await push.close();
@@ -233,30 +258,37 @@ async function main(): Promise<void> {
     const produceRate = ALERTS / ((performance.now() - produceStart) / 1000);
     await producer.disconnect();
 
-    const bare: number[] = [];
+    const parties = findParties(directory.child.pid);
+    const bare: Round[] = [];
     const service: ServiceRound[] = [];
     for (let round = 0; round < ROUNDS; round++) {
-      bare.push(await measureBare(kafka, topic, String(round)));
-      service.push(await measureService(kafka, topic, round, mongo.db(databaseName), redis, directory.url));
+      bare.push(await measureBare(kafka, topic, String(round), parties));
+      service.push(await measureService(kafka, topic, round, mongo.db(databaseName), redis, directory.url, parties));
     }
-    const perMessage = await measureBare(kafka, topic, 'each-message', 'eachMessage');
-    const bestBare = Math.max(...bare);
-    const best = service.reduce((a, b) => (b.rate > a.rate ? b : a));
+    const perMessage = (await measureBare(kafka, topic, 'each-message', parties, 'eachMessage')).rate;
+    const fastest = <T extends Round>(rounds: T[]): T => rounds.reduce((a, b) => (b.rate > a.rate ? b : a));
+    const bestBareRound = fastest(bare);
+    const bestBare = bestBareRound.rate;
+    const best = fastest(service);
     line('alerts', String(ALERTS));
     line('distinct keys', String(BUILDINGS * ROOMS));
     line('partitions', String(PARTITIONS));
     line('produce rate', produceRate.toFixed(0), 'alerts/s');
-    bare.forEach((rate, i) => line(`bare kafkajs consumer round ${i + 1}`, rate.toFixed(0), 'alerts/s'));
+    bare.forEach((r, i) => line(`bare kafkajs consumer round ${i + 1}`, r.rate.toFixed(0), 'alerts/s'));
     service.forEach((r, i) => line(`service consumer path round ${i + 1}`, r.rate.toFixed(0), 'alerts/s'));
     line('delivered per round', String(best.delivered), 'alerts');
     line('suppressed per round', String(best.suppressed), 'alerts');
     line('uncommitted after a round', String(Math.max(...service.map((r) => r.uncommitted))), 'records');
     line('bare kafkajs consumer with eachMessage, for context', perMessage.toFixed(0), 'alerts/s');
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-    line('bare kafkajs consumer (median)', median(bare).toFixed(0), 'alerts/s');
+    line('bare kafkajs consumer (median)', median(bare.map((r) => r.rate)).toFixed(0), 'alerts/s');
     line('service consumer path (median)', median(service.map((r) => r.rate)).toFixed(0), 'alerts/s');
     line('bare kafkajs consumer (best)', bestBare.toFixed(0), 'alerts/s');
     line('service consumer path, settled end to end (best)', best.rate.toFixed(0), 'alerts/s');
+    // Who used the CPU while the best round of each side was timed (percent of one core; the
+    // machine's over both, so 200 % is all of it). The directory is the service's alone.
+    for (const party of ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis'] as const) line(`bare best round: ${PARTY_LABELS[party]}`, bestBareRound.cpu[party].toFixed(0), '%');
+    for (const party of ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis', 'directory'] as const) line(`service best round: ${PARTY_LABELS[party]}`, best.cpu[party].toFixed(0), '%');
     line('ratio', (best.rate / bestBare).toFixed(2));
   } finally {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);

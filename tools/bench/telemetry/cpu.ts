@@ -51,22 +51,29 @@ export function runQueueOfPid(pid: string | number): { onCpu: number; waiting: n
   }
 }
 
-/** Summed CPU seconds of every process whose command line satisfies `match`; 0 without /proc. */
-export function cpuSeconds(match: (commandLine: string, pid: number) => boolean): number {
-  let total = 0;
+/** The pids of every process whose command line satisfies `match`, at this moment; none without /proc. */
+export function pidsMatching(match: (commandLine: string, pid: number) => boolean): number[] {
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
   } catch {
-    return 0;
+    return [];
   }
-  for (const pid of pids) {
+  return pids.map(Number).filter((pid) => {
     try {
-      const commandLine = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (match(commandLine, Number(pid))) total += cpuSecondsOfPid(pid);
+      return match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' '), pid);
     } catch {
-      // the process ended between listing and reading
+      return false; // the process ended between listing and reading
     }
+  });
+}
+
+/** Summed CPU seconds of every process whose command line satisfies `match`; 0 without /proc. */
+export function cpuSeconds(match: (commandLine: string, pid: number) => boolean): number {
+  let total = 0;
+  for (const pid of pidsMatching(match)) {
+    const seconds = cpuSecondsOfProcess(pid);
+    if (!Number.isNaN(seconds)) total += seconds;
   }
   return total;
 }

@@ -1,0 +1,69 @@
+/**
+ * Who used the CPU while a round was timed: a mark at its first record and one at the commit that
+ * ends it, each read from /proc (Linux). The processes are found once, before the rounds, so that a
+ * mark inside the timed window costs a handful of file reads. /proc counts in ticks of 10 ms, so a
+ * share over a round of 100 ms is good to about 10 points.
+ */
+import { cpuSecondsOfProcess, machineBusySeconds, pidsMatching, runQueueOfPid } from '../telemetry/cpu.js';
+
+/** The processes besides the consumer's own that a round keeps busy. */
+export interface CpuParties {
+  broker: number[];
+  redis: number[];
+  directory: number[];
+}
+
+/** The stack's Kafka broker and Redis, and the benchmark's directory process. */
+export function findParties(directoryPid: number | undefined): CpuParties {
+  return {
+    broker: pidsMatching((command) => command.includes(' kafka.Kafka ')),
+    redis: pidsMatching((command) => command.startsWith('redis-server')),
+    directory: directoryPid === undefined ? [] : [directoryPid],
+  };
+}
+
+const PARTIES = ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis', 'directory'] as const;
+type Party = (typeof PARTIES)[number];
+
+/**
+ * CPU seconds so far of each party. `consumer` is this process, where the consumer under test runs;
+ * `consumerThread` is its main thread (the event loop) on a CPU, and `consumerThreadWaiting` that
+ * thread ready to run with no CPU free (its schedstat, counted in nanoseconds).
+ */
+export type CpuMark = { at: number } & Record<Party, number>;
+
+function secondsOf(pids: readonly number[]): number {
+  return pids.reduce((total, pid) => total + cpuSecondsOfProcess(pid), 0);
+}
+
+export function cpuMark(parties: CpuParties): CpuMark {
+  const { user, system } = process.cpuUsage();
+  const thread = runQueueOfPid(process.pid);
+  return {
+    at: performance.now(),
+    machine: machineBusySeconds(),
+    consumer: (user + system) / 1e6,
+    consumerThread: thread.onCpu,
+    consumerThreadWaiting: thread.waiting,
+    broker: secondsOf(parties.broker),
+    redis: secondsOf(parties.redis),
+    directory: secondsOf(parties.directory),
+  };
+}
+
+/** Each party's CPU between two marks, in percent of one core (the machine's over all its cores). */
+export function cpuShares(from: CpuMark, to: CpuMark): Record<Party, number> {
+  const seconds = (to.at - from.at) / 1000;
+  return Object.fromEntries(PARTIES.map((party) => [party, ((to[party] - from[party]) / seconds) * 100])) as Record<Party, number>;
+}
+
+/** The labels the benchmark prints the shares under. */
+export const PARTY_LABELS: Record<Party, string> = {
+  machine: 'machine cpu',
+  consumer: 'consumer process cpu',
+  consumerThread: 'consumer event loop on cpu',
+  consumerThreadWaiting: 'consumer event loop waiting for cpu',
+  broker: 'kafka broker cpu',
+  redis: 'redis cpu',
+  directory: 'directory process cpu',
+};
