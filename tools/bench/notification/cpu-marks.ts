@@ -36,11 +36,13 @@ function secondsOf(pids: readonly number[]): number {
   return pids.reduce((total, pid) => total + cpuSecondsOfProcess(pid), 0);
 }
 
+/** The moment (`performance.now()`, taken first) and each party's CPU seconds so far. */
 export function cpuMark(parties: CpuParties): CpuMark {
+  const at = performance.now();
   const { user, system } = process.cpuUsage();
   const thread = runQueueOfPid(process.pid);
   return {
-    at: performance.now(),
+    at,
     machine: machineBusySeconds(),
     consumer: (user + system) / 1e6,
     consumerThread: thread.onCpu,

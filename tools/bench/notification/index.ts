@@ -125,31 +125,29 @@ interface Round {
   cpu: ReturnType<typeof cpuShares>;
 }
 
+/** The round from its first record seen to the commit that ends it. */
+function roundOf(first: CpuMark, last: CpuMark): Round {
+  return { rate: ALERTS / ((last.at - first.at) / 1000), cpu: cpuShares(first, last) };
+}
+
 async function measureBare(kafka: Kafka, topic: string, round: string, parties: CpuParties, mode: 'eachBatch' | 'eachMessage' = 'eachBatch'): Promise<Round> {
   const ends = await topicEnds(kafka, topic);
   const consumer = kafka.consumer({ groupId: `bench-bare-${run}-${round}`, maxWaitTimeInMs: MAX_WAIT_MS });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
-  let first = 0;
-  let last = 0;
-  let firstMark: CpuMark | undefined;
-  let lastMark: CpuMark | undefined;
+  // The first record seen and the commit that ends the round, each with the CPU used so far.
+  let first: CpuMark | undefined;
+  let last: CpuMark | undefined;
   const done = new Promise<void>((resolve) => {
     const committed = commitTracker(ends, () => {
-      if (last === 0) {
-        last = performance.now();
-        lastMark = cpuMark(parties);
-      }
+      last ??= cpuMark(parties);
       resolve();
     });
     consumer.on(consumer.events.COMMIT_OFFSETS, (event) => {
       for (const t of event.payload.topics) if (t.topic === topic) committed(t.partitions);
     });
     const seen = (_n: number) => {
-      if (first === 0) {
-        first = performance.now();
-        firstMark = cpuMark(parties);
-      }
+      first ??= cpuMark(parties);
     };
     void consumer.run({
       partitionsConsumedConcurrently: IN_FLIGHT_PARTITIONS,
@@ -158,7 +156,7 @@ async function measureBare(kafka: Kafka, topic: string, round: string, parties: 
   });
   await deadline('the bare consumer', done);
   await consumer.disconnect();
-  return { rate: ALERTS / ((last - first) / 1000), cpu: cpuShares(firstMark!, lastMark!) };
+  return roundOf(first!, last!);
 }
 
 interface ServiceRound extends Round {
@@ -183,17 +181,13 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
     metrics,
     logger,
   });
-  let first = 0;
-  let last = 0;
-  let firstMark: CpuMark | undefined;
-  let lastMark: CpuMark | undefined;
+  // The first record seen and the commit that ends the round, each with the CPU used so far.
+  let first: CpuMark | undefined;
+  let last: CpuMark | undefined;
   let finish: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (finish = resolve));
   const committed = commitTracker(ends, () => {
-    if (last === 0) {
-      last = performance.now();
-      lastMark = cpuMark(parties);
-    }
+    last ??= cpuMark(parties);
     finish();
   });
   const consumer = new KafkaAlertConsumer({
@@ -206,10 +200,7 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
     logger,
     onCommit: committed,
     settle: (records, source) => {
-      if (first === 0) {
-        first = performance.now();
-        firstMark = cpuMark(parties);
-      }
+      first ??= cpuMark(parties);
       return breach.settle(records, source);
     },
   });
@@ -222,7 +213,7 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
       uncommitted = await consumer.refreshLag();
     }
     const outcome = async (name: string) => (await metrics.alertsConsumed.get()).values.find((v) => v.labels.outcome === name)?.value ?? 0;
-    return { rate: ALERTS / ((last - first) / 1000), cpu: cpuShares(firstMark!, lastMark!), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
+    return { ...roundOf(first!, last!), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
   } finally {
     await consumer.stop();
     await push.close();
