@@ -22,8 +22,12 @@ export function findParties(directoryPid: number | undefined): CpuParties {
   };
 }
 
-const PARTIES = ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis', 'directory'] as const;
+/** Every party a mark reads, in the order the benchmark prints them. */
+export const PARTIES = ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis', 'directory'] as const;
 type Party = (typeof PARTIES)[number];
+
+/** Each party's CPU over a round, in percent of one core (the machine's over all its cores). */
+export type CpuShares = Record<Party, number>;
 
 /**
  * CPU seconds so far of each party. `consumer` is this process, where the consumer under test runs;
@@ -53,10 +57,10 @@ export function cpuMark(parties: CpuParties): CpuMark {
   };
 }
 
-/** Each party's CPU between two marks, in percent of one core (the machine's over all its cores). */
-export function cpuShares(from: CpuMark, to: CpuMark): Record<Party, number> {
+/** Each party's CPU between two marks. */
+export function cpuShares(from: CpuMark, to: CpuMark): CpuShares {
   const seconds = (to.at - from.at) / 1000;
-  return Object.fromEntries(PARTIES.map((party) => [party, ((to[party] - from[party]) / seconds) * 100])) as Record<Party, number>;
+  return Object.fromEntries(PARTIES.map((party) => [party, ((to[party] - from[party]) / seconds) * 100])) as CpuShares;
 }
 
 /** The labels the benchmark prints the shares under. */

@@ -39,7 +39,7 @@ import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis
 import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
 import { MongoNotificationStore } from '../../../cloud/notification/store.js';
 import { printLine } from '../report.js';
-import { cpuMark, cpuShares, findParties, PARTY_LABELS, type CpuMark, type CpuParties } from './cpu-marks.js';
+import { cpuMark, cpuShares, findParties, PARTIES, PARTY_LABELS, type CpuMark, type CpuParties, type CpuShares } from './cpu-marks.js';
 
 const ALERTS = 50_000;
 const BUILDINGS = 100;
@@ -122,7 +122,7 @@ async function topicEnds(kafka: Kafka, topic: string): Promise<Map<number, strin
 /** A round's throughput, and who used the CPU while it was timed. */
 interface Round {
   rate: number;
-  cpu: ReturnType<typeof cpuShares>;
+  cpu: CpuShares;
 }
 
 /** The round from its first record seen to the commit that ends it. */
@@ -278,8 +278,8 @@ async function main(): Promise<void> {
     line('service consumer path, settled end to end (best)', best.rate.toFixed(0), 'alerts/s');
     // Who used the CPU while the best round of each side was timed (percent of one core; the
     // machine's over both, so 200 % is all of it). The directory is the service's alone.
-    for (const party of ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis'] as const) line(`bare best round: ${PARTY_LABELS[party]}`, bestBareRound.cpu[party].toFixed(0), '%');
-    for (const party of ['machine', 'consumer', 'consumerThread', 'consumerThreadWaiting', 'broker', 'redis', 'directory'] as const) line(`service best round: ${PARTY_LABELS[party]}`, best.cpu[party].toFixed(0), '%');
+    for (const party of PARTIES) if (party !== 'directory') line(`bare best round: ${PARTY_LABELS[party]}`, bestBareRound.cpu[party].toFixed(0), '%');
+    for (const party of PARTIES) line(`service best round: ${PARTY_LABELS[party]}`, best.cpu[party].toFixed(0), '%');
     line('ratio', (best.rate / bestBare).toFixed(2));
   } finally {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);

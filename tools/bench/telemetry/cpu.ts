@@ -4,16 +4,12 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 
-function cpuSecondsOfPid(pid: string): number {
-  const { user, system } = cpuTimesOfPid(pid);
-  return user + system;
-}
-
 /** CPU seconds (user + system) of one process so far; NaN when there is no such process. */
 export function cpuSecondsOfProcess(pid: number | undefined): number {
   if (pid === undefined) return Number.NaN;
   try {
-    return cpuSecondsOfPid(String(pid));
+    const { user, system } = cpuTimesOfPid(pid);
+    return user + system;
   } catch {
     return Number.NaN;
   }
