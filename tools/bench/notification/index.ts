@@ -17,33 +17,15 @@
  * the machine, this process (where both consumers run), the Kafka broker, Redis and, for the service,
  * the directory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
 import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
-import { MongoClient, type Db } from 'mongodb';
-import { encodeClaims, systemClaims } from '../../../shared/claims.js';
-import { createBuildingDirectory } from '../../../shared/directory.js';
 import { silentLogger } from '../../../shared/logger.js';
-import { BreachHandler } from '../../../cloud/notification/breach.js';
-import { Semaphore } from '../../../cloud/notification/concurrency.js';
-import { Delivery } from '../../../cloud/notification/delivery.js';
 import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
-import { createMetrics } from '../../../cloud/notification/metrics.js';
-import { WebPushSender } from '../../../cloud/notification/push.js';
-import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
-import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
-import { MongoNotificationStore } from '../../../cloud/notification/store.js';
 import { printLine } from '../report.js';
 import { cpuMark, cpuShares, findParties, PARTIES, PARTY_LABELS, type CpuMark, type CpuParties, type CpuShares } from './cpu-marks.js';
+import { ALERTS, alerts, DISTINCT_KEYS, openServers, runToExit, serviceBreach, type Servers } from './workload.js';
 
-const ALERTS = 50_000;
-const BUILDINGS = 100;
-const ROOMS = 50; // 100 × 50 = 5,000 distinct keys
 const PARTITIONS = 4;
 const IN_FLIGHT_PARTITIONS = 4;
 const ROUNDS = 5;
@@ -52,8 +34,6 @@ const DEADLINE_MS = 40_000;
 const MAX_WAIT_MS = 1000;
 
 const brokers = (process.env.KAFKA_BROKERS ?? '127.0.0.1:59092').split(',');
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
-const mongoUri = process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel';
 const run = randomBytes(4).toString('hex');
 const line = printLine;
 
@@ -63,33 +43,6 @@ function deadline<T>(what: string, promise: Promise<T>): Promise<T> {
     timer = setTimeout(() => reject(new Error(`${what} did not finish within ${DEADLINE_MS / 1000} s`)), DEADLINE_MS);
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
-
-/** Alerts for `BUILDINGS × ROOMS` keys, each key `ALERTS / keys` times, shuffled; keyed like telemetry. */
-function alerts(): Array<{ key: string; value: string }> {
-  const out: Array<{ key: string; value: string }> = [];
-  for (let i = 0; i < ALERTS; i++) {
-    const key = i % (BUILDINGS * ROOMS);
-    const buildingId = `bench-b${Math.floor(key / ROOMS)}`;
-    const roomId = `r${key % ROOMS}`;
-    out.push({
-      key: `${buildingId}:${roomId}`,
-      value: JSON.stringify({ alertId: `${run}-${i}`, type: 'temperature', field: 'temperature', buildingId, roomId, value: 31.5, bound: 'maxTemperature', threshold: 28, timestamp: Date.now() }),
-    });
-  }
-  for (let i = out.length - 1; i > 0; i--) {
-    const j = Math.floor(Math.random() * (i + 1));
-    [out[i], out[j]] = [out[j]!, out[i]!];
-  }
-  return out;
-}
-
-async function startDirectory(): Promise<{ url: string; child: ChildProcess }> {
-  const script = fileURLToPath(new URL('./directory.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [first] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
-  const { port } = JSON.parse(first) as { port: number };
-  return { url: `http://127.0.0.1:${port}`, child };
 }
 
 /** A consumer that does nothing but count: with eachBatch (the limit), or eachMessage (for context). */
@@ -165,22 +118,10 @@ interface ServiceRound extends Round {
   uncommitted: number;
 }
 
-async function measureService(kafka: Kafka, topic: string, round: number, db: Db, redis: Redis, directoryUrl: string, parties: CpuParties): Promise<ServiceRound> {
+async function measureService(kafka: Kafka, topic: string, round: number, servers: Servers, parties: CpuParties): Promise<ServiceRound> {
   const ends = await topicEnds(kafka, topic);
   const logger = silentLogger();
-  const metrics = createMetrics({ defaults: false });
-  const store = new MongoNotificationStore(db);
-  await store.start();
-  const push = new WebPushSender({});
-  const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel: `bench-notifications-${run}` }), store, push, pushPool: new Semaphore(16), metrics, logger });
-  const breach = new BreachHandler({
-    cooldown: new RedisCooldown(redis, { keyPrefix: `bench-notification-${run}-${round}:` }),
-    directory: coalesceLookups(createBuildingDirectory({ baseUrl: directoryUrl, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
-    systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
-    delivery,
-    metrics,
-    logger,
-  });
+  const { breach, metrics, outcome, close } = await serviceBreach({ ...servers, run, round });
   // The first record seen and the commit that ends the round, each with the CPU used so far.
   let first: CpuMark | undefined;
   let last: CpuMark | undefined;
@@ -212,21 +153,11 @@ async function measureService(kafka: Kafka, topic: string, round: number, db: Db
       await new Promise((resolve) => setTimeout(resolve, 100));
       uncommitted = await consumer.refreshLag();
     }
-    const outcome = async (name: string) => (await metrics.alertsConsumed.get()).values.find((v) => v.labels.outcome === name)?.value ?? 0;
     return { ...roundOf(first!, last!), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
   } finally {
     await consumer.stop();
-    await push.close();
+    await close();
   }
-}
-
-async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 async function main(): Promise<void> {
@@ -235,26 +166,22 @@ async function main(): Promise<void> {
   await admin.connect();
   const topic = `bench-alerts-${run}`;
   await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true });
-  const directory = await startDirectory();
-  const databaseName = `bench_notification_${run}`;
-  const mongo = new MongoClient(mongoUri.replace(/\/[^/]*$/, `/${databaseName}`));
-  await mongo.connect();
-  const redis = new Redis(redisUrl, { enableAutoPipelining: true });
+  const servers = await openServers(run, `bench_notification_${run}`);
   try {
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();
-    const records = alerts();
+    const records = alerts(run);
     const produceStart = performance.now();
     for (let i = 0; i < records.length; i += 5000) await producer.send({ topic, messages: records.slice(i, i + 5000) });
     const produceRate = ALERTS / ((performance.now() - produceStart) / 1000);
     await producer.disconnect();
 
-    const parties = findParties(directory.child.pid);
+    const parties = findParties(servers.directoryPid);
     const bare: Round[] = [];
     const service: ServiceRound[] = [];
     for (let round = 0; round < ROUNDS; round++) {
       bare.push(await measureBare(kafka, topic, String(round), parties));
-      service.push(await measureService(kafka, topic, round, mongo.db(databaseName), redis, directory.url, parties));
+      service.push(await measureService(kafka, topic, round, servers, parties));
     }
     const perMessage = (await measureBare(kafka, topic, 'each-message', parties, 'eachMessage')).rate;
     const fastest = <T extends Round>(rounds: T[]): T => rounds.reduce((a, b) => (b.rate > a.rate ? b : a));
@@ -262,7 +189,7 @@ async function main(): Promise<void> {
     const bestBare = bestBareRound.rate;
     const best = fastest(service);
     line('alerts', String(ALERTS));
-    line('distinct keys', String(BUILDINGS * ROOMS));
+    line('distinct keys', String(DISTINCT_KEYS));
     line('partitions', String(PARTITIONS));
     line('produce rate', produceRate.toFixed(0), 'alerts/s');
     bare.forEach((r, i) => line(`bare kafkajs consumer round ${i + 1}`, r.rate.toFixed(0), 'alerts/s'));
@@ -284,18 +211,8 @@ async function main(): Promise<void> {
   } finally {
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
     await admin.disconnect();
-    await deleteByPrefix(redis, `bench-notification-${run}-`);
-    await redis.quit();
-    await mongo.db(databaseName).dropDatabase().catch(() => undefined);
-    await mongo.close();
-    directory.child.kill('SIGTERM');
+    await servers.close();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(`bench failed: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+runToExit('bench', main);

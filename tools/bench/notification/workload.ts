@@ -1,0 +1,150 @@
+/**
+ * What the notification benchmark and its Kafka-free diagnostic share: the alerts (50,000 over 5,000
+ * cooldown keys, keyed like telemetry's), the building directory in a process of its own, and the
+ * service's breach path built as `cloud/notification/main.ts` builds it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { MongoClient, type Db } from 'mongodb';
+import { encodeClaims, systemClaims } from '../../../shared/claims.js';
+import { createBuildingDirectory } from '../../../shared/directory.js';
+import { silentLogger } from '../../../shared/logger.js';
+import { BreachHandler } from '../../../cloud/notification/breach.js';
+import { Semaphore } from '../../../cloud/notification/concurrency.js';
+import { Delivery } from '../../../cloud/notification/delivery.js';
+import { createMetrics, type AlertOutcome, type NotificationMetrics } from '../../../cloud/notification/metrics.js';
+import { WebPushSender } from '../../../cloud/notification/push.js';
+import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
+import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
+import { MongoNotificationStore } from '../../../cloud/notification/store.js';
+
+export const ALERTS = 50_000;
+const BUILDINGS = 100;
+const ROOMS = 50;
+/** 100 buildings × 50 rooms. */
+export const DISTINCT_KEYS = BUILDINGS * ROOMS;
+
+/** `ALERTS` alerts, each of the `DISTINCT_KEYS` keys `ALERTS / DISTINCT_KEYS` times, shuffled. */
+export function alerts(run: string): Array<{ key: string; value: string }> {
+  const out: Array<{ key: string; value: string }> = [];
+  for (let i = 0; i < ALERTS; i++) {
+    const key = i % DISTINCT_KEYS;
+    const buildingId = `bench-b${Math.floor(key / ROOMS)}`;
+    const roomId = `r${key % ROOMS}`;
+    out.push({
+      key: `${buildingId}:${roomId}`,
+      value: JSON.stringify({ alertId: `${run}-${i}`, type: 'temperature', field: 'temperature', buildingId, roomId, value: 31.5, bound: 'maxTemperature', threshold: 28, timestamp: Date.now() }),
+    });
+  }
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+/** The benchmark's building directory (`directory.ts`) in a process of its own. */
+async function startDirectory(): Promise<{ url: string; child: ChildProcess }> {
+  const script = fileURLToPath(new URL('./directory.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [first] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const { port } = JSON.parse(first) as { port: number };
+  return { url: `http://127.0.0.1:${port}`, child };
+}
+
+export interface ServiceBreach {
+  breach: BreachHandler;
+  metrics: NotificationMetrics;
+  /** How many records were settled with this outcome. */
+  outcome(name: AlertOutcome): Promise<number>;
+  close(): Promise<void>;
+}
+
+/**
+ * The breach path of one round: cooldown keys under a prefix of the round's own (so every round starts
+ * with none armed), a cold lookup cache, the in-app channel `bench-notifications-{run}`.
+ */
+export async function serviceBreach(options: { db: Db; redis: Redis; directoryUrl: string; run: string; round: number }): Promise<ServiceBreach> {
+  const { db, redis, directoryUrl, run, round } = options;
+  const logger = silentLogger();
+  const metrics = createMetrics({ defaults: false });
+  const store = new MongoNotificationStore(db);
+  await store.start();
+  const push = new WebPushSender({});
+  const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel: `bench-notifications-${run}` }), store, push, pushPool: new Semaphore(16), metrics, logger });
+  const breach = new BreachHandler({
+    cooldown: new RedisCooldown(redis, { keyPrefix: `${roundKeyPrefix(run)}${round}:` }),
+    directory: coalesceLookups(createBuildingDirectory({ baseUrl: directoryUrl, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
+    systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
+    delivery,
+    metrics,
+    logger,
+  });
+  return {
+    breach,
+    metrics,
+    outcome: async (name) => (await metrics.alertsConsumed.get()).values.find((v) => v.labels.outcome === name)?.value ?? 0,
+    close: () => push.close(),
+  };
+}
+
+/** Every round's Redis keys start with this. */
+function roundKeyPrefix(run: string): string {
+  return `bench-notification-${run}-`;
+}
+
+/** Deletes the Redis keys under `prefix`. */
+async function deleteByPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+/** What a measurement of the breach path works against: the directory, a database of its own on FerretDB, Redis. */
+export interface Servers {
+  directoryUrl: string;
+  directoryPid: number | undefined;
+  db: Db;
+  redis: Redis;
+  /** Deletes the run's Redis keys and its database, and stops the directory. */
+  close(): Promise<void>;
+}
+
+export async function openServers(run: string, databaseName: string): Promise<Servers> {
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:56379';
+  const mongoUri = process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel';
+  const directory = await startDirectory();
+  const mongo = new MongoClient(mongoUri.replace(/\/[^/]*$/, `/${databaseName}`));
+  await mongo.connect();
+  const redis = new Redis(redisUrl, { enableAutoPipelining: true });
+  return {
+    directoryUrl: directory.url,
+    directoryPid: directory.child.pid,
+    db: mongo.db(databaseName),
+    redis,
+    async close() {
+      await deleteByPrefix(redis, roundKeyPrefix(run));
+      await redis.quit();
+      await mongo.db(databaseName).dropDatabase().catch(() => undefined);
+      await mongo.close();
+      directory.child.kill('SIGTERM');
+    },
+  };
+}
+
+/** Runs a measurement's `main` and exits: 0 when it finished, 1 with the reason when it failed. */
+export function runToExit(what: string, main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(`${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
+}
