@@ -20,7 +20,6 @@ import { ALERTS, alerts, openServers, runToExit, serviceBreach } from './workloa
 const PARTITIONS = 4;
 const ROUNDS = 5;
 const BATCH = Number(process.env.BREACH_ONLY_BATCH ?? 4000);
-if (!Number.isInteger(BATCH) || BATCH < 1) throw new Error(`BREACH_ONLY_BATCH must be a positive integer, not ${process.env.BREACH_ONLY_BATCH}`);
 
 const run = randomBytes(4).toString('hex');
 
@@ -32,6 +31,7 @@ function partitionOf(key: string): number {
 }
 
 async function main(): Promise<void> {
+  if (!Number.isInteger(BATCH) || BATCH < 1) throw new Error(`BREACH_ONLY_BATCH must be a positive integer, not ${process.env.BREACH_ONLY_BATCH}`);
   const partitions: Buffer[][] = Array.from({ length: PARTITIONS }, () => []);
   for (const { key, value } of alerts(run)) partitions[partitionOf(key)]!.push(Buffer.from(value));
   const servers = await openServers(run, `bench_breach_only_${run}`);

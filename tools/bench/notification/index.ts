@@ -45,7 +45,6 @@ function deadline<T>(what: string, promise: Promise<T>): Promise<T> {
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
 
-/** A consumer that does nothing but count: with eachBatch (the limit), or eachMessage (for context). */
 /**
  * Calls `done` once the committed offset of every partition reached its end: the stop line of both
  * consumers.
@@ -83,6 +82,7 @@ function roundOf(first: CpuMark, last: CpuMark): Round {
   return { rate: ALERTS / ((last.at - first.at) / 1000), cpu: cpuShares(first, last) };
 }
 
+/** A consumer that does nothing but count: with eachBatch (the limit), or eachMessage (for context). */
 async function measureBare(kafka: Kafka, topic: string, round: string, parties: CpuParties, mode: 'eachBatch' | 'eachMessage' = 'eachBatch'): Promise<Round> {
   const ends = await topicEnds(kafka, topic);
   const consumer = kafka.consumer({ groupId: `bench-bare-${run}-${round}`, maxWaitTimeInMs: MAX_WAIT_MS });

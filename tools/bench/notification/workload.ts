@@ -1,7 +1,8 @@
 /**
  * What the notification benchmark and its Kafka-free diagnostic share: the alerts (50,000 over 5,000
  * cooldown keys, keyed like telemetry's), the building directory in a process of its own, and the
- * service's breach path built as `cloud/notification/main.ts` builds it.
+ * service's breach path, built from the parts `cloud/notification/main.ts` builds it from (the Redis
+ * cooldown and publisher, the coalesced directory lookups, the FerretDB store, Web Push).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -121,7 +122,12 @@ export async function openServers(run: string, databaseName: string): Promise<Se
   const mongoUri = process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel';
   const directory = await startDirectory();
   const mongo = new MongoClient(mongoUri.replace(/\/[^/]*$/, `/${databaseName}`));
-  await mongo.connect();
+  try {
+    await mongo.connect();
+  } catch (err) {
+    directory.child.kill('SIGTERM');
+    throw err;
+  }
   const redis = new Redis(redisUrl, { enableAutoPipelining: true });
   return {
     directoryUrl: directory.url,
