@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import type { AlertRecord } from '../../../cloud/notification/breach.js';
 import { printLine } from '../report.js';
-import { cpuMark, cpuShares, findParties, PARTIES, PARTY_LABELS } from './cpu-marks.js';
+import { cpuMark, cpuShares, findParties, PARTIES, PARTY_LABELS, type CpuShares } from './cpu-marks.js';
 import { ALERTS, alerts, openServers, runToExit, serviceBreach } from './workload.js';
 
 const PARTITIONS = 4;
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   const servers = await openServers(run, `bench_breach_only_${run}`);
   try {
     const parties = { ...findParties(servers.directoryPid), broker: [] };
-    const rounds: Array<{ rate: number; delivered: number; suppressed: number; cpu: ReturnType<typeof cpuShares> }> = [];
+    const rounds: Array<{ rate: number; delivered: number; suppressed: number; cpu: CpuShares }> = [];
     for (let round = 0; round < ROUNDS; round++) {
       const { breach, outcome, close } = await serviceBreach({ ...servers, run, round });
       try {
