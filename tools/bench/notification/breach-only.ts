@@ -14,8 +14,8 @@
 import { randomBytes } from 'node:crypto';
 import type { AlertRecord } from '../../../cloud/notification/breach.js';
 import { printLine } from '../report.js';
-import { cpuMark, cpuShares, findParties, PARTIES, PARTY_LABELS, type CpuShares } from './cpu-marks.js';
-import { ALERTS, alerts, openServers, runToExit, serviceBreach } from './workload.js';
+import { cpuMark, findParties, PARTIES, PARTY_LABELS } from './cpu-marks.js';
+import { alerts, fastest, openServers, roundOf, runToExit, serviceBreach, type Round } from './workload.js';
 
 const PARTITIONS = 4;
 const ROUNDS = 5;
@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   const servers = await openServers(run, `bench_breach_only_${run}`);
   try {
     const parties = { ...findParties(servers.directoryPid), broker: [] };
-    const rounds: Array<{ rate: number; delivered: number; suppressed: number; cpu: CpuShares }> = [];
+    const rounds: Array<Round & { delivered: number; suppressed: number }> = [];
     for (let round = 0; round < ROUNDS; round++) {
       const { breach, outcome, close } = await serviceBreach({ ...servers, run, round });
       try {
@@ -52,13 +52,13 @@ async function main(): Promise<void> {
           }),
         );
         const last = cpuMark(parties);
-        rounds.push({ rate: ALERTS / ((last.at - first.at) / 1000), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), cpu: cpuShares(first, last) });
+        rounds.push({ ...roundOf(first, last), delivered: await outcome('delivered'), suppressed: await outcome('suppressed') });
       } finally {
         await close();
       }
     }
     rounds.forEach((r, i) => printLine(`breach path alone round ${i + 1}`, r.rate.toFixed(0), 'alerts/s'));
-    const best = rounds.reduce((a, b) => (b.rate > a.rate ? b : a));
+    const best = fastest(rounds);
     printLine('batch per partition', String(BATCH), 'records');
     printLine('delivered per round', String(best.delivered), 'alerts');
     printLine('suppressed per round', String(best.suppressed), 'alerts');

@@ -4,7 +4,7 @@
  * mark inside the timed window costs a handful of file reads. /proc counts in ticks of 10 ms, so a
  * share over a round of 100 ms is good to about 10 points.
  */
-import { cpuSecondsOfProcess, machineBusySeconds, pidsMatching, runQueueOfPid } from '../telemetry/cpu.js';
+import { cpuSecondsOfPids, machineBusySeconds, pidsMatching, runQueueOfPid } from '../telemetry/cpu.js';
 
 /** The processes besides the consumer's own that a round keeps busy. */
 export interface CpuParties {
@@ -36,10 +36,6 @@ export type CpuShares = Record<Party, number>;
  */
 export type CpuMark = { at: number } & Record<Party, number>;
 
-function secondsOf(pids: readonly number[]): number {
-  return pids.reduce((total, pid) => total + cpuSecondsOfProcess(pid), 0);
-}
-
 /** The moment (`performance.now()`, taken first) and each party's CPU seconds so far. */
 export function cpuMark(parties: CpuParties): CpuMark {
   const at = performance.now();
@@ -51,9 +47,9 @@ export function cpuMark(parties: CpuParties): CpuMark {
     consumer: (user + system) / 1e6,
     consumerThread: thread.onCpu,
     consumerThreadWaiting: thread.waiting,
-    broker: secondsOf(parties.broker),
-    redis: secondsOf(parties.redis),
-    directory: secondsOf(parties.directory),
+    broker: cpuSecondsOfPids(parties.broker),
+    redis: cpuSecondsOfPids(parties.redis),
+    directory: cpuSecondsOfPids(parties.directory),
   };
 }
 

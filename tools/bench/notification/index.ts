@@ -23,8 +23,8 @@ import { Kafka, logLevel } from 'kafkajs';
 import { silentLogger } from '../../../shared/logger.js';
 import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
 import { printLine } from '../report.js';
-import { cpuMark, cpuShares, findParties, PARTIES, PARTY_LABELS, type CpuMark, type CpuParties, type CpuShares } from './cpu-marks.js';
-import { ALERTS, alerts, DISTINCT_KEYS, openServers, runToExit, serviceBreach, type Servers } from './workload.js';
+import { cpuMark, findParties, PARTIES, PARTY_LABELS, type CpuMark, type CpuParties } from './cpu-marks.js';
+import { ALERTS, alerts, DISTINCT_KEYS, fastest, openServers, roundOf, runToExit, serviceBreach, type Round, type Servers } from './workload.js';
 
 const PARTITIONS = 4;
 const IN_FLIGHT_PARTITIONS = 4;
@@ -71,17 +71,6 @@ async function topicEnds(kafka: Kafka, topic: string): Promise<Map<number, strin
   }
 }
 
-/** A round's throughput, and who used the CPU while it was timed. */
-interface Round {
-  rate: number;
-  cpu: CpuShares;
-}
-
-/** The round from its first record seen to the commit that ends it. */
-function roundOf(first: CpuMark, last: CpuMark): Round {
-  return { rate: ALERTS / ((last.at - first.at) / 1000), cpu: cpuShares(first, last) };
-}
-
 /** A consumer that does nothing but count: with eachBatch (the limit), or eachMessage (for context). */
 async function measureBare(kafka: Kafka, topic: string, round: string, parties: CpuParties, mode: 'eachBatch' | 'eachMessage' = 'eachBatch'): Promise<Round> {
   const ends = await topicEnds(kafka, topic);
@@ -99,12 +88,12 @@ async function measureBare(kafka: Kafka, topic: string, round: string, parties: 
     consumer.on(consumer.events.COMMIT_OFFSETS, (event) => {
       for (const t of event.payload.topics) if (t.topic === topic) committed(t.partitions);
     });
-    const seen = (_n: number) => {
+    const seen = () => {
       first ??= cpuMark(parties);
     };
     void consumer.run({
       partitionsConsumedConcurrently: IN_FLIGHT_PARTITIONS,
-      ...(mode === 'eachBatch' ? { eachBatch: async ({ batch }) => seen(batch.messages.length) } : { eachMessage: async () => seen(1) }),
+      ...(mode === 'eachBatch' ? { eachBatch: async () => seen() } : { eachMessage: async () => seen() }),
     });
   });
   await deadline('the bare consumer', done);
@@ -184,7 +173,6 @@ async function main(): Promise<void> {
       service.push(await measureService(kafka, topic, round, servers, parties));
     }
     const perMessage = (await measureBare(kafka, topic, 'each-message', parties, 'eachMessage')).rate;
-    const fastest = <T extends Round>(rounds: T[]): T => rounds.reduce((a, b) => (b.rate > a.rate ? b : a));
     const bestBareRound = fastest(bare);
     const bestBare = bestBareRound.rate;
     const best = fastest(service);

@@ -21,6 +21,7 @@ import { WebPushSender } from '../../../cloud/notification/push.js';
 import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
 import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
 import { MongoNotificationStore } from '../../../cloud/notification/store.js';
+import { cpuShares, type CpuMark, type CpuShares } from './cpu-marks.js';
 
 export const ALERTS = 50_000;
 const BUILDINGS = 100;
@@ -45,6 +46,22 @@ export function alerts(run: string): Array<{ key: string; value: string }> {
     [out[i], out[j]] = [out[j]!, out[i]!];
   }
   return out;
+}
+
+/** A round's throughput, and who used the CPU while it was timed. */
+export interface Round {
+  rate: number;
+  cpu: CpuShares;
+}
+
+/** The round of `ALERTS` alerts between two marks: its first record and the moment it was settled. */
+export function roundOf(first: CpuMark, last: CpuMark): Round {
+  return { rate: ALERTS / ((last.at - first.at) / 1000), cpu: cpuShares(first, last) };
+}
+
+/** The round with the highest rate. */
+export function fastest<T extends Round>(rounds: readonly T[]): T {
+  return rounds.reduce((a, b) => (b.rate > a.rate ? b : a));
 }
 
 /** The benchmark's building directory (`directory.ts`) in a process of its own. */

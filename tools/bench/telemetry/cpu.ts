@@ -64,12 +64,17 @@ export function pidsMatching(match: (commandLine: string, pid: number) => boolea
   });
 }
 
-/** Summed CPU seconds of every process whose command line satisfies `match`; 0 without /proc. */
-export function cpuSeconds(match: (commandLine: string, pid: number) => boolean): number {
+/** Summed CPU seconds of these processes so far; one that has ended counts for nothing. */
+export function cpuSecondsOfPids(pids: readonly number[]): number {
   let total = 0;
-  for (const pid of pidsMatching(match)) {
+  for (const pid of pids) {
     const seconds = cpuSecondsOfProcess(pid);
     if (!Number.isNaN(seconds)) total += seconds;
   }
   return total;
+}
+
+/** Summed CPU seconds of every process whose command line satisfies `match`; 0 without /proc. */
+export function cpuSeconds(match: (commandLine: string, pid: number) => boolean): number {
+  return cpuSecondsOfPids(pidsMatching(match));
 }
