@@ -31,14 +31,19 @@ export interface DirectoryOptions {
   baseUrl: string;
   /** Whole-request timeout. Default 2000 ms. */
   timeoutMs?: number;
-  /** How long a non-empty answer is kept, per building. 0 disables the cache. */
+  /** How long an answer is kept, per building. 0 disables the cache. */
   cacheTtlMs: number;
+  /**
+   * Whether an empty answer is cached too. Default false: a building that has no domain yet is asked
+   * again on the next call. Failed answers are never cached.
+   */
+  cacheEmpty?: boolean;
   clock?: Clock;
   dispatcher?: Dispatcher;
 }
 
 /**
- * Creates a directory client. Empty and failed answers are never cached.
+ * Creates a directory client. Failed answers are never cached, and empty ones only with `cacheEmpty`.
  *
  * @example
  * const directory = createBuildingDirectory({ baseUrl: 'http://twin:3000', cacheTtlMs: 60_000 });
@@ -120,7 +125,7 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
       const hit = cache?.get(buildingId);
       if (hit) return [...hit];
       const domains = await lookup(buildingId, claimsHeader);
-      if (domains.length > 0) cache?.set(buildingId, [...domains]);
+      if (domains.length > 0 || options.cacheEmpty === true) cache?.set(buildingId, [...domains]);
       return domains;
     },
   };

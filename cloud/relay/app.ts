@@ -45,7 +45,7 @@ export interface RelayDeps {
 export interface RelayOptions {
   /** The only origin allowed to call cross-origin (with credentials), e.g. `http://localhost:5173`. */
   frontendOrigin: string;
-  /** SOCKET_MAX_LIFETIME_SECS in ms; each socket adds a random jitter (see lifetime.ts). */
+  /** SOCKET_MAX_LIFETIME_SECS in ms; each socket is dropped up to a random share earlier (see lifetime.ts). */
   maxLifetimeMs: number;
   channels?: BrokerChannels;
   random?: Random;

@@ -10,7 +10,7 @@ export const RELAY_ENV = {
   REDIS_URL: url(['redis', 'rediss']),
   FRONTEND_URL: url(['http', 'https'], { default: 'http://localhost:5173' }),
   DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://digital-twin:3000' }),
-  /** At most 20 days, so the lifetime plus its jitter fits a Node timer. */
+  /** At most 20 days, so the lifetime fits a Node timer. */
   SOCKET_MAX_LIFETIME_SECS: int({ default: 900, min: 1, max: 20 * 24 * 3600 }),
   NOTIFICATIONS_CHANNEL: str({ default: DEFAULT_CHANNELS.notifications }),
   TELEMETRY_CHANNEL_PREFIX: str({ default: DEFAULT_CHANNELS.telemetryPrefix }),

@@ -2,20 +2,15 @@
  * Composition root of the socket relay: reads the environment, wires the directory client and the Redis
  * subscriber into the relay, and stops cleanly on SIGTERM.
  */
-import { createBuildingDirectory } from '../../shared/directory.js';
 import { describeError } from '../../shared/errors.js';
 import { configOrExit, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createRegistry } from '../../shared/prom.js';
 import { createRelay } from './app.js';
 import { readRelayConfig, type RelayConfig } from './config.js';
+import { relayDirectory } from './directory.js';
 import { RedisSubscriber } from './redis-subscriber.js';
 import { telemetryPattern } from './routing.js';
-
-/** Building-domain answers are kept this long per building. */
-const DIRECTORY_CACHE_TTL_MS = 60_000;
-/** A directory lookup that takes longer is a lookup_failed. */
-const DIRECTORY_TIMEOUT_MS = 2000;
 
 const config: RelayConfig = configOrExit(readRelayConfig);
 
@@ -28,7 +23,7 @@ const broker = new RedisSubscriber({
 });
 const relay = createRelay(
   {
-    directory: createBuildingDirectory({ baseUrl: config.directoryUrl, timeoutMs: DIRECTORY_TIMEOUT_MS, cacheTtlMs: DIRECTORY_CACHE_TTL_MS }),
+    directory: relayDirectory(config.directoryUrl),
     broker,
     registry: createRegistry('relay'),
     logger,

@@ -61,8 +61,8 @@ export interface SubscriptionDeps {
 /**
  * subscribe_building calls one socket may have waiting on a lookup at once, in flight or queued behind
  * an earlier call for the same building. More are refused with `lookup_failed` without a lookup, so one
- * client cannot open thousands of directory calls (empty answers are never cached, so repeating them
- * would keep working) nor queue them without bound.
+ * client cannot open thousands of directory calls (failed lookups are never cached, and every distinct
+ * building id is a lookup of its own) nor queue them without bound.
  */
 export const MAX_PENDING_SUBSCRIPTIONS = 16;
 

@@ -70,6 +70,26 @@ t.test('empty and failed answers are never cached', async (t) => {
   t.same(await dir2.domainsOf('b1', claims), ['acme'], 'the failure was not cached');
 });
 
+t.test('with cacheEmpty, an empty answer is cached for the TTL too; a failure still is not', async (t) => {
+  let answer: unknown = [];
+  let status = 200;
+  const fake = await fakeDirectory(t, { '/domain/b1': (_req, res) => { res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(answer)); } });
+  let now = 1_000_000;
+  const dir = createBuildingDirectory({ baseUrl: fake.url, cacheTtlMs: 60_000, cacheEmpty: true, clock: () => now });
+  t.same(await dir.domainsOf('b1', claims), []);
+  answer = ['acme'];
+  now += 59_999;
+  t.same(await dir.domainsOf('b1', claims), [], 'the empty answer is served from the cache');
+  t.equal(fake.calls.length, 1);
+  now += 1;
+  status = 503;
+  await t.rejects(dir.domainsOf('b1', claims), { name: 'DirectoryError', code: 'bad_status', status: 503 });
+  status = 200;
+  t.same(await dir.domainsOf('b1', claims), ['acme'], 'the failure was not cached');
+  t.equal(fake.calls.length, 3);
+  t.same(fake.unexpected, []);
+});
+
 t.test('typed errors: timeout, unreachable, bad body', async (t) => {
   const fake = await fakeDirectory(t, {
     '/domain/slow': () => { /* never answers */ },

@@ -42,12 +42,20 @@ t.test('the account holds one of the building domains: joined, acknowledged, and
   t.same(directory.unexpected, []);
 });
 
-t.test('a building with no domains is forbidden', async (t) => {
-  const { directory, relay, ana } = await setup(t);
+t.test('a building with no domains is forbidden, and that answer is cached for 60 s like any other', async (t) => {
+  const { directory, relay, acme, ana } = await setup(t);
   const empty = uniqueName('b-empty');
   directory.set(empty, []);
   t.same(await subscribe(ana, empty), { subscribed: false, buildingId: empty, reason: 'forbidden' });
   t.equal(await metric(relay.url, FORBIDDEN), 1);
+  directory.set(empty, [acme]);
+  relay.advance(59_999);
+  t.same(await subscribe(ana, empty), { subscribed: false, buildingId: empty, reason: 'forbidden' }, 'the empty answer still holds just before 60 s');
+  t.equal(directory.callsFor(empty), 1);
+  relay.advance(1);
+  t.same(await subscribe(ana, empty), { subscribed: true, buildingId: empty }, 'after 60 s the new answer applies');
+  t.equal(directory.callsFor(empty), 2);
+  t.same(directory.unexpected, []);
 });
 
 t.test('a failing, unreachable or malformed directory answer is lookup_failed', async (t) => {
@@ -270,13 +278,14 @@ t.test(`repeated subscribe_building calls for one building count against the cap
   const calls = Array.from({ length: MAX_PENDING_SUBSCRIPTIONS + 1 }, () => ana.socket.emitWithAck('subscribe_building', slow) as Promise<{ reason?: string }>);
   // The first lookup hangs until its 2 s timeout; every later call for the building waits behind it.
   await waitFor(() => directory.callsFor(slow) === 1, 'the first lookup in flight');
-  directory.set(slow, []);
+  // A failing answer is never cached, so each call within the cap asks the directory in its turn.
+  directory.set(slow, { status: 500 });
   const acks = await Promise.all(calls);
   t.equal(acks[0]?.reason, 'lookup_failed', 'the first lookup timed out');
-  t.same(acks.slice(1, -1).map((a) => a.reason), Array(MAX_PENDING_SUBSCRIPTIONS - 1).fill('forbidden'), 'the calls within the cap were looked up, in order');
+  t.same(acks.slice(1, -1).map((a) => a.reason), Array(MAX_PENDING_SUBSCRIPTIONS - 1).fill('lookup_failed'), 'the calls within the cap were looked up, in order');
   t.same(acks.at(-1), { subscribed: false, buildingId: slow, reason: 'lookup_failed' }, 'the call past the cap is refused');
   t.equal(directory.callsFor(slow), MAX_PENDING_SUBSCRIPTIONS, 'without a directory call of its own');
-  t.equal(await metric(relay.url, LOOKUP_FAILED), 2);
+  t.equal(await metric(relay.url, LOOKUP_FAILED), MAX_PENDING_SUBSCRIPTIONS + 1);
 });
 
 t.test('a building id with a lone surrogate is refused as forbidden without a lookup, not counted as a directory failure', async (t) => {

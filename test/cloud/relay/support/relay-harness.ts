@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { io as connect, type Socket as ClientSocket } from 'socket.io-client';
 import { request } from 'undici';
 import { encodeClaims, type MembershipClaim } from '../../../../shared/claims.js';
-import { createBuildingDirectory } from '../../../../shared/directory.js';
+import { relayDirectory } from '../../../../cloud/relay/directory.js';
 import { createLogger, silentLogger, type Logger } from '../../../../shared/logger.js';
 import { createRegistry } from '../../../../shared/prom.js';
 import type { Clock } from '../../../../shared/ttl-cache.js';
@@ -65,7 +65,7 @@ export async function startRelay(t: Teardown, options: RelayHarnessOptions): Pro
   });
   const relay = createRelay(
     {
-      directory: createBuildingDirectory({ baseUrl: options.directory.url, timeoutMs: options.directoryTimeoutMs ?? 2000, cacheTtlMs: 60_000, clock }),
+      directory: relayDirectory(options.directory.url, { clock, ...(options.directoryTimeoutMs === undefined ? {} : { timeoutMs: options.directoryTimeoutMs }) }),
       broker,
       registry: createRegistry('relay', { defaults: false }),
       logger,
