@@ -5,16 +5,16 @@
  * (send-path.ts), with the same answers.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import express from 'express';
+import express, { type ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
+import { HttpError, errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
 import { healthHandler, requireClaims } from '../../shared/http.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
 import type { AgentPort } from './agent.js';
 import { STOPPING, conversationsRouter } from './conversations.js';
 import { InFlight } from './in-flight.js';
 import type { ChatMetrics } from './metrics.js';
-import { sendMessageHandler, sendMessageRoute } from './send-message.js';
+import { CONVERSATION_NOT_FOUND, sendMessageHandler, sendMessageRoute } from './send-message.js';
 import { plainSendHandler, plainSendIdOf } from './send-path.js';
 import { DEFAULT_HEARTBEAT_MS } from './sse.js';
 import type { ConversationStore } from './store.js';
@@ -49,6 +49,15 @@ export interface ChatApp {
 /** The ingress prefix; every route is also served without it. */
 export const INGRESS_PREFIX = '/chat';
 
+/**
+ * An id the router cannot percent-decode (`/conversations/%zz`) is no conversation's id: 404 like any
+ * other malformed id, not the 400 a bad path gets elsewhere. Only route parameters are decoded here,
+ * so a URIError in this router is always the id.
+ */
+const undecodableIdNotFound: ErrorRequestHandler = (err: unknown, _req, _res, next) => {
+  next(err instanceof URIError ? new HttpError(404, CONVERSATION_NOT_FOUND) : err);
+};
+
 export function createChatApp(deps: ChatAppDeps): ChatApp {
   const now = deps.now ?? (() => new Date());
   const inFlight = new InFlight();
@@ -70,6 +79,7 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   conversations.use(requireClaims(), jsonBody());
   conversations.post('/:id/messages', sendMessageRoute(sendMessage));
   conversations.use('/', conversationsRouter(deps.store, now));
+  conversations.use(undecodableIdNotFound);
   routes.use('/conversations', conversations);
 
   let refusing = false;
