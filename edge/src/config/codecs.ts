@@ -128,18 +128,18 @@ export const NonEmptyText = kind('a non-empty string', t.string, (s) => s.trim()
 export const FilePath = kind('a file path', t.string, (s) => s.trim().length > 0 && !s.includes('\0'));
 
 /**
- * The path of a file holding a secret. A value with a line break is a secret pasted in place of its path
- * (a PEM key, usually): it is refused without being echoed, since error lines reach the journal.
+ * The path of a file holding a secret. A value that is refused is never echoed, since error lines reach
+ * the journal and the value may be the secret written in place of its path: a line break (a PEM key,
+ * usually), a number, a NUL. Only a missing or blank value, which holds nothing, is described as it is.
  */
 export const SecretFilePath = new t.Type<string, string, unknown>(
   'a file path',
   (u): u is string => FilePath.is(u) && !/[\r\n]/.test(u),
   (u, c) => {
     if (FilePath.is(u) && !/[\r\n]/.test(u)) return t.success(u);
-    if (typeof u === 'string' && /[\r\n]/.test(u)) {
-      return t.failure(u, c, `${pathOf(c)}: expected a path to the file holding the secret, got a multi-line value (the secret itself?); it is not shown. Put it in a file (mode 600) and give that file's path`);
-    }
-    return FilePath.validate(u, c);
+    if (u === undefined || u === null || (typeof u === 'string' && u.trim() === '')) return FilePath.validate(u, c);
+    const got = typeof u !== 'string' ? `a ${Array.isArray(u) ? 'list' : typeof u}` : /[\r\n]/.test(u) ? 'a multi-line value (the secret itself?)' : 'a value that holds NUL';
+    return t.failure(u, c, `${pathOf(c)}: expected a path to the file holding the secret, got ${got}; it is not shown. Put the secret in a file (mode 600) and give that file's path`);
   },
   t.identity,
 );

@@ -384,6 +384,12 @@ function checkSecretFile(value: unknown, at: string, baseDir: string, errors: st
     if ((stat.mode & 0o027) !== 0) warnings.push(`${at}: ${path} is open to others (mode ${(stat.mode & 0o777).toString(8)}); chmod 600 or 640 it`);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    errors.push(`${at}: cannot read ${path} (${code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (code ?? 'error')})`);
+    // A file that is not there may be a secret written in place of its path: not echoed, as error lines
+    // reach the journal. A file that is there but unreadable is named, so it can be found.
+    if (code === 'ENOENT' || code === 'ENOTDIR') {
+      errors.push(`${at}: no such file (a relative path is read from ${baseDir}; the value is not shown, in case it is the secret itself)`);
+      return;
+    }
+    errors.push(`${at}: cannot read ${path} (${code === 'EACCES' ? 'permission denied' : (code ?? 'error')})`);
   }
 }

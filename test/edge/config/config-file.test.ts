@@ -129,11 +129,11 @@ accessPoints:
   expectLine(/^requestTimeoutS: expected at most pollIntervalS \(5\), got 8/);
   expectLine(/^zones\.lobby\.devicesPerPerson: expected a positive number/);
   expectLine(/^accessPoints\[0\]\.snmp\.version: expected an SNMP version: 2c or 3, got 1$/);
-  expectLine(/^accessPoints\[0\]\.snmp\.communityFile: cannot read .*missing-file \(no such file\)$/);
+  expectLine(/^accessPoints\[0\]\.snmp\.communityFile: no such file \(a relative path is read from .+; the value is not shown, in case it is the secret itself\)$/);
   expectLine(/^accessPoints\[1\]\.name: "a1" is already used by accessPoints\[0\]/);
   expectLine(/^accessPoints\[1\]\.dialect: expected one of aruba-aos, cisco-wlc, openwrt-iw, got "fritzbox"$/);
   expectLine(/^accessPoints\[1\]\.zone: "kitchen" is not a zone declared under zones/);
-  expectLine(/^accessPoints\[1\]\.ssh\.privateKeyFile: cannot read/);
+  expectLine(/^accessPoints\[1\]\.ssh\.privateKeyFile: no such file/);
   expectLine(/^accessPoints\[2\]\.transport: the openwrt-iw dialect is read over ssh, got snmp$/);
   expectLine(/^accessPoints\[2\]\.snmp: required for transport snmp/);
   expectLine(/^accessPoints\[2\]\.colour: unknown key; expected one of name, host, dialect, transport, zone/);
@@ -160,6 +160,18 @@ t.test('an inline secret is refused without echoing it', async (t) => {
   t.ok(result.errors.some((e) => e.startsWith('ingest.secretFile: required') || /ingest\.secretFile: expected a file path, got nothing/.test(e)));
   t.notOk(result.errors.join('\n').includes('s3cr3t'), 'the community is not echoed');
   t.notOk(result.errors.join('\n').includes('hunter2'), 'the signing secret is not echoed');
+});
+
+t.test('a secret written where its file path belongs is not echoed: a single line naming no file, a number', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const text = minimal().replace('communityFile: community', 'communityFile: "Xk3-community-9q"');
+  const result = parseConfig(`${text}\ningest: { url: "http://127.0.0.1:1/ingest", secretFile: 827361 }\n`, join(dir, 'c.yaml'), { dialects });
+  t.notOk(result.ok);
+  if (result.ok) return;
+  t.ok(result.errors.some((e) => e.startsWith('accessPoints[0].snmp.communityFile: no such file (a relative path is read from ')), result.errors.join('\n'));
+  t.ok(result.errors.includes("ingest.secretFile: expected a path to the file holding the secret, got a number; it is not shown. Put the secret in a file (mode 600) and give that file's path"), result.errors.join('\n'));
+  t.notOk(result.errors.join('\n').includes('Xk3'), 'the community is not echoed');
+  t.notOk(result.errors.join('\n').includes('827361'), 'the signing secret is not echoed');
 });
 
 t.test('secrets are read from files relative to the config, trailing newline dropped', async (t) => {
@@ -326,7 +338,7 @@ ingest: { url: "http://127.0.0.1:9/ingest", secretFile: "hunter2\\nsigning" }
   const result = parseConfig(text, join(dir, 'c.yaml'), { dialects });
   t.notOk(result.ok);
   if (result.ok) return;
-  t.ok(result.errors.includes("accessPoints[1].ssh.privateKeyFile: expected a path to the file holding the secret, got a multi-line value (the secret itself?); it is not shown. Put it in a file (mode 600) and give that file's path"));
+  t.ok(result.errors.includes("accessPoints[1].ssh.privateKeyFile: expected a path to the file holding the secret, got a multi-line value (the secret itself?); it is not shown. Put the secret in a file (mode 600) and give that file's path"));
   t.ok(result.errors.some((e) => /^ingest\.secretFile: expected a path to the file holding the secret, got a multi-line value/.test(e)));
   const all = result.errors.join('\n');
   t.ok(keyBody.length > 20);
