@@ -197,35 +197,43 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
   const ingest = config.ingest!;
   const body = JSON.stringify({ batchId: `doctor-${new Date(now).toISOString()}`, readings: [] });
   const paths = statePaths(config.stateDir);
-  let recorded: { seq: number; close(outcome: PostOutcome): void } | undefined;
-  // The probe leaves the gateway, so it is recorded in the ledger like any batch (when the ledger exists).
-  if (existsSync(paths.ledger)) {
+  let recorded: { seq: number; close(outcome: PostOutcome | undefined): void };
+  // The probe leaves the gateway, so it is recorded in the ledger first, like any batch: on a gateway
+  // that never ran, the ledger (and the state directory) are created here, as the collector would.
+  // What cannot be recorded is not sent.
+  try {
+    const ledger = openLedger(paths.ledger);
     try {
-      const ledger = openLedger(paths.ledger);
       const entry = ledger.append(body, now);
       recorded = {
         seq: entry.seq,
         close(outcome) {
-          ledger.setDelivery(entry.seq, outcome.outcome);
-          ledger.close();
+          try {
+            if (outcome) ledger.setDelivery(entry.seq, outcome.outcome);
+          } finally {
+            ledger.close();
+          }
         },
       };
     } catch (err) {
-      check.line(FAIL, `ingest    cannot record the probe in the ledger (${(err as Error).message}); not sent`);
-      return undefined;
+      ledger.close();
+      throw err;
     }
+  } catch (err) {
+    check.line(FAIL, `ingest    cannot record the probe in the ledger ${paths.ledger} (${(err as Error).message}); not sent`);
+    return undefined;
   }
   const poster = createBatchPoster({ ...ingest, withServerDate: true });
-  let outcome: PostOutcome;
+  let outcome: PostOutcome | undefined;
   try {
     outcome = await poster.post(body);
   } finally {
     await poster.close();
-  }
-  try {
-    recorded?.close(outcome);
-  } catch {
-    // the delivery note is informational
+    try {
+      recorded.close(outcome);
+    } catch {
+      // the delivery note is informational
+    }
   }
   const head = `ingest    ${ingest.url}${ingest.keyId ? ` (key id ${ingest.keyId})` : ''}`;
   if (outcome.outcome === 'accepted') {

@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { doctor } from '../../../edge/src/commands/doctor.js';
+import { openLedger } from '../../../edge/src/report/ledger.js';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { freePort, runCli, writeBuildingConfig } from './building-config.js';
@@ -37,6 +38,26 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     const probe = ingest.received.at(-1)!;
     t.equal(ingest.received.length, before + 1, 'one probe batch');
     t.match(JSON.parse(probe.raw.toString()), { batchId: /^doctor-/, readings: [] });
+    // A gateway that never ran: the probe is recorded in a ledger created for it, as any batch that leaves.
+    const ledger = openLedger(join(sub, 'state', 'ledger.sqlite'), { readonly: true });
+    t.teardown(() => ledger.close());
+    const entries = [...ledger.entries()];
+    t.same(entries.map((e) => [e.body, e.delivery]), [[probe.raw.toString(), 'rejected']], 'the exact bytes sent, with how the post went');
+    t.ok(ledger.verify().ok);
+  });
+
+  t.test('a probe that cannot be recorded in the ledger is not sent', async (t) => {
+    const sub = join(dir, 'no-ledger');
+    mkdirSync(sub, { recursive: true });
+    // The state directory would sit under a regular file: nothing can be created there.
+    writeFileSync(join(sub, 'not-a-dir'), '');
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3, stateDir: join(sub, 'not-a-dir', 'state') });
+    const before = ingest.received.length;
+    const { code, stdout } = await runCli(['doctor', '--config', config]);
+    t.comment(stdout);
+    t.equal(code, 1);
+    t.match(stdout, /FAIL ingest {4}cannot record the probe in the ledger .*; not sent/);
+    t.equal(ingest.received.length, before, 'nothing left the gateway');
   });
 
   t.test('broken AP, wrong key and wrong ingest secret: exit 1, each named', async (t) => {
