@@ -6,7 +6,8 @@ import type { DialectInfo } from './load.js';
 export function dialectInfoOf(catalog: DialectCatalog): Map<string, DialectInfo> {
   const out = new Map<string, DialectInfo>();
   for (const [name, dialect] of catalog) {
-    out.set(name, { transport: dialect.transport, controller: dialect.transport === 'snmp' && dialect.controller });
+    const snmp = dialect.transport === 'snmp';
+    out.set(name, { transport: dialect.transport, controller: snmp && dialect.controller, namesApOfStation: snmp && dialect.tables.some((table) => table.apIdentity !== undefined) });
   }
   return out;
 }

@@ -20,6 +20,11 @@ export interface DialectInfo {
   transport: 'snmp' | 'ssh';
   /** A controller answers for many APs, each mapped to a zone with apZones. */
   controller?: boolean;
+  /**
+   * Its rows name the AP (or AP radio) that carries each station, so apZones may split its stations
+   * per AP even when it is not a controller (an ArubaOS mobility controller keyed by BSSID).
+   */
+  namesApOfStation?: boolean;
 }
 
 export interface EdgeConfig {
@@ -134,7 +139,7 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
     tracker,
     logLevel: file.logLevel ?? 'info',
     ledgerRetentionMs: (file.ledgerRetentionDays ?? 30) * 24 * 3_600_000,
-    accessPoints: file.accessPoints.map((ap) => resolveAccessPoint(ap, baseDir, options.dialects)),
+    accessPoints: file.accessPoints.map((ap) => resolveAccessPoint(ap, baseDir)),
     reportNames: reportNamesOf(file.accessPoints),
     sensors: (file.sensors ?? []).map((s) => ({ sensorId: s.sensorId, buildingId: file.buildingId, roomId: s.zone, metric: s.metric, driver: s.driver, endpoint: s.endpoint })),
   };
@@ -172,14 +177,13 @@ function readSecret(path: string): string {
   return readFileSync(path, 'utf8').replace(/\r?\n$/, '');
 }
 
-function resolveAccessPoint(ap: AccessPointConfig, baseDir: string, dialects: ReadonlyMap<string, DialectInfo>): AccessPoint {
+function resolveAccessPoint(ap: AccessPointConfig, baseDir: string): AccessPoint {
   const file = (p: string) => resolve(baseDir, p);
-  const controller = dialects.get(ap.dialect)?.controller === true;
   const apZones = ap.apZones
     ? Object.fromEntries(Object.entries(ap.apZones).map(([identity, entry]) => [identity, controlledAp(identity, entry).zone]))
     : undefined;
-  // A controller has no zone of its own; its results carry the zones of the APs behind it.
-  const zone = ap.zone ?? (controller && apZones ? Object.values(apZones)[0] : undefined) ?? '';
+  // An AP split by apZones has no zone of its own; its results carry the zones of the APs behind it.
+  const zone = ap.zone ?? (apZones ? Object.values(apZones)[0] : undefined) ?? '';
   const out: AccessPoint = { name: ap.name, zone, dialect: ap.dialect, target: { transport: 'snmp', host: ap.host, port: 161, version: '2c' } };
   if (apZones) out.apZones = apZones;
   if (ap.transport === 'snmp' && ap.snmp) {
@@ -308,9 +312,14 @@ function checkAccessPoint(
       errors.push(`${at}.apZones: the ${String(ap.dialect)} dialect is a controller; map each AP behind it to a zone`);
     }
   } else if (dialect && ap.apZones !== undefined) {
-    errors.push(`${at}.apZones: only controller dialects use apZones; set zone instead`);
+    if (!dialect.namesApOfStation) {
+      errors.push(`${at}.apZones: the ${String(ap.dialect)} dialect does not say which AP carries a station, so its stations cannot be split per AP; set zone instead`);
+    } else if (isRecord(ap.apZones) && Object.keys(ap.apZones).length === 0) {
+      errors.push(`${at}.apZones: empty; map each AP (radio) to a zone, or remove apZones and set zone`);
+    }
   }
-  if (dialect && !dialect.controller && ap.zone === undefined) errors.push(`${at}.zone: required (the zone this AP covers)`);
+  // With apZones, each AP's zone is given there, and stations of APs not listed are not counted.
+  if (dialect && !dialect.controller && ap.zone === undefined && ap.apZones === undefined) errors.push(`${at}.zone: required (the zone this AP covers)`);
   checkZone(ap.zone, `${at}.zone`);
   if (isRecord(ap.apZones)) {
     for (const [identity, entry] of Object.entries(ap.apZones)) {

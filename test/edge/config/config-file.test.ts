@@ -7,7 +7,8 @@ import { loadConfig, parseConfig, shippedDialects, type DialectInfo } from '../.
 const SAMPLE = new URL('../../../edge/config.sample.yaml', import.meta.url);
 
 const dialects = new Map<string, DialectInfo>([
-  ['aruba-aos', { transport: 'snmp' }],
+  ['aruba-aos', { transport: 'snmp', namesApOfStation: true }],
+  ['mikrotik', { transport: 'snmp' }],
   ['cisco-wlc', { transport: 'snmp', controller: true }],
   ['openwrt-iw', { transport: 'ssh' }],
 ]);
@@ -131,7 +132,7 @@ accessPoints:
   expectLine(/^accessPoints\[0\]\.snmp\.version: expected an SNMP version: 2c or 3, got 1$/);
   expectLine(/^accessPoints\[0\]\.snmp\.communityFile: no such file \(a relative path is read from .+; the value is not shown, in case it is the secret itself\)$/);
   expectLine(/^accessPoints\[1\]\.name: "a1" is already used by accessPoints\[0\]/);
-  expectLine(/^accessPoints\[1\]\.dialect: expected one of aruba-aos, cisco-wlc, openwrt-iw, got "fritzbox"$/);
+  expectLine(/^accessPoints\[1\]\.dialect: expected one of aruba-aos, cisco-wlc, mikrotik, openwrt-iw, got "fritzbox"$/);
   expectLine(/^accessPoints\[1\]\.zone: "kitchen" is not a zone declared under zones/);
   expectLine(/^accessPoints\[1\]\.ssh\.privateKeyFile: no such file/);
   expectLine(/^accessPoints\[2\]\.transport: the openwrt-iw dialect is read over ssh, got snmp$/);
@@ -237,9 +238,29 @@ t.test('a controller maps its APs to declared zones', async (t) => {
   const clash = parseConfig(minimal(`${controller}    apZones: { lobby-1: lobby }\n`), join(dir, 'c.yaml'), { dialects });
   t.notOk(clash.ok);
   if (!clash.ok) t.match(clash.errors, [/^accessPoints\[1\]\.apZones\.lobby-1: "lobby-1" is already used by accessPoints\[0\]/]);
-  const plain = parseConfig(minimal().replace('    zone: lobby\n', '    zone: lobby\n    apZones: { x: lobby }\n'), join(dir, 'c.yaml'), { dialects });
+  const plain = parseConfig(minimal().replace('dialect: aruba-aos', 'dialect: mikrotik').replace('    zone: lobby\n', '    zone: lobby\n    apZones: { x: lobby }\n'), join(dir, 'c.yaml'), { dialects });
   t.notOk(plain.ok);
-  if (!plain.ok) t.match(plain.errors, [/^accessPoints\[0\]\.apZones: only controller dialects use apZones/]);
+  if (!plain.ok) t.match(plain.errors, [/^accessPoints\[0\]\.apZones: the mikrotik dialect does not say which AP carries a station, so its stations cannot be split per AP; set zone instead$/]);
+});
+
+t.test('a dialect whose rows name the AP of each station (aruba-aos, by BSSID) may be split per AP with apZones', async (t) => {
+  const dir = secrets(t, { community: 'public' });
+  const split = minimal().replace('    zone: lobby\n', '    apZones:\n      "24:de:c6:a0:01:10": { zone: lobby, name: lobby-east }\n      "24:de:c6:a0:02:00": { zone: cafe, name: cafe-west }\n').replace('  lobby:\n', '  lobby:\n  cafe:\n');
+  const result = parseConfig(split, join(dir, 'c.yaml'), { dialects });
+  if (!result.ok) t.fail(result.errors.join('\n'));
+  if (result.ok) {
+    t.same(result.config.accessPoints[0]!.apZones, { '24:de:c6:a0:01:10': 'lobby', '24:de:c6:a0:02:00': 'cafe' });
+    t.same(result.config.reportNames, { '24:de:c6:a0:01:10': 'lobby-east', '24:de:c6:a0:02:00': 'cafe-west' }, 'apClients are reported per AP radio, by name');
+  }
+  const empty = parseConfig(minimal().replace('    zone: lobby\n', '    apZones: {}\n'), join(dir, 'c.yaml'), { dialects });
+  t.notOk(empty.ok);
+  if (!empty.ok) t.match(empty.errors, [/^accessPoints\[0\]\.apZones: empty; map each AP \(radio\) to a zone, or remove apZones and set zone$/]);
+  const neither = parseConfig(minimal().replace('    zone: lobby\n', ''), join(dir, 'c.yaml'), { dialects });
+  t.notOk(neither.ok);
+  if (!neither.ok) t.match(neither.errors, [/^accessPoints\[0\]\.zone: required \(the zone this AP covers\)$/]);
+  const shipped = shippedDialects();
+  t.equal(shipped.get('aruba-aos')?.namesApOfStation, true, 'the shipped aruba-aos dialect names the BSSID of each station');
+  t.equal(shipped.get('mikrotik')?.namesApOfStation, false);
 });
 
 t.test('names that look like identifiers are refused (the audit would flag them), saying what they look like', async (t) => {

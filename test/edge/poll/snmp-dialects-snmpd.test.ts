@@ -2,6 +2,10 @@
  * The SNMP dialects against the real Net-SNMP snmpd, serving recorded AP tables through pass_persist.
  */
 import t from 'tap';
+import { chmodSync } from 'node:fs';
+import { join } from 'node:path';
+import { dialectInfoOf } from '../../../edge/src/config/dialects.js';
+import { parseConfig } from '../../../edge/src/config/index.js';
 import { loadDialects, type DialectCatalog } from '../../../edge/src/poll/dialects.js';
 import { createPoller } from '../../../edge/src/poll/poller.js';
 import { openNetSnmpSession } from '../../../edge/src/poll/snmp/session.js';
@@ -140,6 +144,37 @@ t.test('aruba-aos with apZones keyed by BSSID (any MAC spelling) splits per AP r
     { ap: '24:DE:C6:A0:01:10', zone: 'east', stations: [{ mac: '04:d3:b0:12:34:56', rssiDbm: -54 }, { mac: '58:ce:2a:aa:00:11', rssiDbm: -68 }] },
     { ap: '24-de-c6-a0-02-00', zone: 'west', stations: [{ mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 }] },
   ]);
+});
+
+t.test('aruba-aos split per AP radio from a config file, as the collector loads it', async (t) => {
+  const dir = t.testdir({ community: 'lintel-ro\n' });
+  chmodSync(join(dir, 'community'), 0o600);
+  const yaml = `
+buildingId: hq
+pollIntervalS: 10
+requestTimeoutS: 3
+zones: { east: {}, west: {} }
+accessPoints:
+  - name: mc-1
+    dialect: aruba-aos
+    transport: snmp
+    host: ${snmpd.host}
+    snmp: { version: 2c, port: ${snmpd.port}, communityFile: community }
+    apZones:
+      24-DE-C6-A0-01-10: { zone: east, name: east-radio }
+      "24:de:c6:a0:02:00": { zone: west, name: west-radio }
+`;
+  const loaded = parseConfig(yaml, join(dir, 'config.yaml'), { dialects: dialectInfoOf(dialects) });
+  if (!loaded.ok) t.fail(loaded.errors.join('\n'));
+  if (!loaded.ok) return;
+  const poller = createPoller({ dialects });
+  t.teardown(() => poller.close());
+  const results = await poller.pollAll(loaded.config.accessPoints, TIMEOUT_MS);
+  t.same(summary(results), [
+    { ap: '24-DE-C6-A0-01-10', zone: 'east', stations: [{ mac: '04:d3:b0:12:34:56', rssiDbm: -54 }, { mac: '58:ce:2a:aa:00:11', rssiDbm: -68 }] },
+    { ap: '24:de:c6:a0:02:00', zone: 'west', stations: [{ mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 }] },
+  ]);
+  t.same(loaded.config.reportNames, { '24-DE-C6-A0-01-10': 'east-radio', '24:de:c6:a0:02:00': 'west-radio' });
 });
 
 t.test('mikrotik: RouterOS 6 table (a station on two radios counts once, loudest) and RouterOS 7 table', async (t) => {
