@@ -5,6 +5,7 @@
 import { isIP } from 'node:net';
 import * as t from 'io-ts';
 import { IDENTIFIER_WORDS, identifierKind } from '../report/identifiers.js';
+import { INTERFACE_NAME, interfaceNames } from '../poll/interfaces.js';
 import { KEY_ID } from '../../../shared/hmac.js';
 
 /** `accessPoints[2].snmp`: the keys of a context, skipping union and intersection member indexes. */
@@ -126,6 +127,11 @@ export const PositiveFactor = kind('a positive number (devices per person, e.g. 
 export const Port = kind('a port number (1-65535)', t.number, (n) => Number.isInteger(n) && n >= 1 && n <= 65535);
 export const NonEmptyText = kind('a non-empty string', t.string, (s) => s.trim().length > 0);
 export const FilePath = kind('a file path', t.string, (s) => s.trim().length > 0 && !s.includes('\0'));
+/** The interfaces an SSH dialect's command runs for: plain names, comma-separated (the command runs in the AP's shell). */
+export const InterfaceList = kind('interface names, comma-separated, each of 1 to 32 letters, digits, _ . @ or -', t.string, (s) => {
+  const names = interfaceNames(s);
+  return names.length > 0 && names.every((name) => INTERFACE_NAME.test(name));
+});
 
 /**
  * The path of a file holding a secret. A value that is refused is never echoed, since error lines reach

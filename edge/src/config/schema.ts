@@ -12,6 +12,7 @@ import {
   HostKeySha256,
   HttpUrl,
   IngestKeyId,
+  InterfaceList,
   ListenAddress,
   LogLevel,
   mapOf,
@@ -52,7 +53,7 @@ const Snmp = closed(
 const Ssh = closed(
   'the ssh settings (an object)',
   { username: NonEmptyText, privateKeyFile: SecretFilePath },
-  { port: Port, hostKeySha256: HostKeySha256, interface: t.string },
+  { port: Port, hostKeySha256: HostKeySha256, interface: InterfaceList },
   { password: 'password login is not supported; use key authentication with privateKeyFile', privateKey: inline('privateKeyFile') },
 );
 

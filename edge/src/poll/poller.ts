@@ -18,6 +18,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { ApStatusTableSpec, Dialect, DialectCatalog, SnmpDialect, SshDialect } from './dialects.js';
+import { INTERFACE_NAME, interfaceNames } from './interfaces.js';
 import { normalizeMac, scrubMacs } from './mac.js';
 import { PARSERS, ParseError } from './parsers/index.js';
 import { toDbm } from './signal.js';
@@ -64,8 +65,6 @@ type Grouped =
   | { kind: 'byAp'; stations: Map<string, StationSighting[]>; apStatus?: ApStatusReport };
 
 const elapsedSince = (started: number) => Math.round((performance.now() - started) * 10) / 10;
-
-const INTERFACE_NAME = /^[A-Za-z0-9_.@-]{1,32}$/;
 
 /** Loudest reading per MAC, so one device is one sighting per AP whatever the radios and antennas. */
 export function loudestPerMac(sightings: Iterable<StationSighting>): StationSighting[] {
@@ -141,10 +140,7 @@ export function checkAccessPoint(ap: AccessPoint, dialects: DialectCatalog): str
 /** The commands to run: the dialect's command once per interface, `{if}` substituted. */
 function commandsFor(dialect: SshDialect, interfaces: string | undefined): string[] {
   if (!dialect.command.includes('{if}')) return [dialect.command];
-  const names = (interfaces ?? dialect.defaultInterface ?? '')
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean);
+  const names = interfaceNames(interfaces ?? dialect.defaultInterface ?? '');
   if (names.length === 0) throw new PollFailure('config', `dialect ${dialect.name} needs an interface name`);
   const bad = names.find((name) => !INTERFACE_NAME.test(name));
   // the command runs in the AP's shell: anything but a plain interface name is refused

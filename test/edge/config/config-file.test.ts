@@ -175,6 +175,28 @@ t.test('a secret written where its file path belongs is not echoed: a single lin
   t.notOk(result.errors.join('\n').includes('827361'), 'the signing secret is not echoed');
 });
 
+t.test('ssh.interface is checked with the rest of the file, by its key path: plain names, comma-separated', async (t) => {
+  const dir = secrets(t, { community: 'public', 'ssh.key': 'key\n' });
+  const withInterface = (value: string) => `${minimal().replace('host: 10.0.0.5', 'host: 10.0.0.5:99')}
+  - name: owrt
+    zone: lobby
+    dialect: openwrt-iw
+    transport: ssh
+    host: 10.0.0.6
+    ssh: { username: root, privateKeyFile: ssh.key, interface: ${JSON.stringify(value)} }
+`;
+  for (const bad of ['wlan0; reboot', 'phy0-ap0,$(id)', ' , ', 'a'.repeat(33)]) {
+    const result = parseConfig(withInterface(bad), join(dir, 'c.yaml'), { dialects });
+    t.notOk(result.ok, bad);
+    if (result.ok) continue;
+    t.ok(result.errors.some((e) => e.startsWith('accessPoints[1].ssh.interface: expected interface names, comma-separated, each of 1 to 32 letters, digits, _ . @ or -, got ')), `${bad}: ${result.errors.join(' | ')}`);
+    t.ok(result.errors.some((e) => e.startsWith('accessPoints[0].host: expected a hostname')), 'reported in the same round as the other problems');
+  }
+  const good = parseConfig(withInterface('phy0-ap0, phy1-ap0').replace('host: 10.0.0.5:99', 'host: 10.0.0.5'), join(dir, 'c.yaml'), { dialects });
+  if (!good.ok) t.fail(good.errors.join('\n'));
+  if (good.ok) t.match(good.config.accessPoints[1]!.target, { transport: 'ssh', interface: 'phy0-ap0, phy1-ap0' });
+});
+
 t.test('secrets are read from files relative to the config, trailing newline dropped', async (t) => {
   const dir = secrets(t, { community: 'public\n', 'keys/ingest': 'k3y\n' });
   const result = parseConfig(minimal('ingest: { url: "http://127.0.0.1:9/ingest", secretFile: keys/ingest }'), join(dir, 'c.yaml'), { dialects });
