@@ -31,17 +31,23 @@ export interface RetentionReport {
 
 /**
  * Aggregates one hour range. For count metrics, a min, max or avg strictly between 0 and the floor is
- * stored as NULL. Whenever any value is withheld, the sum and the avg are withheld with it: with the
- * count, either gives the other back, and with the max it gives a withheld min back (two readings,
- * 1 and 10: min = sum − max). The min and max alone never give each other away. `suppressed` says a
- * value was withheld.
+ * stored as NULL. Whenever any value is withheld, or any reading of the hour lies strictly between 0
+ * and the floor, the sum and the avg are withheld with it: with the count, either gives the other back;
+ * with the max it gives a withheld min back (two readings, 1 and 10: min = sum − max); and with the
+ * min and max it gives back a reading between them (0, 1 and 20: 21 − 0 − 20 = 1). The min and max
+ * alone never give each other away. `suppressed` says a value was withheld.
+ *
+ * The sum and the avg are taken in numeric, so readings near the double-precision limit cannot make
+ * the statement fail (a float8 sum of 1.7e308 and 1.7e308 is an error, which would stop every rollup
+ * and every partition drop behind it). A sum beyond what a double holds is stored as NULL.
  */
 function rollupSql(where: string): string {
   const s = (v: string) => `(counted AND ${v} > 0 AND ${v} < $2)`;
   return `
 WITH agg AS (
   SELECT building_id, room_id, metric, date_trunc('hour', ts, 'UTC') AS hour,
-         count(*) AS n, min(value) AS mn, max(value) AS mx, sum(value) AS sm, avg(value) AS av,
+         count(*) AS n, min(value) AS mn, max(value) AS mx, sum(value::numeric) AS sm, avg(value::numeric)::float8 AS av,
+         bool_or(value > 0 AND value < $2) AS some_low,
          metric = ANY($1::text[]) AS counted
   FROM readings WHERE ${where}
   GROUP BY building_id, room_id, metric, date_trunc('hour', ts, 'UTC')
@@ -50,10 +56,10 @@ INSERT INTO readings_hourly AS h (building_id, room_id, metric, hour, count, min
 SELECT building_id, room_id, metric, hour, n,
        CASE WHEN ${s('mn')} THEN NULL ELSE mn END,
        CASE WHEN ${s('mx')} THEN NULL ELSE mx END,
-       CASE WHEN withheld THEN NULL ELSE sm END,
+       CASE WHEN withheld OR abs(sm) > 1.7976931348623157e308 THEN NULL ELSE sm::float8 END,
        CASE WHEN withheld THEN NULL ELSE av END,
        withheld
-FROM (SELECT agg.*, ${s('mn')} OR ${s('mx')} OR ${s('sm')} OR ${s('av')} AS withheld FROM agg) AS checked
+FROM (SELECT agg.*, ${s('mn')} OR ${s('mx')} OR ${s('sm')} OR ${s('av')} OR (counted AND some_low) AS withheld FROM agg) AS checked
 ON CONFLICT (building_id, room_id, metric, hour) DO UPDATE
 SET count = EXCLUDED.count, min = EXCLUDED.min, max = EXCLUDED.max, sum = EXCLUDED.sum, avg = EXCLUDED.avg, suppressed = EXCLUDED.suppressed`;
 }

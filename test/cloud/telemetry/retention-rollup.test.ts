@@ -141,6 +141,9 @@ t.test('the privacy floor: count buckets under the floor are kept as null with s
     peopleReading('b1', 'busy', hour(4, 0), 6),
     peopleReading('b1', 'busy', hour(4, 10), 8),
     peopleReading('b1', 'empty', hour(5, 0), 0),
+    peopleReading('b1', 'middle', hour(8, 0), 0),
+    peopleReading('b1', 'middle', hour(8, 10), 1),
+    peopleReading('b1', 'middle', hour(8, 20), 20),
     { type: 'zoneTransition', buildingId: 'b1', roomId: 'hall', fromRoomId: 'lab', timestamp: hour(6, 0), zoneTransition: 2 },
     temperatureReading('b1', 'cold', hour(7, 0), 1.5),
   ]);
@@ -154,6 +157,7 @@ t.test('the privacy floor: count buckets under the floor are kept as null with s
   t.match(byRoom.pair, { count: 2, min: null, max: 10, sum: null, avg: null, suppressed: true }, 'a withheld min cannot be worked back as sum − max');
   t.match(byRoom.busy, { count: 2, min: 6, max: 8, sum: 14, avg: 7, suppressed: false });
   t.match(byRoom.empty, { count: 1, min: 0, max: 0, sum: 0, avg: 0, suppressed: false }, 'a true 0 is kept');
+  t.match(byRoom.middle, { count: 3, min: 0, max: 20, sum: null, avg: null, suppressed: true }, 'a reading of 1 between min and max cannot be worked back as sum − min − max');
   t.match(byRoom.hall, { metric: 'zoneTransition', max: null, suppressed: true }, 'every count metric obeys the floor');
   t.match(byRoom.cold, { metric: 'temperature', min: 1.5, suppressed: false }, 'a measurement is not a count');
   const raw = await h.pool.query(`SELECT value FROM readings WHERE room_id = 'solo'`);
@@ -220,4 +224,23 @@ t.test('DST: hours across a clock change are distinct UTC hours, and days are UT
   );
   t.equal(await rawCount(h), 2);
   t.equal(HOUR_MS, 3_600_000);
+});
+
+t.test('readings near the double-precision limit roll up without failing the job: the sum a double cannot hold is null', async (t) => {
+  const h = await startHarness(t);
+  const job = retentionJob(h, 5);
+  await ingestAt(h, at('2024-06-01T09:30:00Z'), [
+    temperatureReading('b1', 'furnace', at('2024-06-01T08:00:00Z'), 1.7e308),
+    temperatureReading('b1', 'furnace', at('2024-06-01T08:10:00Z'), 1.7e308),
+    temperatureReading('b1', 'swing', at('2024-06-01T08:00:00Z'), 1e300),
+    temperatureReading('b1', 'swing', at('2024-06-01T08:10:00Z'), -1e300),
+    temperatureReading('b1', 'office', at('2024-06-01T08:00:00Z'), 21.5),
+  ]);
+  h.clock.now = at('2024-06-01T09:30:00Z');
+  const report = await job.runOnce();
+  const byRoom = Object.fromEntries((await buckets(h)).map((r) => [r.room_id, r]));
+  t.match(byRoom.furnace, { count: 2, min: 1.7e308, max: 1.7e308, sum: null, avg: 1.7e308, suppressed: false });
+  t.match(byRoom.swing, { count: 2, min: -1e300, max: 1e300, sum: 0, avg: 0 });
+  t.match(byRoom.office, { count: 1, sum: 21.5, avg: 21.5 }, 'the other buckets of the run are written');
+  t.equal(report.watermark, at('2024-06-01T09:00:00Z'), 'the watermark moved past the hour');
 });
