@@ -199,7 +199,7 @@ interface KeyedRows {
   order: number[];
   buildings: string[];
   oldest: number;
-  /** The earliest instant of each UTC hour the batch touches: enough to find the late hours. */
+  /** The earliest stored instant of each UTC hour the batch is stored in: enough to find the late hours. */
   hourStarts: number[];
 }
 
@@ -219,9 +219,12 @@ function inKeyOrder(batchRows: readonly ReadingRow[]): KeyedRows {
     if (r.buildingId !== rows[rows.length - 1]?.buildingId) buildings.push(r.buildingId);
     rows.push(r);
     if (r.ts < oldest) oldest = r.ts;
-    const hour = Math.floor(r.ts / HOUR_MS);
+    // By the hour the row is stored in: a reading a fraction of a microsecond before the hour is stored
+    // at the hour (storedInstant), and that hour must be marked when it is late, not the one before.
+    const stored = storedInstant(r.ts);
+    const hour = hourOf(stored);
     const earliest = earliestOfHour.get(hour);
-    if (earliest === undefined || r.ts < earliest) earliestOfHour.set(hour, r.ts);
+    if (earliest === undefined || stored < earliest) earliestOfHour.set(hour, stored);
   }
   return { rows, order, buildings, oldest, hourStarts: [...earliestOfHour.values()] };
 }

@@ -36,6 +36,21 @@ t.test('late hours are marked once, hours after the watermark never', async (t) 
   t.same(await hours(), [late], 'an hour marked again once its mark is gone');
 });
 
+t.test('a late reading stored in the next hour (rounded to the microsecond) marks that hour too', async (t) => {
+  const h = await startHarness(t);
+  const watermark = Math.floor(h.clock.now / HOUR_MS) * HOUR_MS;
+  await h.pool.query('UPDATE rollup_state SET watermark = $1', [new Date(watermark)]);
+  const hour = watermark - 2 * HOUR_MS;
+  // 0.4 µs before the next hour: stored at the next hour, whose rollup it belongs to.
+  const edge = hour + HOUR_MS - 0.0004;
+  const answer = await postSigned(h, { batchId: 'edge-of-hour', readings: [temperatureReading('b1', 'r1', hour + 1000, 20), temperatureReading('b1', 'r1', edge, 21)] });
+  t.equal(answer.status, 200, answer.text);
+  const stored = await h.pool.query<{ ms: number }>(`SELECT (extract(epoch FROM ts) * 1000)::float8 AS ms FROM readings WHERE value = 21`);
+  t.same(stored.rows.map((r) => r.ms), [hour + HOUR_MS], 'stored at the hour');
+  const pending = await h.pool.query<{ ms: number }>('SELECT (extract(epoch FROM hour) * 1000)::float8 AS ms FROM rollup_pending ORDER BY hour');
+  t.same(pending.rows.map((r) => r.ms), [hour, hour + HOUR_MS], 'both hours the batch is stored in are marked for a new rollup');
+});
+
 t.test('lateHoursToMark: the hours before the watermark not pending yet', async (t) => {
   t.same(lateHoursToMark([0, HOUR_MS], null, []), [], 'no rollup yet: nothing is late');
   fc.assert(
