@@ -32,8 +32,15 @@ interface FieldProblem {
   message: string;
 }
 
-/** Checks the command's shape; the arguments themselves are checked against the action's declaration. */
-export function parseCommand(body: unknown): { ok: true; command: DeviceCommand } | { ok: false; errors: FieldProblem[] } {
+/** A command whose ids and fields are checked; its arguments are checked only once the caller may edit the building. */
+type ShapedCommand = Omit<DeviceCommand, 'arguments'> & { arguments: unknown };
+
+/**
+ * Checks the command's shape: its fields and ids, which the permission check needs. The arguments are
+ * the command's parameters, checked after the permission check ({@link argumentsOf}, then against the
+ * action's declaration), so a caller who may not edit the building learns 403, not what is wrong with them.
+ */
+export function parseCommand(body: unknown): { ok: true; command: ShapedCommand } | { ok: false; errors: FieldProblem[] } {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return { ok: false, errors: [{ field: '(body)', message: `expected a JSON object, got ${describeValue(body)}` }] };
   const errors: FieldProblem[] = [];
   const out: Record<string, unknown> = {};
@@ -48,10 +55,15 @@ export function parseCommand(body: unknown): { ok: true; command: DeviceCommand 
     }
   }
   for (const id of IDS) if (!NonEmptyString.is(out[id])) errors.push({ field: id, message: `expected a non-empty string, got ${describeValue(out[id])}` });
-  const args = out.arguments ?? {};
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) errors.push({ field: 'arguments', message: `expected an object of named arguments, got ${describeValue(args)}` });
   if (errors.length > 0) return { ok: false, errors };
-  return { ok: true, command: { ...(out as Omit<DeviceCommand, 'arguments'>), arguments: args as Record<string, unknown> } };
+  return { ok: true, command: { ...(out as Omit<DeviceCommand, 'arguments'>), arguments: out.arguments } };
+}
+
+/** The named arguments of a command (none when absent), or the problem with them. */
+export function argumentsOf(value: unknown): { ok: true; arguments: Record<string, unknown> } | { ok: false; errors: FieldProblem[] } {
+  const args = value ?? {};
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return { ok: false, errors: [{ field: 'arguments', message: `expected an object of named arguments, got ${describeValue(args)}` }] };
+  return { ok: true, arguments: args as Record<string, unknown> };
 }
 
 const OUTCOME: Record<DeviceCommandError['code'], string> = {
@@ -73,13 +85,19 @@ export function actionsRouter(deps: { directory: BuildingDirectory; devices: Dev
       deps.metrics.actions.inc({ outcome: 'invalid' });
       throw new HttpError(400, 'invalid command', { errors: parsed.errors });
     }
-    const { command } = parsed;
+    const shaped = parsed.command;
     try {
-      await requireEdit(deps.directory, command.buildingId, req, res);
+      await requireEdit(deps.directory, shaped.buildingId, req, res);
     } catch (err) {
       deps.metrics.actions.inc({ outcome: err instanceof HttpError && err.status === 403 ? 'forbidden' : 'lookup_failed' });
       throw err;
     }
+    const args = argumentsOf(shaped.arguments);
+    if (!args.ok) {
+      deps.metrics.actions.inc({ outcome: 'invalid' });
+      throw new HttpError(400, 'invalid command', { errors: args.errors });
+    }
+    const command: DeviceCommand = { ...shaped, arguments: args.arguments };
     try {
       res.json(await deps.devices.execute(command));
       deps.metrics.actions.inc({ outcome: 'accepted' });

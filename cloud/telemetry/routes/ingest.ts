@@ -6,7 +6,7 @@
  * service's own 403 (readings outside the key's buildings) is JSON and counted by the service.
  */
 import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { HttpError } from '../../../shared/errors.js';
+import { HttpError, invalidUtf8Error } from '../../../shared/errors.js';
 import { KEY_ID_HEADER } from '../../../shared/hmac.js';
 import { signedBody, type SignedRequest } from '../../../shared/signed-body.js';
 import type { IngestService } from '../ingest.js';
@@ -55,9 +55,17 @@ function sendAccepted(res: Response, result: { accepted: number }): void {
   res.end(body);
 }
 
-/** The verified bytes as JSON; not JSON is a 400 naming the body, counted as an invalid batch. */
+/**
+ * The verified bytes as JSON; not UTF-8 or not JSON is a 400 naming the body, counted as an invalid
+ * batch. Bytes that are not UTF-8 are refused, not decoded leniently: two ids differing only in bad
+ * bytes would both become U+FFFD and be stored as one.
+ */
 function parsedBody(req: SignedRequest, metrics: TelemetryMetrics): unknown {
   const raw = req.rawBody ?? Buffer.alloc(0);
+  if (invalidUtf8Error(raw)) {
+    metrics.batches.inc({ outcome: 'invalid' });
+    throw new HttpError(400, 'request body is not valid UTF-8', { errors: [{ index: null, field: '(body)', message: 'not valid UTF-8' }] });
+  }
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch {

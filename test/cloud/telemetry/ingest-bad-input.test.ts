@@ -52,6 +52,20 @@ t.test('a truncated body is 400 and stores nothing', async (t) => {
   await stillServing(t, h, 0);
 });
 
+t.test('a body that is not UTF-8 is a 400, signed as sent, and stores nothing', async (t) => {
+  const h = await startHarness(t);
+  const reading = (building: string) => JSON.stringify(temperatureReading(building, 'r1', h.clock.now, 21));
+  // Two building ids that differ only in bytes that are not UTF-8: decoded leniently, both would be "b\ufffd".
+  for (const bad of [Buffer.from([0xff]), Buffer.from([0xc3, 0x28])]) {
+    const [before, after] = reading('b#').split('#') as [string, string];
+    const body = Buffer.concat([Buffer.from(`{"readings":[${before}`), bad, Buffer.from(`${after}]}`)]);
+    const answer = await call(`${h.url}/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-signature': sign(body, SHARED_SECRET) });
+    t.equal(answer.status, 400, answer.text);
+    t.same((answer.json as { errors: unknown }).errors, [{ index: null, field: '(body)', message: 'not valid UTF-8' }]);
+  }
+  await stillServing(t, h, 0);
+});
+
 t.test('NaN, Infinity, a negative count and a missing field are each a 400 naming the reading and field', async (t) => {
   const h = await startHarness(t);
   const now = h.clock.now;

@@ -116,6 +116,10 @@ t.test('the order of checks: 401, 403, 404/400, 404, 500', async (t) => {
   t.equal((await callAs(h, outsider, 'POST', '/executeAction', act('stat-ok'))).status, 403, 'a manager of another domain');
   t.equal((await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), buildingId: 'b-nodomain' })).status, 403, 'a building in no domain');
   t.equal((await callAs(h, viewer, 'POST', '/executeAction', { ...act('stat-ok'), metric: 'radiation' })).status, 403, 'the edit check comes before the metric check');
+  t.equal((await callAs(h, viewer, 'POST', '/executeAction', { ...act('stat-ok'), arguments: 'warm' })).status, 403, 'and before the arguments check');
+  const notAnObject = await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), arguments: 'warm' });
+  t.equal(notAnObject.status, 400, 'arguments that are not an object, for a caller who may edit');
+  t.same((notAnObject.json as { errors: unknown }).errors, [{ field: 'arguments', message: 'expected an object of named arguments, got "warm"' }]);
 
   const unknownMetric = await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), metric: 'radiation' });
   t.equal(unknownMetric.status, 404);
