@@ -1,6 +1,7 @@
 /**
- * The Redis adapter: the shared alert cooldown (`SET key {token} NX EX 300`), the alertIds already seen
- * (`SET alert-seen:{alertId} {token} NX EX 86400`) and the in-app channel. The client is owned by the caller.
+ * The Redis adapter: the shared alert cooldown (`SET key 1 NX EX 300`), the alertIds already seen
+ * (`alert-seen:{alertId}`, 24 h, holding the arming call's token and what it came to) and the in-app
+ * channel. The client is owned by the caller.
  * The breach path arms and publishes a whole slice of records at once: one script call per thousand
  * keys or messages, with one answer per alert or message.
  */
@@ -20,17 +21,19 @@ export const SEEN_SECONDS = 24 * 3600;
 /**
  * The slice's alerts arm with one script call instead of commands each. KEYS holds two keys per alert,
  * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime, and
- * ARGV[2 + n] the token of the n-th alert, stored as the value of both its keys. Per alert, in order: 2
- * when its alertId was already seen (its cooldown key is not touched), else 1 when this call armed the
- * cooldown or 0 when it was already armed. The client's cost per command (encoding, a reply to parse, a
- * promise) was most of the cost of arming a slice.
+ * ARGV[2 + n] the token of the n-th alert. Per alert, in order: 2 when its alertId was already seen (its
+ * cooldown key is not touched), else 1 when this call armed the cooldown (`SET key 1 NX EX 300`, as
+ * the seed fixes it) or 0 when it was already armed. The seen mark holds `{token}:{answer}`. The
+ * client's cost per command (encoding, a reply to parse, a promise) was most of the cost of arming a
+ * slice.
  *
  * A seen mark holding the alert's own token was set by an earlier run of the same arming whose reply
  * never arrived (the connection dropped after Redis ran it: the client resends the call on reconnect,
- * or the record is read again). That run's answer is given again, from whether the cooldown holds the
- * token too, instead of 2: otherwise the alert would be counted a duplicate of itself and never
- * delivered. Within one run an alertId or a cooldown key is answered for once, so a repeat in the same
- * call is never taken for the caller's own earlier run.
+ * or the record is read again). That run's answer is given again, from the mark, instead of 2:
+ * otherwise the alert would be counted a duplicate of itself and never delivered. It is 1 only while
+ * the cooldown it armed is still there (a release deleted both keys; an expired cooldown delivers
+ * nothing late). Within one run an alertId or a cooldown key is answered for once, so a repeat in the
+ * same call is never taken for the caller's own earlier run.
  */
 const ARM_ALL = `
 local out = {}
@@ -40,10 +43,16 @@ for i = 1, #KEYS, 2 do
   local result = 2
   if answered[seen] then
     result = 2
-  elseif redis.call('SET', seen, token, 'EX', ARGV[2], 'NX') then
-    result = redis.call('SET', cooldown, token, 'EX', ARGV[1], 'NX') and 1 or 0
-  elseif redis.call('GET', seen) == token then
-    result = (not answered[cooldown] and redis.call('GET', cooldown) == token) and 1 or 0
+  else
+    local mark = redis.call('GET', seen)
+    if not mark then
+      result = redis.call('SET', cooldown, '1', 'EX', ARGV[1], 'NX') and 1 or 0
+      redis.call('SET', seen, token .. ':' .. result, 'EX', ARGV[2])
+    elseif mark == token .. ':1' then
+      result = (not answered[cooldown] and redis.call('EXISTS', cooldown) == 1) and 1 or 0
+    elseif mark == token .. ':0' then
+      result = 0
+    end
   end
   answered[seen] = true
   if result == 1 then answered[cooldown] = true end

@@ -114,6 +114,7 @@ t.test('the same alert 20 times across two instances of one consumer group: deli
   t.equal(channel.raw.length, 1, 'one notification for one domain');
   const ttl = await redis.ttl(`${first.keyPrefix}alert:temperature:temperature:${building}:r1`);
   t.ok(ttl > 0 && ttl <= 300, `cooldown key armed for at most 300 s (ttl ${ttl})`);
+  t.equal(await redis.get(`${first.keyPrefix}alert:temperature:temperature:${building}:r1`), '1', 'the cooldown key holds 1, as the seed fixes it');
   t.same(lookupClaims(building), [SYSTEM_IDENTITY], 'looked up once, with the system identity and no memberships');
 });
 
