@@ -87,6 +87,40 @@ export function url(protocols: readonly string[], options: { default?: string; o
   };
 }
 
+/** `mongodb://[user[:password]@]host[:port][,host[:port]…][/database][?options]`, split. */
+const MONGO_URI = /^(mongodb|mongodb\+srv):\/\/(?:([^@/?#]*)@)?([^/?#@]+)(?:\/([^?#]*))?(?:\?[^#]*)?$/;
+
+/**
+ * A MongoDB connection string, `mongodb://` (one host or a replica set's seed list,
+ * `h1:27017,h2:27017`) or `mongodb+srv://` (one host name, no port). WHATWG URL parsing refuses a seed
+ * list, so it is not used here.
+ */
+export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
+  return {
+    read: (raw) =>
+      fallback<string>(raw, options.default, true, (s) => {
+        const m = MONGO_URI.exec(s);
+        if (!m) return problem('not a mongodb:// or mongodb+srv:// URL');
+        const hosts = (m[3] ?? '').split(',');
+        const bad = hosts.find((h) => !/^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s]+)(:\d{1,5})?$/.test(h) || (h.includes(':') && !h.startsWith('[') && !isPort(Number(h.slice(h.lastIndexOf(':') + 1)))));
+        if (bad !== undefined) return problem(`not a mongodb:// or mongodb+srv:// URL: ${JSON.stringify(bad)} is not a host[:port]`);
+        if (m[1] === 'mongodb+srv' && (hosts.length !== 1 || /:\d+$/.test(hosts[0] ?? ''))) return problem('a mongodb+srv:// URL names one host, without a port');
+        return s;
+      }),
+  };
+}
+
+/**
+ * The database a MongoDB connection string names in its path, or undefined.
+ *
+ * @example
+ * mongoDatabaseOf('mongodb://h1:27017,h2:27017/notificationdb?replicaSet=rs0'); // 'notificationdb'
+ */
+export function mongoDatabaseOf(uri: string): string | undefined {
+  const path = MONGO_URI.exec(uri)?.[4];
+  return path ? decodeURIComponent(path) : undefined;
+}
+
 const isPort = (n: number) => n >= 1 && n <= 65535;
 
 /**

@@ -1,13 +1,13 @@
 /**
  * The chat service's environment, read once at start; every problem is reported at once.
  */
-import { int, logLevel, readEnv, url } from '../../shared/env.js';
+import { int, logLevel, mongoUri, readEnv, url } from '../../shared/env.js';
 import { DEFAULT_HISTORY_MAX_MESSAGES } from './app.js';
 import { DEFAULT_AGENT_TIMEOUTS } from './http-agent.js';
 
 export const CHAT_ENV = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
-  MONGO_URI: url(['mongodb', 'mongodb+srv']),
+  MONGO_URI: mongoUri(),
   AGENT_URL: url(['http', 'https'], { default: 'http://agent:3000' }),
   HISTORY_MAX_MESSAGES: int({ default: DEFAULT_HISTORY_MAX_MESSAGES, min: 0, max: 100 }),
   AGENT_CONNECT_TIMEOUT_MS: int({ default: DEFAULT_AGENT_TIMEOUTS.connectTimeoutMs, min: 1, max: 60_000 }),

@@ -9,7 +9,7 @@ import webpush from 'web-push';
 import { encodeClaims, systemClaims } from '../../shared/claims.js';
 import { DependencyUnreachable } from '../../shared/describe-error.js';
 import { createBuildingDirectory } from '../../shared/directory.js';
-import { ConfigError, hostPorts, int, logLevel, readEnv, str, url, type EnvOf, type EnvVar } from '../../shared/env.js';
+import { ConfigError, hostPorts, int, logLevel, mongoDatabaseOf, mongoUri, readEnv, str, url, type EnvOf, type EnvVar } from '../../shared/env.js';
 import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { createApp } from './app.js';
@@ -53,7 +53,7 @@ function bool(options: { default: boolean }): EnvVar<boolean> {
 
 const ENV_SPEC = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
-  MONGO_URI: url(['mongodb', 'mongodb+srv'], { default: 'mongodb://127.0.0.1:27017/notificationdb' }),
+  MONGO_URI: mongoUri({ default: 'mongodb://127.0.0.1:27017/notificationdb' }),
   REDIS_URL: url(['redis', 'rediss'], { default: 'redis://127.0.0.1:6379' }),
   KAFKA_BROKERS: hostPorts({ default: '127.0.0.1:9092' }),
   DIGITAL_TWIN_URL: url(['http', 'https'], { default: 'http://127.0.0.1:3000' }),
@@ -87,7 +87,7 @@ function readConfig(source: NodeJS.ProcessEnv = process.env) {
     problems.push(...vapidProblems(vapid));
   }
   if (problems.length > 0 || !env) throw new ConfigError(problems);
-  const database = decodeURIComponent(new URL(env.MONGO_URI).pathname.replace(/^\/+/, '')) || 'notificationdb';
+  const database = mongoDatabaseOf(env.MONGO_URI) || 'notificationdb';
   return { ...env, vapid, database };
 }
 

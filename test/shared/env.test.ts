@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readEnv, str, int, url, hostPorts, listenAddr, keyRing, ConfigError } from '../../shared/env.js';
+import { readEnv, str, int, url, hostPorts, listenAddr, keyRing, mongoUri, mongoDatabaseOf, ConfigError } from '../../shared/env.js';
 
 const spec = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
@@ -51,6 +51,30 @@ t.test('a broker port outside 1..65535 and a URL without "//" are refused, not r
   t.throws(() => readEnv({ REDIS_URL: url(['redis', 'rediss']) }, { REDIS_URL: 'redis:cache:6379' }), new ConfigError(['REDIS_URL: not a redis:// or rediss:// URL']));
   t.throws(() => readEnv({ DATABASE_URL: url(['postgres']) }, { DATABASE_URL: 'postgres:lintel@db/lintel' }), new ConfigError(['DATABASE_URL: not a postgres:// URL']));
   t.same(readEnv({ DATABASE_URL: url(['postgres']) }, { DATABASE_URL: 'postgres:///lintel?host=/run/postgresql' }).DATABASE_URL, 'postgres:///lintel?host=/run/postgresql', 'a socket URL without a host is still fine');
+});
+
+t.test('a MongoDB connection string: one host, a replica set seed list, or mongodb+srv; the database from its path', async (t) => {
+  const read = (value: string) => readEnv({ MONGO_URI: mongoUri() }, { MONGO_URI: value }).MONGO_URI;
+  for (const good of [
+    'mongodb://127.0.0.1:27017/notificationdb',
+    'mongodb://h1:27017,h2:27017,h3/notificationdb?replicaSet=rs0&w=majority',
+    'mongodb://app:p%40ss@h1.example.net:27017,h2.example.net:27018/chat?authSource=admin',
+    'mongodb://[::1]:27017,[fe80::1]/db',
+    'mongodb+srv://cluster0.example.net/chat?retryWrites=true',
+    'mongodb://localhost',
+  ]) t.equal(read(good), good, good);
+  for (const [bad, why] of [
+    ['postgres://h/db', 'not a mongodb:// or mongodb+srv:// URL'],
+    ['mongodb:h1:27017/db', 'not a mongodb:// or mongodb+srv:// URL'],
+    ['mongodb://h1:27017,,h2/db', 'not a mongodb:// or mongodb+srv:// URL: "" is not a host[:port]'],
+    ['mongodb://h1:99999/db', 'not a mongodb:// or mongodb+srv:// URL: "h1:99999" is not a host[:port]'],
+    ['mongodb+srv://a.example.net,b.example.net/db', 'a mongodb+srv:// URL names one host, without a port'],
+    ['mongodb+srv://a.example.net:27017/db', 'a mongodb+srv:// URL names one host, without a port'],
+  ] as const) t.throws(() => read(bad), new ConfigError([`MONGO_URI: ${why}`]), bad);
+  t.equal(mongoDatabaseOf('mongodb://h1:27017,h2:27017/notificationdb?replicaSet=rs0'), 'notificationdb');
+  t.equal(mongoDatabaseOf('mongodb://u:p@h/my%20db'), 'my db');
+  t.equal(mongoDatabaseOf('mongodb://h1,h2/?replicaSet=rs0'), undefined);
+  t.equal(mongoDatabaseOf('mongodb://h1'), undefined);
 });
 
 t.test('a Go-style listen address with a bracketed IPv6 host gives the host a server can listen on', async (t) => {
