@@ -11,7 +11,7 @@
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
-import { keyRing, listenAddr, logLevel, readEnv, url } from '../../shared/env.js';
+import { keyRing, listenAddr, logLevel, readEnv, url, type EnvOf } from '../../shared/env.js';
 import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
 import { describeError } from '../../shared/describe-error.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
@@ -23,23 +23,29 @@ import { PgTenancyStore } from './pg-store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
 
+const ENV_SPEC = {
+  DATABASE_URL: url(['postgres', 'postgresql']),
+  INTERNAL_SIGNING_SECRET: keyRing(),
+  REDIS_URL: url(['redis', 'rediss'], { optional: true }),
+  ADDR: listenAddr({ default: ':3000' }),
+  LOG_LEVEL: logLevel(),
+};
+type Env = EnvOf<typeof ENV_SPEC>;
+
 class TenancyService {
   private pool: pg.Pool | undefined;
   private server: Server | undefined;
   private consumer: AccountDeletedConsumer | undefined;
   private readonly logger: Logger;
+  private readonly env: Env;
 
-  constructor(logger: Logger) {
+  constructor(env: Env, logger: Logger) {
+    this.env = env;
     this.logger = logger;
   }
 
   async start(): Promise<void> {
-    const env = readEnv({
-      DATABASE_URL: url(['postgres', 'postgresql']),
-      INTERNAL_SIGNING_SECRET: keyRing(),
-      REDIS_URL: url(['redis', 'rediss'], { optional: true }),
-      ADDR: listenAddr({ default: ':3000' }),
-    });
+    const env = this.env;
     const keys = env.INTERNAL_SIGNING_SECRET;
 
     this.pool = openPgPool(env.DATABASE_URL, { max: 16, logger: this.logger });
@@ -68,8 +74,10 @@ class TenancyService {
   }
 }
 
-const logger = createLogger('tenancy', { level: configOrExit(() => readEnv({ LOG_LEVEL: logLevel() })).LOG_LEVEL });
-const service = new TenancyService(logger);
+// Every variable at once, so every problem is reported together (exit 2).
+const env = configOrExit(() => readEnv(ENV_SPEC));
+const logger = createLogger('tenancy', { level: env.LOG_LEVEL });
+const service = new TenancyService(env, logger);
 runUntilSignal(service, logger).catch(async (err: unknown) => {
   logger.fatal({ error: describeError(err) }, 'start failed');
   await service.stop().catch(() => undefined);
