@@ -149,8 +149,10 @@ interface BodyParserError {
   type?: string;
   status?: number;
   statusCode?: number;
-  /** zlib's code (`Z_DATA_ERROR`, …) when a compressed body cannot be inflated. */
+  /** The decoder's code (zlib's `Z_DATA_ERROR`, brotli's `ERR__ERROR_FORMAT_…`) when a compressed body cannot be decoded. */
   code?: string;
+  /** The decoder's error number, beside its code. */
+  errno?: number;
 }
 
 /** What an error is answered with, when its status and message may be shown to the caller. */
@@ -185,8 +187,9 @@ export function errorAnswerOf(err: unknown): ErrorAnswer | undefined {
     case 'request.aborted':
       return { status: 400, message: 'request body was truncated' };
   }
-  // body-parser inflates a gzip or deflate body and marks zlib's refusal with status 400.
-  if (parserError?.status === 400 && parserError.code?.startsWith('Z_')) {
+  // body-parser decodes a gzip, deflate or brotli body and marks the decoder's refusal with status 400:
+  // zlib's codes are Z_…, brotli's ERR_… with a numeric errno.
+  if (parserError?.status === 400 && (parserError.code?.startsWith('Z_') || (parserError.code?.startsWith('ERR_') && typeof parserError.errno === 'number'))) {
     return { status: 400, message: 'request body is not valid for its Content-Encoding' };
   }
   // Express's router marks a route parameter it cannot percent-decode with status 400: bad input.
@@ -218,11 +221,16 @@ export function errorHandler(logger?: Logger): ErrorRequestHandler {
 
 /**
  * The path a log line names: the matched route's pattern (`/invite-codes/:code/redeem`) when a route
- * matched, since a path parameter may be a bearer secret such as an invite code; the path otherwise.
+ * matched, since a path parameter may be a bearer secret such as an invite code. Before any route
+ * matched (an error in app-level middleware, such as a body that cannot be read), only the first
+ * segment of the path, `/invite-codes/…`: the rest may be that secret.
  */
 function loggedPathOf(req: Request): string {
   const pattern = (req.route as { path?: unknown } | undefined)?.path;
-  return typeof pattern === 'string' ? `${req.baseUrl}${pattern}` : req.path;
+  if (typeof pattern === 'string') return `${req.baseUrl}${pattern}`;
+  const path = req.originalUrl.split('?')[0] ?? '';
+  const next = path.indexOf('/', 1);
+  return next === -1 ? path : `${path.slice(0, next)}/…`;
 }
 
 /** Answers 404 in the shared body for any route no router matched. */

@@ -1,7 +1,7 @@
 import t from 'tap';
 import express from 'express';
 import { Writable } from 'node:stream';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { errorBody, errorHandler, HttpError, jsonBody, notFoundHandler, describeError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
@@ -19,6 +19,8 @@ t.test('the handler maps malformed JSON to 400, oversize to 413, and hides inter
   const logger = createLogger('test', { destination: sink });
   const app = express();
   app.use(jsonBody());
+  // Fails before any route matches, as app-level middleware does, on a path holding a bearer secret.
+  app.use('/invite-codes', (_req, _res, next) => { next(new Error('failed before routing')); });
   app.post('/echo', (req, res) => { res.json(req.body); });
   app.get('/conflict', () => { throw new HttpError(409, 'domain name already taken'); });
   app.get('/buildings/:id', (req, res) => { res.json({ id: req.params.id }); });
@@ -46,6 +48,13 @@ t.test('the handler maps malformed JSON to 400, oversize to 413, and hides inter
   t.same(await r.body.json(), { type: 'Validation Error', message: 'request body is not valid for its Content-Encoding' });
   r = await request(`${url}/echo`, { method: 'POST', body: gzipSync('{"a":2}'), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
   t.same(await r.body.json(), { a: 2 }, 'a valid gzip body is read');
+  for (const encoding of ['br', 'deflate']) {
+    r = await request(`${url}/echo`, { method: 'POST', body: 'not compressed at all', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+    t.equal(r.statusCode, 400, `a body ${encoding} cannot decode is bad input, not a 500`);
+    t.same(await r.body.json(), { type: 'Validation Error', message: 'request body is not valid for its Content-Encoding' });
+  }
+  r = await request(`${url}/echo`, { method: 'POST', body: brotliCompressSync('{"a":3}'), headers: { 'content-type': 'application/json', 'content-encoding': 'br' } });
+  t.same(await r.body.json(), { a: 3 }, 'a valid brotli body is read');
 
   r = await request(`${url}/conflict`);
   t.equal(r.statusCode, 409);
@@ -67,6 +76,12 @@ t.test('the handler maps malformed JSON to 400, oversize to 413, and hides inter
   t.equal(r.statusCode, 400, 'a parameter that is not valid percent-encoding is bad input, not a 500');
   t.same(await r.body.json(), { type: 'Validation Error', message: 'the URL path is not valid percent-encoding' });
   t.notMatch(lines.join(''), /URIError|Z_DATA_ERROR/, 'and neither is logged as an unhandled error');
+
+  r = await request(`${url}/invite-codes/0123456789abcdef0123456789abcdef/redeem`, { method: 'POST' });
+  t.equal(r.statusCode, 500);
+  await r.body.dump();
+  t.match(lines.join(''), /"path":"\/invite-codes\/…"/, 'an error before routing names the path by its first segment');
+  t.notMatch(lines.join(''), /0123456789abcdef0123456789abcdef/, 'and never the rest, which may be a secret');
 
   r = await request(`${url}/nowhere`);
   t.equal(r.statusCode, 404);

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { request } from 'undici';
 import { createLogger } from '../../../shared/logger.js';
 import { createDomain, newAccount, startTenancy } from './support/harness.js';
 
@@ -23,4 +24,17 @@ t.test('a redemption that fails in the database logs the failure, never the code
 
   await app.pool.query('ALTER TABLE invite_codes_away RENAME TO invite_codes');
   t.equal((await app.call('POST', `/invite-codes/${code}/redeem`, { as: { sub: newAccount() } })).status, 201, 'the code was not used up');
+});
+
+t.test('a body its Content-Encoding cannot decode, sent to a redemption URL: 400, and the code is logged nowhere', async (t) => {
+  const lines: string[] = [];
+  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+  const app = await startTenancy(t, { logger });
+  const code = '0123456789abcdef0123456789abcdef';
+  for (const encoding of ['br', 'gzip']) {
+    const res = await request(`${app.url}/invite-codes/${code}/redeem`, { method: 'POST', body: 'not compressed', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+    t.equal(res.statusCode, 400, encoding);
+    t.same(await res.body.json(), { type: 'Validation Error', message: 'request body is not valid for its Content-Encoding' });
+  }
+  t.notOk(lines.join('\n').includes(code), 'the code is in no log line');
 });
