@@ -57,7 +57,8 @@ export interface NewMember {
 /** One page of a keyset-paged listing: entries after `after` (a domain name), in name order. */
 export interface Page {
   after?: string | undefined;
-  limit: number;
+  /** At most this many; undefined for all. */
+  limit?: number | undefined;
 }
 
 export type Outcome<T, E extends string> = { ok: true; value: T } | { ok: false; reason: E };

@@ -278,14 +278,14 @@ export class PgTenancyStore implements TenancyStore {
   }
 
   async listPublicDomains(page: Page): Promise<ListedDomain[]> {
-    const result = await this.pool.query<DomainRow & { member_count: number }>(PUBLIC_DOMAINS_SQL, [page.after ?? '', page.limit]);
+    const result = await this.pool.query<DomainRow & { member_count: number }>(PUBLIC_DOMAINS_SQL, [page.after ?? '', page.limit ?? null]);
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 
   async listSubdomains(parentName: string, page: Page): Promise<ListedDomain[] | undefined> {
     const parent = await this.findDomain(parentName);
     if (!parent) return undefined;
-    const result = await this.pool.query<DomainRow & { member_count: number }>(SUBDOMAINS_SQL, [page.after ?? '', page.limit, parent.id]);
+    const result = await this.pool.query<DomainRow & { member_count: number }>(SUBDOMAINS_SQL, [page.after ?? '', page.limit ?? null, parent.id]);
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 

@@ -1,13 +1,13 @@
 /**
- * Keyset paging of domain listings: `?limit=` (1 to 500, default 100) and `?after=<last name seen>`.
- * A full page links to the next one with a `Link: <…>; rel="next"` header.
+ * Keyset paging of domain listings: `?limit=` (1 to 500) and `?after=<last name seen>`. Without
+ * `limit` the listing is whole (after `after`, when given), as the seed's routes answer it; with it, a
+ * full page links to the next one with a `Link: <…>; rel="next"` header.
  */
 import type { Request, Response } from 'express';
 import { HttpError } from '../../../shared/errors.js';
 import type { Page } from '../model.js';
 import { isDomainName } from '../wire.js';
 
-export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
 
 function single(req: Request, name: string): string | undefined {
@@ -22,7 +22,7 @@ export function pageOf(req: Request): Page {
   const problems: string[] = [];
   const limitText = single(req, 'limit');
   const after = single(req, 'after');
-  let limit = DEFAULT_PAGE_SIZE;
+  let limit: number | undefined;
   if (limitText !== undefined) {
     limit = Number(limitText);
     if (!/^\d+$/.test(limitText) || limit < 1 || limit > MAX_PAGE_SIZE) {
@@ -37,7 +37,7 @@ export function pageOf(req: Request): Page {
 /** Sets the `Link` header to the next page when this one came back full. */
 export function linkNextPage(req: Request, res: Response, page: Page, names: readonly string[]): void {
   const last = names[names.length - 1];
-  if (names.length < page.limit || last === undefined) return;
+  if (page.limit === undefined || names.length < page.limit || last === undefined) return;
   const next = new URLSearchParams({ after: last, limit: String(page.limit) });
   res.set('link', `<${req.baseUrl}${req.path}?${next.toString()}>; rel="next"`);
 }

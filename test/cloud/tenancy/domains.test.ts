@@ -154,6 +154,13 @@ t.test('the listing query pages by keyset and counts with one grouped join', asy
     ['d1004', 1],
     ['d1006', 1],
   ]);
+  const whole = await app.call('GET', '/domains', { as: { sub: ana } });
+  const names = (whole.json as { name: string }[]).map((d) => d.name);
+  t.equal(names.filter((n) => /^d\d{4}$/.test(n)).length, 1000, 'without limit, every public domain, not a first page');
+  t.equal(names.at(-1), 'd1998');
+  t.equal(whole.headers.link, undefined, 'and no next page');
+  const rest = await app.call('GET', '/domains?after=d1900', { as: { sub: ana } });
+  t.equal((rest.json as unknown[]).length, 49, 'after alone: everything after it');
 });
 
 t.test('subdomains: direct children only; creating one needs CanManageDomain on the parent', async (t) => {
