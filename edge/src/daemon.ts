@@ -482,10 +482,11 @@ export class EdgeDaemon {
    * Prunes the ledger at most hourly by the entries' wall-clock times. That clock can step (a bad RTC, a
    * typo in `date -s`, a gateway booting at 1970 before NTP), so the newest retention's worth of
    * entries at the poll interval (one a tick, as many as a right clock keeps) always stays: a step
-   * forward cannot empty the audit trail.
+   * forward cannot empty the audit trail. A step back (the clock corrected after a step forward) prunes
+   * at once and counts the hour from there, so pruning never waits for the wrong clock's future.
    */
   private pruneLedger(now: number): void {
-    if (now - this.lastPrune < HOUR_MS) return;
+    if (now >= this.lastPrune && now - this.lastPrune < HOUR_MS) return;
     this.lastPrune = now;
     try {
       const retentionMs = this.ledgerRetentionMs ?? DEFAULT_RETENTION_MS;

@@ -57,6 +57,21 @@ t.test('a clock stepping years forward keeps the newest retention’s worth of e
   t.ok(ledger.verify().ok, 'the chain still verifies from its checkpoint');
 });
 
+t.test('a clock stepped forward, then corrected back, keeps pruning hourly', async (t) => {
+  const { daemon, ledger, setNow, now } = daemonAt(t);
+  const right = now();
+  await daemon.tick();
+  setNow(right + 10 * 365 * 24 * HOUR);
+  await daemon.tick();
+  setNow(right + HOUR);
+  for (let i = 0; i < 10; i++) {
+    await daemon.tick();
+    setNow(now() + HOUR);
+  }
+  t.equal(ledger.count(), 5, 'back on the right clock, entries older than the retention go again (not only ten years on)');
+  t.ok(ledger.verify().ok);
+});
+
 t.test('a gateway that booted at 1970 keeps its first entries after NTP corrects the clock', async (t) => {
   const { daemon, ledger, setNow } = daemonAt(t);
   setNow(0);
