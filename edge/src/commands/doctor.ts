@@ -171,7 +171,8 @@ async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Chec
     if (failed && !failed.ok) {
       const why = VERDICTS[failed.reason ?? 'error'] ?? 'failed';
       // a controller that answers can report several of its APs down: each is named, not only the first
-      const errors = failed.reason === 'ap_down' ? mine.flatMap((r) => (!r.ok && r.reason === 'ap_down' ? [r.error] : [])) : [failed.error];
+      const errors =
+        failed.reason === 'ap_down' ? mine.flatMap((r) => (!r.ok && r.reason === 'ap_down' ? [`AP ${config.reportNames[r.ap] ?? r.ap} ${r.error}`] : [])) : [failed.error];
       check.line(FAIL, `${head}: ${why} — ${redactIdentifiers(errors.join('; '))}`);
       continue;
     }

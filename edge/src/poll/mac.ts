@@ -2,6 +2,7 @@
  * Station MACs in one form, lowercase `aa:bb:cc:dd:ee:ff`, whatever the AP wrote, so one device heard by
  * several APs (of different vendors) is one key.
  */
+import { redactMacs } from '../report/identifiers.js';
 
 const HEX12 = /^[0-9a-f]{12}$/;
 
@@ -49,13 +50,10 @@ export function macFromOctets(octets: ArrayLike<number>, offset = 0): string | u
   );
 }
 
-/** Anything that looks like a MAC, in any of the usual spellings. */
-const MAC_LIKE = /\b[0-9a-f]{2}([:-])(?:[0-9a-f]{2}\1){4}[0-9a-f]{2}\b|\b[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}\b/gi;
-
 /**
- * Blanks MAC-like substrings, for text taken from an AP (stderr, a parse error) that may end up in a log:
- * device identifiers never leave the process.
+ * Blanks MAC-like substrings, in every spelling the audit counts as a MAC, for text taken from an AP
+ * (stderr, a parse error) that may end up in a log: device identifiers never leave the process.
  */
 export function scrubMacs(text: string): string {
-  return text.replace(MAC_LIKE, '<mac>');
+  return redactMacs(text, '<mac>');
 }

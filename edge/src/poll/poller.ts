@@ -88,15 +88,19 @@ function splitsByAp(ap: AccessPoint, dialect: Dialect): boolean {
   return dialect.controller || (ap.apZones !== undefined && dialect.tables.some((table) => table.apIdentity));
 }
 
-/** Why an AP behind a controller gets no stations this tick, or undefined when the controller says it is up. */
-function whyDown(name: string, identity: string, status: ApStatusReport): string | undefined {
+/**
+ * Why an AP behind a controller gets no stations this tick, or undefined when the controller says it is
+ * up. The AP is not named here: its identity may be a MAC, and the result carries it for whoever reports
+ * it under its configured name.
+ */
+function whyDown(identity: string, status: ApStatusReport): string | undefined {
   const state = status.aps.get(identity);
   const column = status.spec.status;
-  if (state === undefined) return `AP ${name} is not joined to the controller (not listed in ${status.spec.name})`;
+  if (state === undefined) return `not joined to the controller (not listed in ${status.spec.name})`;
   if (state.up) return undefined;
-  if (state.value === undefined) return `AP ${name} has no readable ${column.name} on the controller`;
+  if (state.value === undefined) return `no readable ${column.name} on the controller`;
   const meaning = column.states?.[String(state.value)];
-  return `AP ${name} is not up on the controller: ${column.name} is ${state.value}${meaning ? ` (${meaning})` : ''}`;
+  return `not up on the controller: ${column.name} is ${state.value}${meaning ? ` (${meaning})` : ''}`;
 }
 
 /**
@@ -314,7 +318,7 @@ export function createPoller(options: PollerOptions): Poller {
     }
     const apStatus = outcome.apStatus;
     return [...mapped].map(([identity, { name, zone }]): ApPollResult => {
-      const down = apStatus && whyDown(name, identity, apStatus);
+      const down = apStatus && whyDown(identity, apStatus);
       if (down !== undefined) return { ap: name, zone, ok: false, error: down, reason: 'ap_down', durationMs };
       return { ap: name, zone, ok: true, stations: outcome.stations.get(identity) ?? [], durationMs };
     });

@@ -87,14 +87,31 @@ export function masked(s: string): string {
   return `${s.slice(0, 2)}${'*'.repeat(Math.min(s.length - 2, 12))}(${s.length} chars)`;
 }
 
+const everywhere = (pattern: RegExp) => new RegExp(pattern.source, `${pattern.flags}g`);
+
+/** Every spelling {@link identifierKind} takes for a MAC, to replace each occurrence. */
+const MAC_REDACTIONS = PATTERNS.filter(([kind]) => kind === 'mac').map(([, pattern]) => everywhere(pattern));
+
 const REDACTIONS: ReadonlyArray<readonly [RegExp, string]> = [
-  [/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '[uuid]'],
-  [/(?<![0-9a-f])[0-9a-f]{2}([^0-9a-z]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?![0-9a-f])/gi, '[mac]'],
-  [/(?<![0-9a-f])[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}(?![0-9a-f])/gi, '[mac]'],
-  [/[0-9a-f]{16,}/gi, '[hex]'],
   // An OID long enough to carry a table index, which for station tables is the station's MAC.
   [/\b\d+(?:\.\d+){12,}\b/g, '[oid]'],
+  ...PATTERNS.filter(([kind]) => kind === 'uuid').map(([, pattern]) => [everywhere(pattern), '[uuid]'] as const),
+  ...MAC_REDACTIONS.map((pattern) => [pattern, '[mac]'] as const),
+  [/[0-9a-f]{16,}/gi, '[hex]'],
 ];
+
+/**
+ * A text with every MAC-like substring replaced, in any spelling the audit counts as a MAC
+ * (`aa:bb:…`, `aabb.ccdd.eeff`, `aabbcc-ddeeff`, `3c:22:fb:1:2:3`, the decimal octets of an SNMP index).
+ *
+ * @example
+ * redactMacs('station aabb-ccdd-eeff left', '<mac>'); // 'station <mac> left'
+ */
+export function redactMacs(text: string, replacement: string): string {
+  let out = text;
+  for (const pattern of MAC_REDACTIONS) out = out.replace(pattern, replacement);
+  return out;
+}
 
 /**
  * A text (an error message, a reason) with anything identifier-like replaced, safe to log.

@@ -40,7 +40,7 @@ accessPoints:
   t.match(
     stdout,
     `FAIL ap        wlc-1 (cisco-wlc, snmp 127.0.0.1:${snmpd.port}): reachable ✓  authenticated ✓  walkable ✓  AP down ✗ (its devices are frozen) — ` +
-      'AP AP-Lobby-1 is not joined to the controller (not listed in bsnAPTable); AP AP-Lobby-2 is not up on the controller: bsnAPOperationStatus is 3 (downloading)\n',
+      'AP AP-Lobby-1 not joined to the controller (not listed in bsnAPTable); AP AP-Lobby-2 not up on the controller: bsnAPOperationStatus is 3 (downloading)\n',
   );
   t.match(stdout, /result: 1 problem/);
 });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { auditBody } from '../../../edge/src/report/audit.js';
-import { identifierKind } from '../../../edge/src/report/identifiers.js';
+import { identifierKind, redactIdentifiers } from '../../../edge/src/report/identifiers.js';
+import { scrubMacs } from '../../../edge/src/poll/mac.js';
 
 const ts = 1795374254000;
 const batch = (readings: unknown[], extra: Record<string, unknown> = {}) => JSON.stringify({ batchId: 'hq@2026-11-22T19:04:14.000Z', readings, ...extra });
@@ -9,6 +10,21 @@ const count = (roomId: string, n = 3) => ({ type: 'totalDeviceCount', buildingId
 t.test('aggregates pass', async (t) => {
   t.same(auditBody(batch([count('lobby'), { type: 'zoneTransition', buildingId: 'hq', roomId: 'cafe', fromRoomId: 'lobby', timestamp: ts, zoneTransition: 2 }])), []);
   t.same(auditBody(batch([])), []);
+});
+
+t.test('a log line loses every MAC the audit would find, in any spelling', async (t) => {
+  const spellings = [
+    '3c:22:fb:01:02:03', '3C-22-FB-01-02-03', '3c22fb010203', '3c22.fb01.0203', '3c 22 fb 01 02 03', '3c_22_fb_01_02_03',
+    'aabb-ccdd-eeff', 'AABBCC-DDEEFF', 'aabb:ccdd:eeff', '4:d3:b0:12:34:56', '60.34.251.1.2.3',
+  ];
+  for (const mac of spellings) {
+    t.equal(identifierKind(mac), 'mac', `the audit finds ${mac}`);
+    const line = redactIdentifiers(`AP ${mac} not joined to the controller`);
+    t.equal(line, 'AP [mac] not joined to the controller', mac);
+    t.equal(scrubMacs(`station ${mac} gone`), 'station <mac> gone', mac);
+  }
+  t.equal(redactIdentifiers('no answer for 1.3.6.1.4.1.14823.2.2.1.5.2.2.1.1.60.34.251.1.2.3'), 'no answer for [oid]', 'a station table OID');
+  t.equal(redactIdentifiers('AP lobby-1 not up: status is 3 (downloading) after 2.5 s'), 'AP lobby-1 not up: status is 3 (downloading) after 2.5 s', 'ordinary text is left alone');
 });
 
 t.test('MACs in every spelling are found', async (t) => {
