@@ -69,6 +69,13 @@ export interface TickReport {
 
 type BatchDelivery = { seq: number | null; delivery: Delivery | 'not_recorded'; reason?: string };
 
+/**
+ * Ticks stamped before this are taken for a wall clock not yet set (a gateway booting at 1970 before
+ * NTP): their batches are neither recorded nor sent. The cloud would refuse readings that old, and the
+ * gateway's own `ledger audit` would flag each as implausible for the month its entries are kept.
+ */
+export const CLOCK_FLOOR_MS = Date.UTC(2024, 0, 1);
+
 /** From the best outcome to the worst: a tick's several batches report the worst of theirs. */
 const DELIVERY_RANK: ReadonlyArray<Delivery | 'not_recorded'> = ['accepted', 'kept', 'unreachable', 'rejected', 'not_recorded'];
 
@@ -153,6 +160,8 @@ export class EdgeDaemon {
   /** Set by stop() until the next start(): the stop in progress, which later calls share. */
   private stopping: Promise<void> | undefined;
   private lastPrune = 0;
+  /** Whether the last tick's wall clock was past {@link CLOCK_FLOOR_MS}; undefined before the first. */
+  private clockSet: boolean | undefined;
   private readonly apDown = new Map<string, boolean>();
   /** Removals of polls whose save failed, written by the next save that succeeds. */
   private unsavedRemovals: PollOutcome['removed'] = [];
@@ -340,8 +349,14 @@ export class EdgeDaemon {
     const batchId = batchIdOf(config.buildingId, timestamp);
     const parts = batchesOf(batchId, built.readings);
     const deliveries: BatchDelivery[] = [];
+    const clockSet = timestamp >= CLOCK_FLOOR_MS;
+    if (clockSet !== this.clockSet) {
+      if (!clockSet) logger.warn({ clock: new Date(timestamp).toISOString() }, 'the wall clock is not set (before 2024): devices are tracked, but no batch is recorded or sent until it is (NTP)');
+      else if (this.clockSet === false) logger.info({ clock: new Date(timestamp).toISOString() }, 'the wall clock is set: batches are recorded and sent again');
+      this.clockSet = clockSet;
+    }
     for (const part of parts) {
-      const delivered = await this.deliver(encodeBatch(part.batchId, part.readings), timestamp);
+      const delivered = clockSet ? await this.deliver(encodeBatch(part.batchId, part.readings), timestamp) : { seq: null, delivery: 'not_recorded' as const, reason: 'the wall clock is not set' };
       metrics.batches.inc({ delivery: delivered.delivery });
       deliveries.push(delivered);
     }
@@ -384,7 +399,7 @@ export class EdgeDaemon {
       },
       'tick',
     );
-    this.pruneLedger(timestamp);
+    if (clockSet) this.pruneLedger(timestamp);
     this.deps.onTick?.(report);
     return report;
   }

@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import type { DaemonConfig } from '../../../edge/src/daemon.js';
 import type { ApPollResult, Poller } from '../../../edge/src/poll/types.js';
+import { auditBody } from '../../../edge/src/report/audit.js';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { setupDaemon } from '../support/daemon.js';
@@ -72,16 +73,32 @@ t.test('a clock stepped forward, then corrected back, keeps pruning hourly', asy
   t.ok(ledger.verify().ok);
 });
 
-t.test('a gateway that booted at 1970 keeps its first entries after NTP corrects the clock', async (t) => {
+t.test('a gateway whose RTC is months behind keeps its first entries after NTP corrects the clock', async (t) => {
   const { daemon, ledger, setNow } = daemonAt(t);
-  setNow(0);
+  setNow(Date.UTC(2024, 5, 1));
   await daemon.tick();
-  setNow(60_000);
+  setNow(Date.UTC(2024, 5, 1) + 60_000);
   await daemon.tick();
   setNow(Date.UTC(2026, 10, 1));
   await daemon.tick();
-  t.equal(ledger.count(), 3, 'the two 1970 entries stay: fewer than a retention’s worth exist');
+  t.equal(ledger.count(), 3, 'the two early entries stay: fewer than a retention’s worth exist');
   t.ok(ledger.verify().ok);
+});
+
+t.test('a gateway that booted at 1970, before NTP: devices are tracked, no batch is recorded or sent until the clock is set', async (t) => {
+  const { daemon, ledger, setNow } = daemonAt(t);
+  setNow(0);
+  const early = await daemon.tick();
+  t.match(early.batch, { seq: null, delivery: 'not_recorded', reason: 'the wall clock is not set' });
+  t.equal(early.tracked, 1, 'the station is tracked all the same');
+  setNow(60_000);
+  await daemon.tick();
+  t.equal(ledger.count(), 0, 'nothing stamped 1970 in the ledger');
+  setNow(Date.UTC(2026, 10, 1));
+  const set = await daemon.tick();
+  t.match(set.batch, { delivery: 'kept' });
+  t.equal(ledger.count(), 1);
+  t.same(auditBody([...ledger.entries()][0]!.body), [], 'and what is recorded passes the gateway’s own audit');
 });
 
 t.test('the ledger keeps the newest entries asked for, whatever their times', async (t) => {
