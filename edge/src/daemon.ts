@@ -429,7 +429,10 @@ export class EdgeDaemon {
     } catch (err) {
       // The poller's contract is never to reject; if it does, every AP counts as silent this tick.
       this.deps.logger.error({ error: describeError(err) }, 'polling failed; every AP counts as silent this tick');
-      return config.accessPoints.map((ap) => ({ ap: ap.name, zone: ap.zone, ok: false as const, error: 'poller failed', durationMs: 0, reason: 'error' as const }));
+      // Each AP as the poller names it: an AP behind a controller by its apZones key, so the devices it
+      // carries are frozen, not taken for gone.
+      const silent = (ap: string, zone: string): ApPollResult => ({ ap, zone, ok: false, error: 'poller failed', durationMs: 0, reason: 'error' });
+      return config.accessPoints.flatMap((ap) => (ap.apZones ? Object.entries(ap.apZones).map(([identity, zone]) => silent(identity, zone)) : [silent(ap.name, ap.zone)]));
     }
   }
 

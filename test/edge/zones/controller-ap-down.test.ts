@@ -103,6 +103,25 @@ t.test('devices behind an AP the controller reports down stay frozen and counted
   t.match(text, /lintel_edge_ap_up\{ap="AP-Lobby-1",service="lintel-edge"\} 1/);
 });
 
+t.test('a poller that breaks its contract and rejects: every AP behind the controller counts as silent, its devices frozen', async (t) => {
+  const real = controllerIn({ now: () => allUp }, dialects);
+  t.teardown(() => real.close());
+  let broken = false;
+  const poller: Poller = {
+    pollAll: (aps, timeoutMs) => (broken ? Promise.reject(new Error('poller bug')) : real.pollAll(aps, timeoutMs)),
+    close: async () => {},
+  };
+  const { daemon } = setupDaemon(t, configFor('cisco-wlc'), poller);
+  t.same((await daemon.tick()).counts, { lobby: 2, cafe: 2 });
+  broken = true;
+  for (let i = 1; i <= DEFAULT_TRACKER_CONFIG.absentPolls + 2; i++) {
+    const report = await daemon.tick();
+    t.same(report.counts, { lobby: 2, cafe: 2 }, `failed tick ${i}: nobody is taken for gone`);
+    t.equal(report.frozen, 4, `failed tick ${i}: every device is frozen`);
+    t.same(report.aps.map((ap) => [ap.ap, ap.ok]), [['AP-Lobby-1', false], ['AP-Lobby-2', false], ['AP-Cafe-1', false]], 'each AP behind the controller, by its name');
+  }
+});
+
 t.test('without an AP status table the same reboot reads as an empty AP and its device expires', async (t) => {
   const cisco = dialects.get('cisco-wlc');
   if (cisco?.transport !== 'snmp') throw new Error('cisco-wlc is an SNMP dialect');
