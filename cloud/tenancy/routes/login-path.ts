@@ -62,6 +62,13 @@ function accountIdOf(url: string): { ok: true; accountId: string } | { ok: false
 
 export function loginPathHandler(store: TenancyStore, keys: KeyRing, logger: Logger): (req: IncomingMessage, res: ServerResponse) => void {
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // As on every signed route: a signed body is never inflated, so one with an encoding is refused.
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      req.resume();
+      writeError(res, 400, 'unsupported body encoding');
+      return;
+    }
     const body = await readBody(req);
     if (body === undefined) {
       writeError(res, 413, 'request body is too large');

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import t from 'tap';
 import { request } from 'undici';
 import { MEMBERSHIPS_OF_MANY_SQL, MEMBERSHIPS_OF_SQL } from '../../../cloud/tenancy/pg-store.js';
@@ -133,6 +134,14 @@ t.test('the login path reads a body if one is sent, and refuses an oversized one
   t.match(huge.json, { type: 'Payload Too Large' });
   const head = await app.signed('POST', `/internal/memberships?accountId=${ana}`);
   t.equal(head.status, 404, 'only GET is a login');
+  const gzipped = gzipSync('');
+  const encoded = await request(`${app.url}/internal/memberships?accountId=${ana}`, {
+    method: 'GET',
+    headers: { 'x-signature': createHmac('sha256', app.secret).update(gzipped).digest('hex'), 'content-encoding': 'gzip' },
+    body: gzipped,
+  });
+  t.equal(encoded.statusCode, 400, 'a signed body is never inflated: an encoded one is refused, as on every signed route');
+  t.same(await encoded.body.json(), { type: 'Validation Error', message: 'unsupported body encoding' });
 });
 
 t.test('POST /internal/provision is idempotent: retries answer the same and store one row', async (t) => {
