@@ -274,11 +274,10 @@ export class Delivery {
           metrics.pushRemoved.inc();
           logger.info(where, 'push subscription expired; deleted');
         } else {
-          // Re-registered with other keys (or deleted) while the push was in flight: that is not the
-          // subscription the answer was about. Its own next push decides.
-          report.pushFailed += 1;
-          metrics.pushFailed.inc({ reason: 'rejected' });
-          logger.info(where, 'push subscription expired, but its endpoint was re-registered or deleted meanwhile; nothing deleted');
+          // Deleted meanwhile (another push to the same dead endpoint, another replica), or re-registered
+          // with other keys: the subscription the answer was about is no longer stored, so nothing failed
+          // and nothing was kept. A re-registered endpoint's own next push decides.
+          logger.info(where, 'push subscription expired, but its endpoint was deleted or re-registered meanwhile; nothing to delete');
         }
       } else {
         report.pushFailed += 1;

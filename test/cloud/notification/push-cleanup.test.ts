@@ -132,3 +132,31 @@ t.test('without VAPID keys every push fails and is counted; in-app still works',
 t.test('the directory got no call it was not set up for', async (t) => {
   t.same(directory.unexpected, []);
 });
+
+t.test('a 410 for a subscription deleted while the push was in flight is neither a failure nor a removal', async (t) => {
+  const vapid = newVapid();
+  let release!: () => void;
+  const answered = new Promise<void>((resolve) => (release = resolve));
+  const host = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
+  const h = await startHarness(t, { directory, vapid });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  const ana = uniqueName('ana');
+  const anaClaims = claims(`sub-${ana}`, ana, [{ domainName: acme, role: 'member' }]);
+  const good = await push.subscribe(vapid.publicKey);
+  const endpoint = host.subscribe('/push/gone', 410, { answerWhen: answered });
+  t.equal((await call(h.url, 'POST', '/subscribe', { claims: anaClaims, body: { subscription: { endpoint, keys: good.keys }, domainName: acme } })).status, 201);
+
+  const triggered = call(h.url, 'POST', '/trigger', { claims: twin, body: { buildingId: building } });
+  while (!host.calls.includes('/push/gone')) await new Promise((resolve) => setTimeout(resolve, 5));
+  // The push is at the push service, its answer held: another push to the same dead endpoint (or
+  // another replica) deletes the subscription first.
+  t.equal((await h.db.collection(COLLECTIONS.devices).deleteOne({ endpoint })).deletedCount, 1);
+  release();
+  t.equal((await triggered).status, 200);
+  await h.delivery.drain();
+  t.equal(await counterValue(h.metrics, 'notification_push_removed_total'), 0, 'not removed by this push');
+  t.equal(await counterValue(h.metrics, 'notification_push_failed_total', { reason: 'rejected' }), 0, 'and not counted a failure');
+});
+
