@@ -230,6 +230,14 @@ function inKeyOrder(batchRows: readonly ReadingRow[]): KeyedRows {
 }
 
 /**
+ * The rows in the order the store copies them (by key, batch order among equal keys): for the
+ * benchmark's COPY limit, which copies the same rows the same way.
+ */
+export function rowsInKeyOrder(rows: readonly ReadingRow[]): ReadingRow[] {
+  return keyOrder(rows).map((i) => rows[i]!);
+}
+
+/**
  * Positions of the rows sorted by {@link byKey}, batch order among equal keys. The rows are first
  * grouped by building, room and metric, whose few distinct values are sorted once; a group's rows
  * (usually already in time order) are sorted only if they are not.

@@ -4,7 +4,9 @@
  *   and channels of its own;
  * - 8 concurrent clients post signed batches of 500 readings; readings/s stored, p50/p99 batch latency;
  * - the limit: the same rows written into the same table with PostgreSQL COPY FROM STDIN, from 8
- *   connections, one COPY per 500-row batch (the same batching), and once more as one bulk COPY per
+ *   connections, one COPY per 500-row batch (the same batching), as the store copies them: in binary
+ *   format and in key order. Also, for comparison, the same batches in text format and batch order
+ *   (the limit of earlier runs; about a tenth slower for PostgreSQL), and one bulk binary COPY per
  *   connection;
  * - the store path alone: the same batches through the service's PostgreSQL adapter
  *   (`PgReadingsStore.store`, the same transaction as ingest) from 8 connections, without HTTP, the
@@ -25,7 +27,8 @@ import { validateReading } from '../../../shared/catalog/validate.js';
 import { sign } from '../../../shared/hmac.js';
 import { rowOf, type ReadingRow } from '../../../cloud/telemetry/domain/batch.js';
 import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
-import { PgReadingsStore } from '../../../cloud/telemetry/store/readings.js';
+import { binaryCopyRows } from '../../../cloud/telemetry/store/copy-binary.js';
+import { PgReadingsStore, rowsInKeyOrder } from '../../../cloud/telemetry/store/readings.js';
 import { cpuSeconds, cpuTimesOfPid, runQueueOfPid } from './cpu.js';
 import { nearestRank } from '../report.js';
 
@@ -129,16 +132,22 @@ async function count(pool: pg.Pool): Promise<number> {
   return Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM readings')).rows[0]?.n ?? 0);
 }
 
-async function copyPhase(pool: pg.Pool, perClient: Batch[][], bulk: boolean): Promise<{ rows: number; seconds: number }> {
+/**
+ * The same rows by COPY from one connection per client: per 500-row batch, or in one bulk COPY. In
+ * `binary` format the rows go as the store sends them (its encoder, key order); in `text` format, as
+ * tab-separated text in batch order.
+ */
+async function copyPhase(pool: pg.Pool, perClient: Batch[][], options: { bulk: boolean; format: 'binary' | 'text' }): Promise<{ rows: number; seconds: number }> {
   await pool.query('TRUNCATE readings');
-  const chunks = perClient.map((batches) => (bulk ? [copyChunk(batches.flatMap((b) => b.rows))] : batches.map((b) => copyChunk(b.rows))));
+  const encode = (rows: readonly ReadingRow[]): Buffer[] => (options.format === 'binary' ? binaryCopyRows(rowsInKeyOrder(rows)) : [copyChunk(rows)]);
+  const chunks = perClient.map((batches) => (options.bulk ? [encode(batches.flatMap((b) => b.rows))] : batches.map((b) => encode(b.rows))));
   const clients = await Promise.all(perClient.map(() => pool.connect()));
-  const statement = 'COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN';
+  const statement = `COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN${options.format === 'binary' ? ' (FORMAT binary)' : ''}`;
   const started = performance.now();
   const copied = await Promise.all(
     clients.map(async (client, c) => {
       let rows = 0;
-      for (const chunk of chunks[c]!) rows += await copyFrom(client, statement, [chunk]);
+      for (const chunk of chunks[c]!) rows += await copyFrom(client, statement, chunk);
       return rows;
     }),
   );
@@ -227,9 +236,12 @@ async function main(): Promise<void> {
     const direct = await storePhase(pool, measured);
     const storeCpu = cpu().postgres - storeCpuBefore;
     const copyCpuBefore = cpu().postgres;
-    const batched = await copyPhase(pool, measured, false);
+    const batched = await copyPhase(pool, measured, { bulk: false, format: 'binary' });
     const copyCpu = cpu().postgres - copyCpuBefore;
-    const bulk = await copyPhase(pool, measured, true);
+    const textCpuBefore = cpu().postgres;
+    const batchedText = await copyPhase(pool, measured, { bulk: false, format: 'text' });
+    const textCpu = cpu().postgres - textCpuBefore;
+    const bulk = await copyPhase(pool, measured, { bulk: true, format: 'binary' });
     const copyRate = batched.rows / batched.seconds;
 
     console.log(`clients: ${CLIENTS} connections`);
@@ -241,7 +253,8 @@ async function main(): Promise<void> {
     const serviceUser = serviceTimesAfter.user - serviceTimesBefore.user;
     const serviceSystem = serviceTimesAfter.system - serviceTimesBefore.system;
     console.log(`ingest_cpu_service: ${(serviceUser + serviceSystem).toFixed(2)} s`);
-    console.log(`ingest_cpu_service_user_system: ${serviceUser.toFixed(2)} s / ${serviceSystem.toFixed(2)} s`);
+    console.log(`ingest_cpu_service_user: ${serviceUser.toFixed(2)} s`);
+    console.log(`ingest_cpu_service_system: ${serviceSystem.toFixed(2)} s`);
     console.log(`ingest_cpu_postgres: ${(cpuAfter.postgres - cpuBefore.postgres).toFixed(2)} s`);
     console.log(`ingest_cpu_redis: ${(cpuAfter.redis - cpuBefore.redis).toFixed(2)} s`);
     console.log(`ingest_cpu_load_clients: ${((clientCpu.user + clientCpu.system) / 1e6).toFixed(2)} s`);
@@ -251,6 +264,9 @@ async function main(): Promise<void> {
     console.log(`ingest_service_thread_waiting_for_cpu: ${(serviceQueueAfter.waiting - serviceQueueBefore.waiting).toFixed(2)} s`);
     console.log(`store_path_throughput: ${(direct.rows / direct.seconds).toFixed(0)} rows/s`);
     console.log(`store_path_cpu_postgres: ${storeCpu.toFixed(2)} s`);
+    console.log(`copy_batched_text_throughput: ${(batchedText.rows / batchedText.seconds).toFixed(0)} rows/s`);
+    console.log(`copy_batched_text_cpu_postgres: ${textCpu.toFixed(2)} s`);
+    console.log(`ratio_vs_text_copy: ${(ingestRate / (batchedText.rows / batchedText.seconds)).toFixed(2)} x`);
     console.log(`copy_batched_throughput: ${copyRate.toFixed(0)} rows/s`);
     console.log(`copy_batched_cpu_postgres: ${copyCpu.toFixed(2)} s`);
     console.log(`copy_bulk_throughput: ${(bulk.rows / bulk.seconds).toFixed(0)} rows/s`);
