@@ -79,7 +79,8 @@ export class DependencyUnreachable extends Error implements SafeMessageError {
   readonly messageIsSafe = true;
   constructor(what: string, url: string, cause: unknown) {
     const { host, pathname } = new URL(url);
-    super(`cannot reach ${what} at ${host}${pathname}: ${describeError(cause)}`, { cause });
+    // The path too, unless it could hold part of a password (one with an unencoded / ends the authority).
+    super(`cannot reach ${what} at ${host}${/[@:]/.test(pathname) ? '' : pathname}: ${describeError(cause)}`, { cause });
     this.name = 'DependencyUnreachable';
   }
 }

@@ -68,6 +68,9 @@ export function int(options: { default?: number; min?: number; max?: number; opt
   };
 }
 
+/** Said without echoing the value: the user info of such a URL is its password, split where it broke. */
+const UNENCODED_USER_INFO = 'its user info holds a character that must be percent-encoded (/ ? # @ as %2F %3F %23 %40); the value is not shown';
+
 /** A URL whose scheme is one of `protocols` (without the colon), e.g. `['redis', 'rediss']`. */
 export function url(protocols: readonly string[], options: { default?: string; optional?: boolean } = {}): EnvVar<string> {
   return {
@@ -78,6 +81,11 @@ export function url(protocols: readonly string[], options: { default?: string; o
           // `redis:cache:6379` parses too, with no host, and a client would quietly use localhost.
           if (!protocols.includes(u.protocol.replace(/:$/, '')) || !s.slice(u.protocol.length).startsWith('//')) {
             return problem(`not a ${protocols.map((p) => `${p}://`).join(' or ')} URL`);
+          }
+          // A password holding an unencoded / ? or # ends the authority early: its first part reads as a
+          // host or port, the rest as path or query, and the driver would be handed the wrong server.
+          if (s.includes('@') && ((u.username === '' && u.password === '') || `${u.pathname}${u.search}${u.hash}`.includes('@'))) {
+            return problem(UNENCODED_USER_INFO);
           }
           return s;
         } catch {
@@ -100,6 +108,10 @@ export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
     read: (raw) =>
       fallback<string>(raw, options.default, true, (s) => {
         const m = MONGO_URI.exec(s);
+        // As for any URL: a password with an unencoded / ? # would be read as hosts and path; never echoed.
+        if (s.includes('@') && (m?.[2] === undefined || s.slice(s.indexOf('@') + 1).includes('@') || /[/?#]/.test(s.slice(s.indexOf('//') + 2, s.lastIndexOf('@'))))) {
+          return problem(UNENCODED_USER_INFO);
+        }
         if (!m) return problem('not a mongodb:// or mongodb+srv:// URL');
         const hosts = (m[3] ?? '').split(',');
         const bad = hosts.find((h) => !/^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s]+)(:\d{1,5})?$/.test(h) || (h.includes(':') && !h.startsWith('[') && !isPort(Number(h.slice(h.lastIndexOf(':') + 1)))));

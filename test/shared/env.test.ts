@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readEnv, str, int, url, hostPorts, listenAddr, keyRing, mongoUri, mongoDatabaseOf, ConfigError } from '../../shared/env.js';
+import { readEnv, str, int, url, hostPorts, listenAddr, keyRing, mongoUri, mongoDatabaseOf, ConfigError, type EnvVar } from '../../shared/env.js';
 
 const spec = {
   PORT: int({ default: 3000, min: 0, max: 65535 }),
@@ -75,6 +75,30 @@ t.test('a MongoDB connection string: one host, a replica set seed list, or mongo
   t.equal(mongoDatabaseOf('mongodb://u:p@h/my%20db'), 'my db');
   t.equal(mongoDatabaseOf('mongodb://h1,h2/?replicaSet=rs0'), undefined);
   t.equal(mongoDatabaseOf('mongodb://h1'), undefined);
+});
+
+t.test('a password with an unencoded / ? # is refused without echoing any part of it', async (t) => {
+  const cases: Array<[string, EnvVar<string>, string]> = [
+    ['REDIS_URL', url(['redis', 'rediss']), 'redis://default:2024/Xy+q@cache:6379'],
+    ['DATABASE_URL', url(['postgres']), 'postgres://lintel:1234?abcd@db:5432/lintel'],
+    ['DATABASE_URL', url(['postgres']), 'postgres://lintel:pa#ss@db:5432/lintel'],
+    ['MONGO_URI', mongoUri(), 'mongodb://lintel:Xy7/ab+Q==@db:27017/notificationdb'],
+    ['MONGO_URI', mongoUri(), 'mongodb://lintel:S3cr3t?x@db/n'],
+    ['MONGO_URI', mongoUri(), 'mongodb://lintel:a@b@db/n'],
+  ];
+  for (const [name, kind, value] of cases) {
+    let message = '';
+    try {
+      readEnv({ [name]: kind }, { [name]: value });
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    // A # makes the URL unparseable: refused as not a URL, which echoes nothing either.
+    t.match(message, new RegExp(`${name}: (its user info holds a character that must be percent-encoded|not a \\w+:// URL)`), value);
+    for (const part of ['2024', 'Xy', '1234', 'abcd', 'pa#ss', 'S3cr3t', 'a@b']) t.notOk(message.includes(part), `${value}: "${part}" not echoed`);
+  }
+  t.equal(readEnv({ R: url(['redis']) }, { R: 'redis://default:2024%2FXy@cache:6379' }).R, 'redis://default:2024%2FXy@cache:6379', 'percent-encoded, it is fine');
+  t.equal(readEnv({ M: mongoUri() }, { M: 'mongodb://lintel:Xy7%2Fab@db/n' }).M, 'mongodb://lintel:Xy7%2Fab@db/n');
 });
 
 t.test('a Go-style listen address with a bracketed IPv6 host gives the host a server can listen on', async (t) => {

@@ -4,6 +4,7 @@ import { Writable } from 'node:stream';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { request } from 'undici';
 import { errorBody, errorHandler, HttpError, jsonBody, notFoundHandler, describeError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
+import { DependencyUnreachable } from '../../shared/describe-error.js';
 import { createLogger } from '../../shared/logger.js';
 import { serve } from '../support/http.js';
 
@@ -106,3 +107,12 @@ t.test('reported problems are capped, and unknown keys are cut, so a 400 is neve
   t.equal(described.problems[1], `${'y'.repeat(64)}…: unknown`, 'a long key is cut at 64 characters');
   t.same(reportedProblems(described.problems, described.notListed).slice(-1), ['and 12 more']);
 });
+
+t.test('DependencyUnreachable names host, port and database, never user info', async (t) => {
+  const cause = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+  t.equal(new DependencyUnreachable('PostgreSQL', 'postgres://u:pw@db:5432/lintel', cause).message, 'cannot reach PostgreSQL at db:5432/lintel: Error (ECONNREFUSED)');
+  t.equal(new DependencyUnreachable('Redis', 'redis://:hunter2@cache:6379', cause).message, 'cannot reach Redis at cache:6379: Error (ECONNREFUSED)');
+  const odd = new DependencyUnreachable('Redis', 'redis://cache:6379/0@x:y', cause).message;
+  t.equal(odd, 'cannot reach Redis at cache:6379: Error (ECONNREFUSED)', 'a path that could hold part of a password is left out');
+});
+
