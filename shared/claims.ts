@@ -4,19 +4,13 @@
  * once at ingress and injects this header; services trust it and never check a signature.
  */
 import * as t from 'io-ts';
-import { decode, storableText } from './kinds.js';
+import { storableText } from './kinds.js';
 
 /** The header the mesh injects. Lower-case, as Node exposes incoming headers. */
 export const CLAIMS_HEADER = 'x-gateway-claims';
 
 export const MembershipClaim = t.type({ domainName: t.string, role: t.string });
 export type MembershipClaim = t.TypeOf<typeof MembershipClaim>;
-
-/** The claims payload. `memberships` defaults to none; other keys are kept but not read. */
-export const ClaimsPayload = t.intersection([
-  t.type({ sub: t.string }),
-  t.partial({ accountName: t.string, memberships: t.array(MembershipClaim) }),
-]);
 
 /** A decoded, trusted identity. */
 export interface Claims {
@@ -34,7 +28,6 @@ export type ClaimsRejection =
   | 'not JSON'
   | 'not a JSON object'
   | 'sub missing or not a string'
-  | 'malformed memberships'
   | 'accountName missing'
   | 'text holds NUL or a lone surrogate';
 
@@ -43,6 +36,16 @@ export type ClaimsResult = { ok: true; claims: Claims } | { ok: false; reason: C
 const BASE64 = /^[A-Za-z0-9+/\-_]*={0,2}$/;
 const MAX_HEADER_BYTES = 16 * 1024;
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/** The memberships that can be read: each an object with storable `domainName` and `role` texts. */
+function membershipsOf(value: unknown): MembershipClaim[] {
+  if (!Array.isArray(value)) return [];
+  const out: MembershipClaim[] = [];
+  for (const entry of value) {
+    if (MembershipClaim.is(entry) && entry.domainName !== '' && storableText(entry.domainName) && storableText(entry.role)) out.push({ domainName: entry.domainName, role: entry.role });
+  }
+  return out;
+}
 
 /**
  * Decodes an `x-gateway-claims` header value. Never throws: a rejected header gives a reason.
@@ -79,16 +82,15 @@ export function decodeClaims(
     return { ok: false, reason: 'not a JSON object' };
   }
   const record = parsed as Record<string, unknown>;
+  // CONTRACTS: rejected when there is no string `sub`. An empty one is no subject either, and one the
+  // stores cannot hold as sent could be stored, and matched, as another owner.
   if (typeof record.sub !== 'string' || record.sub === '') return { ok: false, reason: 'sub missing or not a string' };
-  const decoded = decode(ClaimsPayload, parsed);
-  if (!decoded.ok) {
-    return { ok: false, reason: typeof record.accountName === 'string' || record.accountName === undefined ? 'malformed memberships' : 'accountName missing' };
-  }
-  const claims: Claims = { sub: decoded.value.sub, memberships: decoded.value.memberships ?? [] };
-  if (decoded.value.accountName !== undefined) claims.accountName = decoded.value.accountName;
-  const texts = [claims.sub, claims.accountName ?? '', ...claims.memberships.flatMap((m) => [m.domainName, m.role])];
-  // Stored as sent, or two subjects could be stored, and matched, as one owner.
-  if (!texts.every(storableText)) return { ok: false, reason: 'text holds NUL or a lone surrogate' };
+  if (!storableText(record.sub)) return { ok: false, reason: 'text holds NUL or a lone surrogate' };
+  // Past `sub`, nothing rejects the header: an accountName or a membership that cannot be read as a
+  // storable text is left out, which only ever takes rights away.
+  const claims: Claims = { sub: record.sub, memberships: membershipsOf(record.memberships) };
+  const accountName = record.accountName;
+  if (typeof accountName === 'string' && accountName !== '' && storableText(accountName)) claims.accountName = accountName;
   if (options.requireAccountName && !claims.accountName) return { ok: false, reason: 'accountName missing' };
   return { ok: true, claims };
 }
