@@ -38,7 +38,7 @@ interface TickLine {
   batch: { batchId: string; readings: number; refused: number; delivery: string };
 }
 
-/** What undici reported of one answer to a request. */
+/** What the gateway's HTTP client reported of one answer to a request. */
 interface Answer {
   method: string;
   url: string;
@@ -46,14 +46,10 @@ interface Answer {
   contentType: string;
 }
 
-interface HeadersEvent {
-  request: { method: string; origin: string; path: string };
-  response: { statusCode: number; headers: Array<Buffer | string> };
-}
-
-function contentTypeOf(raw: ReadonlyArray<Buffer | string>): string {
-  for (let i = 0; i + 1 < raw.length; i += 2) if (String(raw[i]).toLowerCase() === 'content-type') return String(raw[i + 1]);
-  return '';
+/** Node's `http.client.response.finish` diagnostics event. */
+interface ResponseFinished {
+  request: { method: string; protocol: string; path: string; getHeader(name: string): unknown };
+  response: { statusCode?: number; headers: Record<string, string | string[] | undefined> };
 }
 
 t.test('simulate posts to the real telemetry ingest with a per-gateway key: every batch stored, published, and free of identifiers', async (t) => {
@@ -63,15 +59,15 @@ t.test('simulate posts to the real telemetry ingest with a per-gateway key: ever
   // Every message on the harness's raw channel, from before the first post.
   const messages = await subscribe(t, h.redisUrl, [h.channels.raw]);
 
-  // The service's HTTP answers, as the gateway's HTTP client (undici) received them.
+  // The service's HTTP answers, as the gateway's HTTP client (Node's own) received them.
   const answers: Answer[] = [];
-  const onHeaders = (message: unknown) => {
-    const { request, response } = message as HeadersEvent;
-    const url = `${request.origin}${request.path}`;
-    if (url.startsWith(h.url)) answers.push({ method: request.method, url, status: response.statusCode, contentType: contentTypeOf(response.headers) });
+  const onResponse = (message: unknown) => {
+    const { request, response } = message as ResponseFinished;
+    const url = `${request.protocol}//${String(request.getHeader('host'))}${request.path}`;
+    if (url.startsWith(h.url)) answers.push({ method: request.method, url, status: response.statusCode ?? 0, contentType: String(response.headers['content-type'] ?? '') });
   };
-  subscribeChannel('undici:request:headers', onHeaders);
-  t.teardown(() => void unsubscribeChannel('undici:request:headers', onHeaders));
+  subscribeChannel('http.client.response.finish', onResponse);
+  t.teardown(() => void unsubscribeChannel('http.client.response.finish', onResponse));
 
   const stateDir = t.testdir({});
   const { exitCode, summary, out, building, macsSeen } = await runSimulate(

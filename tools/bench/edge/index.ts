@@ -274,6 +274,7 @@ async function main(): Promise<void> {
     console.log(`poller_tick_default_heap: ${fmt(defaultHeap.poller)} ms`);
     console.log(`poller_rss_peak_default_heap: ${defaultHeap.rssMb.toFixed(1)} MB`);
     console.log(`daemon_ticks: ${daemon.ticks} count`);
+    console.log(`daemon_batches_posted: ${daemon.batchesAccepted} count`);
     console.log(`daemon_ap_polls_failed: ${daemon.failedPolls} count`);
     console.log(`daemon_rss_file_backed: ${daemon.rssFileMb.toFixed(1)} MB`);
     console.log(`daemon_rss_anonymous: ${daemon.rssAnonMb.toFixed(1)} MB`);
