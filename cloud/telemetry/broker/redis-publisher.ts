@@ -5,12 +5,12 @@
  *
  * A batch is published with one server-side script call per 500 readings. The messages go as ONE
  * script argument, the messages of the call as they stand in the batch's JSON array (without its
- * brackets), which the script cuts into its elements: each element is a flat object (a validated
- * reading's declared fields: strings and numbers), and inside a JSON string every `"` is escaped as
- * `\"`, so the two characters `{"` occur exactly where an element begins. Each element is then
- * PUBLISHed on the raw channel and on its building's filtered channel, in batch order. A handful of
- * arguments instead of four per reading keeps the client's encoding, its socket writes and its
- * garbage small; the argument is a slice of the batch's bytes, not a copy.
+ * brackets), with the byte length of each, which the script cuts the argument by. (Not by searching
+ * for where an element begins: a string value may itself end in `,{`, followed by its closing quote,
+ * and a search would cut a reading there and send its tail on another building's channel.) Each
+ * element is then PUBLISHed on the raw channel and on its building's filtered channel, in batch
+ * order. A handful of arguments instead of four per reading keeps the client's encoding, its socket
+ * writes and its garbage small; the argument is a slice of the batch's bytes, not a copy.
  */
 import type { Redis } from 'ioredis';
 
@@ -78,19 +78,20 @@ export interface ChannelNames {
 export const DEFAULT_CHANNELS: ChannelNames = { raw: 'telemetry:raw', filteredPrefix: 'telemetry:filtered:' };
 
 /**
- * ARGV[1] the raw channel; ARGV[2] the messages, flat JSON objects joined by commas; ARGV[3] runs of
- * `<count>:<channel index>`, space-separated, naming each message's filtered channel in order;
- * ARGV[4…] the filtered channels (1-based indexes). Answers how many messages were published.
+ * ARGV[1] the raw channel; ARGV[2] the messages, JSON objects joined by commas; ARGV[3] each message's
+ * length in bytes, space-separated, in order; ARGV[4] runs of `<count>:<channel index>`,
+ * space-separated, naming each message's filtered channel in order; ARGV[5…] the filtered channels
+ * (1-based indexes). Answers how many messages were published.
  */
 const PUBLISH_MESSAGES = `
 local raw, blob, n = ARGV[1], ARGV[2], 0
-local find, sub, call = string.find, string.sub, redis.call
+local sub, call, tonumber = string.sub, redis.call, tonumber
+local lengths = string.gmatch(ARGV[3], '%d+')
 local pos = 1
-for count, channel in string.gmatch(ARGV[3], '(%d+):(%d+)') do
-  local target = ARGV[3 + tonumber(channel)]
+for count, channel in string.gmatch(ARGV[4], '(%d+):(%d+)') do
+  local target = ARGV[4 + tonumber(channel)]
   for _ = 1, tonumber(count) do
-    local comma = find(blob, ',{"', pos, true)
-    local stop = comma and comma - 1 or #blob
+    local stop = pos + tonumber(lengths()) - 1
     local message = sub(blob, pos, stop)
     call('PUBLISH', raw, message)
     call('PUBLISH', target, message)
@@ -138,7 +139,9 @@ export function createRedisPublisher(redis: Redis, channels: ChannelNames = DEFA
         // The messages of this call as they stand in the array, without a copy: up to the comma
         // before the next call's first message, or the closing bracket.
         const messages = json.subarray(starts[start]!, end < starts.length ? starts[end]! - 1 : json.length - 1);
-        await client.telemetryPublishMessages(channels.raw, messages, runs.join(' '), ...names);
+        const lengths: number[] = [];
+        for (let i = start; i < end; i++) lengths.push((i + 1 < starts.length ? starts[i + 1]! - 1 : json.length - 1) - starts[i]!);
+        await client.telemetryPublishMessages(channels.raw, messages, lengths.join(' '), runs.join(' '), ...names);
       }
     },
   };

@@ -46,7 +46,8 @@ t.test('published messages keep batch order across buildings and survive text th
   const h = await startHarness(t);
   const messages = await subscribe(t, h.redisUrl, [h.channels.raw, `${h.channels.filteredPrefix}b1`, `${h.channels.filteredPrefix}b2`]);
   const now = h.clock.now;
-  const tricky = ['r,{"type":"peopleCount"}', 'r},{"x', 'r\\",{\\"', 'r-é-🙂', 'r{"', 'r\\'];
+  // 'lobby,{' ends its JSON string as `,{"`, the very bytes that begin the next element.
+  const tricky = ['r,{"type":"peopleCount"}', 'r},{"x', 'r\\",{\\"', 'r-é-🙂', 'r{"', 'r\\', 'lobby,{', ',{'];
   const readings = tricky.flatMap((roomId, i) => [
     temperatureReading(i % 2 === 0 ? 'b1' : 'b2', roomId, now - 100 + i, 20 + i, { sensorId: `s,{"${i}` }),
     peopleReading('b2', roomId, now - 100 + i, i),
