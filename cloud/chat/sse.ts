@@ -82,7 +82,8 @@ export class SseStream {
     res.statusCode = 200;
     res.setHeader('content-type', 'text/event-stream; charset=utf-8');
     res.setHeader('cache-control', 'no-cache, no-transform');
-    res.setHeader('connection', 'keep-alive');
+    // No `connection` header: Node keeps an HTTP/1.1 connection alive by default, and closes it after
+    // the stream when the request asked for `Connection: close` (setting keep-alive would override that).
     res.setHeader('x-accel-buffering', 'no');
     const socket = res.socket;
     if (socket) {

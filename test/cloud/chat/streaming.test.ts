@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import t from 'tap';
 import { ObjectId } from 'mongodb';
 import { answerOf, claimsOf, createConversation, getConversation, histogramCount, metricValue, openSend, OpenStream, send, startChat, terminalOf } from './support/harness.js';
@@ -151,3 +152,27 @@ t.test('message ids are fresh ObjectIds, distinct from the conversation id', asy
   t.equal(new Set(ids).size, 3);
   for (const id of ids) t.ok(ObjectId.isValid(id) && /^[0-9a-f]{24}$/.test(id), id);
 });
+
+t.test('a send asking for Connection: close gets its stream, then the connection closes', async (t) => {
+  const chat = await startChat(t);
+  const conversation = await createConversation(chat.url, 'ana');
+  chat.agent.expect({ tokens: ['Closed ', 'after.'] });
+  const { hostname, port } = new URL(chat.url);
+  const body = JSON.stringify({ content: 'And then?' });
+  const socket = connect(Number(port), hostname);
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+  const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+  socket.write(
+    `POST /conversations/${conversation.id}/messages HTTP/1.1\r\nhost: ${hostname}:${port}\r\nx-gateway-claims: ${claimsOf('ana')}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+  await ended;
+  socket.destroy();
+  const head = text.slice(0, text.indexOf('\r\n\r\n')).toLowerCase();
+  t.match(head, /^http\/1\.1 200/);
+  t.notMatch(head, /connection: keep-alive/, 'the answer does not keep the connection');
+  t.match(text, /event: done|"type":"done"/, 'the whole stream came before the close');
+  t.same(chat.agent.unexpected, []);
+});
+
