@@ -2,6 +2,7 @@ import t from 'tap';
 import { createServer } from 'node:net';
 import { sign } from '../../../shared/hmac.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
+import { countRows, startHarness } from '../../cloud/telemetry/support/harness.js';
 import { startVerifyingIngest } from './verifying-ingest.js';
 
 const body = JSON.stringify({
@@ -32,6 +33,23 @@ t.test('without a key id, the shared key signs and no X-Key-Id is sent', async (
   t.equal(ingest.received[0]!.headers['x-key-id'], undefined);
 });
 
+t.test('against the real telemetry ingest: accepted, refused readings and a wrong key, each with the service’s own answer', async (t) => {
+  const h = await startHarness(t);
+  const secret = await h.keys.add('gw-poster', ['hq'], 'poster test gateway');
+  const poster = createBatchPoster({ url: `${h.url}/ingest`, secret, keyId: 'gw-poster', timeoutMs: 10_000 });
+  t.teardown(() => poster.close());
+  const now = Date.now();
+  const fresh = JSON.stringify({ batchId: `hq@${new Date(now).toISOString()}`, readings: [{ type: 'totalDeviceCount', buildingId: 'hq', roomId: 'lobby-é', timestamp: now, totalDeviceCount: 3 }] });
+  t.same(await poster.post(fresh), { outcome: 'accepted', status: 200 }, 'signed over the exact UTF-8 bytes');
+  t.equal(await countRows(h.pool, 'readings'), 1);
+  const invalid = JSON.stringify({ batchId: 'x', readings: [{ type: 'totalDeviceCount', buildingId: 'hq', roomId: 'lobby', timestamp: now, totalDeviceCount: -1 }] });
+  t.same(await poster.post(invalid), { outcome: 'rejected', status: 400, reason: '1 of 1 readings are invalid; nothing was stored' });
+  const wrongKey = createBatchPoster({ url: `${h.url}/ingest`, secret: 'not-the-gateway-secret-0123', keyId: 'gw-poster', timeoutMs: 10_000 });
+  t.teardown(() => wrongKey.close());
+  t.same(await wrongKey.post(fresh), { outcome: 'rejected', status: 403, reason: 'invalid signature' });
+  t.equal(await countRows(h.pool, 'readings'), 1, 'nothing more stored');
+});
+
 t.test('a rejected post is an outcome with the reason, not an exception', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: 'shared-key' });
   const wrongKey = createBatchPoster({ url: ingest.url, secret: 'not-the-key', timeoutMs: 10_000 });
@@ -40,7 +58,7 @@ t.test('a rejected post is an outcome with the reason, not an exception', async 
   const poster = createBatchPoster({ url: ingest.url, secret: 'shared-key', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const invalid = JSON.stringify({ batchId: 'x', readings: [{ type: 'nope' }] });
-  t.same(await poster.post(invalid), { outcome: 'rejected', status: 400, reason: 'invalid readings' });
+  t.same(await poster.post(invalid), { outcome: 'rejected', status: 400, reason: '1 of 1 readings are invalid; nothing was stored' });
   ingest.behave('fail-500');
   t.same(await poster.post(body), { outcome: 'rejected', status: 500, reason: 'internal error' });
 });

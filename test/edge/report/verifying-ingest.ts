@@ -69,11 +69,16 @@ export async function startVerifyingIngest(t: { teardown(fn: () => unknown): voi
         return answer(400, JSON.stringify({ type: 'Validation Error', message: 'the batch is malformed; nothing was stored', errors: [{ index: null, field: 'readings', message: 'expected at least one reading' }] }));
       }
       const errors: Array<{ index: number; field: string; message: string }> = [];
+      let invalid = 0;
       batch.readings.forEach((reading, index) => {
         const result = validateReading(reading);
-        if (!result.ok) for (const e of result.errors) errors.push({ index, ...e });
+        if (!result.ok) {
+          invalid += 1;
+          for (const e of result.errors) errors.push({ index, ...e });
+        }
       });
-      if (errors.length > 0) return answer(400, JSON.stringify({ type: 'Validation Error', message: 'invalid readings', errors }));
+      // The real service's wording (cloud/telemetry/domain/batch.ts); poster.test.ts checks it against the service.
+      if (invalid > 0) return answer(400, JSON.stringify({ type: 'Validation Error', message: `${invalid} of ${batch.readings.length} readings are invalid; nothing was stored`, errors }));
       return answer(200, JSON.stringify({ accepted: batch.readings.length }));
     });
   });
