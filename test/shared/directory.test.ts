@@ -12,7 +12,7 @@ async function fakeDirectory(t: Test, routes: Record<string, Route>) {
   const unexpected: string[] = [];
   const server = createServer((req, res) => {
     calls.push({ url: req.url ?? '', claims: req.headers['x-gateway-claims'] as string | undefined });
-    const route = routes[req.url ?? ''];
+    const route = req.method === 'GET' ? routes[req.url ?? ''] : undefined;
     if (!route) {
       unexpected.push(req.url ?? '');
       res.writeHead(500).end('unexpected call');
@@ -22,6 +22,10 @@ async function fakeDirectory(t: Test, routes: Record<string, Route>) {
   });
   const port = await listen(server, 0, '127.0.0.1');
   t.teardown(() => closeServer(server));
+  // Registered after the close, so it runs first: any call the test did not set up fails it.
+  t.teardown(() => {
+    if (unexpected.length > 0) throw new Error(`the directory got calls it was not set up for: ${unexpected.join(', ')}`);
+  });
   return { url: `http://127.0.0.1:${port}`, calls, unexpected };
 }
 

@@ -64,7 +64,7 @@ t.test('requests waiting for the one slot in flight all go out', async (t) => {
   await producer.connect();
   t.teardown(() => producer.disconnect());
   const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => producer.send({ topic, messages: [{ value: `m${i}` }] })));
-  t.equal(sent.length, 20, 'every send answered');
+  t.ok(sent.every((answer) => answer[0]?.errorCode === 0), 'every send acknowledged without error');
   const admin = kafka.admin();
   await admin.connect();
   t.teardown(() => admin.disconnect());
