@@ -2,11 +2,11 @@
  * One AP's silence or failure never stops the tick: every AP is polled at once, each bounded by the
  * timeout, and pollAll always resolves with one result per (physical) AP.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createSocket } from 'node:dgram';
 import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { checkAccessPoint, createPoller } from '../../../edge/src/poll/poller.js';
-import { openNetSnmpSession, type SnmpSession } from '../../../edge/src/poll/snmp/session.js';
+import { openNetSnmpSession } from '../../../edge/src/poll/snmp/session.js';
 import type { AccessPoint, SnmpTarget } from '../../../edge/src/poll/types.js';
 import { recording, startSnmpd, type RunningSnmpd } from '../../support/peers/snmpd.js';
 
@@ -79,22 +79,30 @@ t.test('every AP of a tick is polled at once: all sessions open before any walk 
   t.ok(firstWalked > Math.max(...opens), `no AP waits for another: ${events.join(', ')}`);
 });
 
+/** A bound UDP socket that reads every request and answers none: an AP that went silent mid-walk. */
+async function silentAp(t: Test): Promise<number> {
+  const socket = createSocket('udp4');
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
+  t.teardown(() => new Promise<void>((resolve) => socket.close(() => resolve())));
+  socket.on('message', () => undefined);
+  return socket.address().port;
+}
+
 t.test('a session still walking at the deadline is closed', async (t) => {
+  const port = await silentAp(t);
   const closed: string[] = [];
   const poller = createPoller({
     dialects,
-    openSnmp: (target) => {
-      const session: SnmpSession = {
-        walk: () => new Promise(() => undefined),
-        close: () => closed.push(`${target.host}:${target.port}`),
-      };
-      return session;
+    // the real net-snmp session to a silent AP, its close noted
+    openSnmp: (target, options) => {
+      const session = openNetSnmpSession(target, options);
+      return { walk: (oid, maxRepetitions) => session.walk(oid, maxRepetitions), close: () => (closed.push(`${target.host}:${target.port}`), session.close()) };
     },
   });
   t.teardown(() => poller.close());
-  const results = await poller.pollAll([{ name: 'hung', zone: 'a', dialect: 'aruba-aos', target: snmp(9) }], 100);
+  const results = await poller.pollAll([{ name: 'hung', zone: 'a', dialect: 'aruba-aos', target: snmp(port) }], 300);
   t.match(results, [{ ap: 'hung', ok: false, reason: 'timeout' }]);
-  t.same(closed, ['127.0.0.1:9']);
+  t.same(closed, [`127.0.0.1:${port}`]);
 });
 
 t.test('a failing session is that AP\'s error, never a rejected tick', async (t) => {
@@ -131,11 +139,9 @@ t.test('configuration problems are results too, and checkAccessPoint names them 
 });
 
 t.test('close() ends polls in flight and refuses new ones, still without rejecting', async (t) => {
-  const poller = createPoller({
-    dialects,
-    openSnmp: () => ({ walk: () => new Promise(() => undefined), close: () => undefined }),
-  });
-  const inFlight = poller.pollAll([{ name: 'x', zone: 'a', dialect: 'aruba-aos', target: snmp(9) }], 60_000);
+  const port = await silentAp(t);
+  const poller = createPoller({ dialects });
+  const inFlight = poller.pollAll([{ name: 'x', zone: 'a', dialect: 'aruba-aos', target: snmp(port) }], 60_000);
   await new Promise((resolve) => setImmediate(resolve));
   await poller.close();
   t.match(await inFlight, [{ ap: 'x', ok: false, error: 'poller closed' }]);
