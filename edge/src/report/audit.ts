@@ -2,7 +2,8 @@
  * The privacy audit of exported bodies: proves every byte is an aggregate. A body passes only when
  * - it is canonical JSON (exactly what JSON.stringify gives back), so no duplicate key, escape or
  *   whitespace can hide bytes that a parser would not show;
- * - it is `{batchId, readings}`, and every reading is a catalog metric with only its declared fields;
+ * - it is `{batchId, readings}`, and every reading is one of the collector's own metrics (device counts,
+ *   estimated people, zone transitions, stations per AP) with only its declared fields;
  * - no key or string anywhere looks like an identifier (MAC in any spelling, IP address, local host name,
  *   UUID, 16+ hex, base64);
  * - every number is a plausible aggregate (counts up to a million, timestamps between 2000 and 2100).
@@ -10,6 +11,7 @@
 import { metricOf } from '../../../shared/catalog/metrics.js';
 import { validateReading } from '../../../shared/catalog/validate.js';
 import { IDENTIFIER_WORDS, identifierKind, masked } from './identifiers.js';
+import { COLLECTOR_METRICS } from './readings.js';
 
 export type FindingKind = 'not-json' | 'not-canonical' | 'unexpected-key' | 'identifier' | 'invalid-reading' | 'implausible-number';
 
@@ -31,13 +33,16 @@ function scanString(value: string, path: string, what: 'key' | 'value', findings
   if (kind) findings.push({ kind: 'identifier', path, detail: `${what} ${masked(value)} looks like ${IDENTIFIER_WORDS[kind]}` });
 }
 
+/** A key as a finding's path names it: masked when the key itself looks like an identifier. */
+const keyInPath = (key: string): string => (identifierKind(key) ? `[key ${masked(key)}]` : key);
+
 /** Every key and string in any JSON value, scanned for identifiers. */
 function walk(value: unknown, path: string, findings: AuditFinding[]): void {
   if (typeof value === 'string') scanString(value, path, 'value', findings);
   else if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}[${i}]`, findings));
   else if (value !== null && typeof value === 'object') {
     for (const [key, inner] of Object.entries(value)) {
-      const at = path ? `${path}.${key}` : key;
+      const at = path ? `${path}.${keyInPath(key)}` : keyInPath(key);
       scanString(key, at, 'key', findings);
       walk(inner, at, findings);
     }
@@ -55,9 +60,13 @@ function checkReading(reading: unknown, path: string, findings: AuditFinding[]):
     findings.push({ kind: 'invalid-reading', path: `${path}.type`, detail: 'not a metric of the catalog' });
     return;
   }
+  if (!COLLECTOR_METRICS.has(metric.key)) {
+    findings.push({ kind: 'invalid-reading', path: `${path}.type`, detail: `${metric.key} is not a metric the collector sends (only ${[...COLLECTOR_METRICS].join(', ')})` });
+    return;
+  }
   const declared = new Set(['type', ...metric.fields.map((f) => f.name)]);
   for (const key of Object.keys(record)) {
-    if (!declared.has(key)) findings.push({ kind: 'unexpected-key', path: `${path}.${key}`, detail: `not a declared field of ${metric.key}` });
+    if (!declared.has(key)) findings.push({ kind: 'unexpected-key', path: `${path}.${keyInPath(key)}`, detail: `not a declared field of ${metric.key}` });
   }
   const result = validateReading(record);
   if (!result.ok) {
@@ -71,8 +80,8 @@ function checkReading(reading: unknown, path: string, findings: AuditFinding[]):
     if (typeof value !== 'number') continue;
     if (field.name === 'timestamp') {
       if (!(value >= MIN_TIMESTAMP && value <= MAX_TIMESTAMP)) findings.push({ kind: 'implausible-number', path: `${path}.timestamp`, detail: 'not a time between 2000 and 2100' });
-    } else if (field.kind === 'NonNegativeInt' && value > MAX_COUNT) {
-      findings.push({ kind: 'implausible-number', path: `${path}.${field.name}`, detail: `a count over ${MAX_COUNT} is not a plausible aggregate` });
+    } else if (field.kind !== 'NonNegativeInt' || value > MAX_COUNT) {
+      findings.push({ kind: 'implausible-number', path: `${path}.${field.name}`, detail: `only counts up to ${MAX_COUNT} are plausible aggregates` });
     }
   }
 }

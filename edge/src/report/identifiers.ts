@@ -28,6 +28,9 @@ const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   // Three groups of four (Cisco's aabb.ccdd.eeff, and the same with - or :), or two of six (aabbcc-ddeeff).
   ['mac', /(?<![0-9a-f])[0-9a-f]{4}([.:-])[0-9a-f]{4}\1[0-9a-f]{4}(?![0-9a-f])/i],
   ['mac', /(?<![0-9a-f])[0-9a-f]{6}[.:-][0-9a-f]{6}(?![0-9a-f])/i],
+  // The same spelling run into letters of a name (`3c:22:fb:01:02:03e`): six pairs with : or - between
+  // them, anywhere.
+  ['mac', /[0-9a-f]{2}([:-])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}/i],
   // Six decimal octets: the MAC as an SNMP table index spells it, alone or at the end of an OID.
   ['mac', new RegExp(`(?<!\\d)(?:${OCTET}\\.){5}${OCTET}(?!\\d)`)],
   ['ip', new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?![\\d.])`)],
@@ -35,6 +38,9 @@ const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   ['hostname', /[a-z0-9-]\.(?:local|lan|localdomain|internal|home\.arpa)(?![a-z0-9-])/i],
   // A hash or key in hex: 16 hex characters or more in a row.
   ['hex', /[0-9a-f]{16,}/i],
+  // A MAC run into the letters of a name (`device3c22fb010203`): 12 to 15 hex characters in a row
+  // holding a digit.
+  ['mac', /(?=[0-9a-f]*\d)[0-9a-f]{12,}/i],
 ];
 
 /** An IPv6 address: a run of hex, colons and dots (and a zone id) that parses as one. */

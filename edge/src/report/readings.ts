@@ -41,6 +41,9 @@ export function peopleFromDevices(devices: number, devicesPerPerson: number): nu
   return Math.ceil(devices / devicesPerPerson - 1e-9);
 }
 
+/** The only metrics the collector sends: what the audit lets leave the gateway. */
+export const COLLECTOR_METRICS: ReadonlySet<string> = new Set(['totalDeviceCount', 'ratioDeviceCount', 'zoneTransition', 'apClients']);
+
 /**
  * Builds and validates one tick's readings:
  * - totalDeviceCount for every zone;

@@ -27,6 +27,27 @@ t.test('a log line loses every MAC the audit would find, in any spelling', async
   t.equal(redactIdentifiers('AP lobby-1 not up: status is 3 (downloading) after 2.5 s'), 'AP lobby-1 not up: status is 3 (downloading) after 2.5 s', 'ordinary text is left alone');
 });
 
+t.test('a MAC run into the letters of a name is found too, and a finding never prints the key it found', async (t) => {
+  for (const name of ['device3c22fb010203', 'office3c22fb010203', '3C22FB010203bed', '3c:22:fb:01:02:03e']) {
+    t.equal(identifierKind(name), 'mac', name);
+    t.match(auditBody(batch([count(name)])), [{ kind: 'identifier', path: 'readings[0].roomId' }], name);
+  }
+  for (const fine of ['lobby', 'cafe-2', 'office-2f', 'meeting-rooms', 'floor-12']) t.equal(identifierKind(fine), null, fine);
+  const keyed = JSON.stringify({ batchId: 'hq@2026-11-22T19:04:14.000Z', readings: [{ ...count('lobby'), '3c:22:fb:01:02:03': 1 }] });
+  const findings = auditBody(keyed);
+  t.ok(findings.length >= 2, 'the key is an identifier and an undeclared field');
+  t.notOk(JSON.stringify(findings).includes('3c:22:fb:01:02:03'), 'neither finding prints it, in its path or its detail');
+});
+
+t.test('only the collector’s own metrics pass, so no free-form field or unbounded number leaves', async (t) => {
+  const temperature = { type: 'temperature', buildingId: 'hq', roomId: 'lobby', timestamp: ts, temperature: 0x3c22fb010203, sensorId: 'janes-iphone' };
+  const co2 = { type: 'airQuality', buildingId: 'hq', roomId: 'lobby', timestamp: ts, co2: 0x3c22fb010203 };
+  for (const reading of [temperature, co2]) {
+    t.match(auditBody(batch([reading])), [{ kind: 'invalid-reading', path: 'readings[0].type', detail: /is not a metric the collector sends/ }], reading.type);
+  }
+  t.same(auditBody(batch([count('lobby'), { type: 'apClients', buildingId: 'hq', roomId: 'ap-1', timestamp: ts, apClients: 4 }])), []);
+});
+
 t.test('MACs in every spelling are found', async (t) => {
   for (const mac of ['3c:22:fb:01:02:03', '3C-22-FB-01-02-03', '3c22fb010203', '3c22.fb01.0203', '3c 22 fb 01 02 03', '3c_22_fb_01_02_03', 'ap 3c:22:fb:01:02:03 north']) {
     t.equal(identifierKind(mac), 'mac', mac);
