@@ -8,6 +8,9 @@
 import { DeviceCommandError } from '../../../shared/devices/adapter.js';
 import { BindingCatalogError, loadBindingCatalog, type BindingCatalog } from '../../../shared/devices/bindings.js';
 import { createLocalDevices, unknownDrivers } from '../actions/index.js';
+
+/** Device command errors that are the caller's mistake: exit 2, as any bad usage. */
+const USAGE_CODES: ReadonlySet<DeviceCommandError['code']> = new Set(['no_sensor', 'unknown_metric', 'unknown_action', 'invalid_arguments', 'no_binding']);
 import { loadCheckedConfig, type CommandIo } from './common.js';
 
 export interface ActionOptions {
@@ -92,7 +95,9 @@ export async function actionCommand(options: ActionOptions, io: CommandIo): Prom
     if (err instanceof DeviceCommandError) {
       const details = err.errors.map((e) => `\n  ${e.field}: ${e.message}`).join('');
       io.err(`lintel-edge: ${err.code}: ${err.message}${details}\n`);
-      return 1;
+      // A command that names what is not there, or arguments that do not fit, is bad usage (2); a
+      // device that refused or could not be reached, or a bad endpoint in the config, is a failed check (1).
+      return USAGE_CODES.has(err.code) ? 2 : 1;
     }
     throw err;
   }

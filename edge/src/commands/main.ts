@@ -101,8 +101,13 @@ async function runCommand(argv: string[], io: CommandIo): Promise<number> {
     case 'help':
     case '--help':
     case '-h':
+      // Asked for, the usage is the answer (stdout, 0); without a command it is an error (stderr, 2).
+      if (command === undefined) {
+        io.err(USAGE);
+        return 2;
+      }
       io.out(USAGE);
-      return command === undefined ? 2 : 0;
+      return 0;
     case 'version':
     case '--version': {
       const { values } = parse(rest, { verbose: { type: 'boolean', short: 'v' } });

@@ -63,9 +63,10 @@ t.test('actions drive a configured thermostat locally', async (t) => {
   t.same(device.calls[1], { method: 'POST', url: '/api/v1/thermostat/setpoint/up', body: {} }, 'no step: an empty body');
 
   const cases: Array<[string[], number, RegExp]> = [
-    [['--sensor', 'stat-lobby', '--action', 'setTarget', '--arg', 'target=hot'], 1, /invalid_arguments: invalid action arguments\n {2}target: expected a finite number, got "hot"/],
-    [['--sensor', 'stat-lobby', '--action', 'fly'], 1, /unknown_action: metric temperature declares no action "fly"/],
-    [['--sensor', 'stat-attic', '--action', 'setTarget', '--arg', 'target=20'], 1, /no_sensor: no sensor "stat-attic" in this gateway's config \(have: stat-lobby\)/],
+    // what the command names is not there, or its arguments do not fit: bad usage, 2
+    [['--sensor', 'stat-lobby', '--action', 'setTarget', '--arg', 'target=hot'], 2, /invalid_arguments: invalid action arguments\n {2}target: expected a finite number, got "hot"/],
+    [['--sensor', 'stat-lobby', '--action', 'fly'], 2, /unknown_action: metric temperature declares no action "fly"/],
+    [['--sensor', 'stat-attic', '--action', 'setTarget', '--arg', 'target=20'], 2, /no_sensor: no sensor "stat-attic" in this gateway's config \(have: stat-lobby\)/],
     [['--sensor', 'stat-lobby', '--action', 'setTarget', '--arg', 'target'], 2, /--arg: expected name=value, got "target"/],
     [['--sensor', 'stat-lobby'], 2, /action needs --sensor <id> and --action <name>/],
   ];

@@ -47,6 +47,10 @@ t.test('usage errors exit 2 and say what is wrong', async (t) => {
   const help = await runCli(['help']);
   t.equal(help.code, 0);
   t.match(help.stdout, /lintel-edge run --config <file>/);
+  const bare = await runCli([]);
+  t.equal(bare.code, 2, 'no command is bad usage');
+  t.match(bare.stderr, /lintel-edge run --config <file>/, 'its usage goes to stderr');
+  t.equal(bare.stdout, '', 'and nothing to stdout, which a pipe reads');
 });
 
 t.test('an invalid config lists every problem and exits 2', async (t) => {
