@@ -117,7 +117,9 @@ export class KafkaAlertConsumer {
       groupId: this.groupId,
       // An idle fetch waits at most this long, and a stop waits for the fetch in flight: keep SIGTERM quick.
       maxWaitTimeInMs: 1000,
-      retry: { retries: 5, restartOnFailure: async () => true },
+      // kafkajs never restarts a crashed consumer on its own backoff (0.3 s to a few seconds): every
+      // crash goes to the handler below, which reconnects every reconnectMs (5 s), as the seed fixes it.
+      retry: { retries: 5, restartOnFailure: async () => false },
     });
     consumer.on(consumer.events.CRASH, (event) => {
       if (event.payload.restart) return;
