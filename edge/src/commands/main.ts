@@ -3,10 +3,12 @@
  * it runs. The entry point is cli.ts.
  */
 import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
-import { processIo, loadCheckedConfig, defaultStateDir, type CommandIo } from './common.js';
+import { processIo, defaultStateDir, type CommandIo } from './common.js';
 import { VERSION } from '../version.js';
+import { stateDirOf } from '../config/index.js';
 
 const USAGE = `lintel-edge ${VERSION}: count people by zone from a building's Wi-Fi access points.
 
@@ -191,8 +193,13 @@ function ledgerPath(values: Values, io: CommandIo): string | undefined {
   if (typeof values.ledger === 'string') return resolve(values.ledger);
   if (typeof values['state-dir'] === 'string') return join(resolve(values['state-dir']), 'ledger.sqlite');
   if (typeof values.config === 'string') {
-    const loaded = loadCheckedConfig(values.config, undefined, io);
-    return loaded ? join(loaded.config.stateDir, 'ledger.sqlite') : undefined;
+    // Only its stateDir: the ledger commands read no secret and need no working AP config.
+    const found = stateDirOf(values.config.replace(/^~(?=\/)/, homedir()), defaultStateDir());
+    if (!found.ok) {
+      io.err(`lintel-edge: cannot find the state directory in ${values.config}:\n  ${found.errors.join('\n  ')}\n`);
+      return undefined;
+    }
+    return join(found.stateDir, 'ledger.sqlite');
   }
   return join(defaultStateDir(), 'ledger.sqlite');
 }

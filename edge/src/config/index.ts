@@ -1,4 +1,4 @@
 /** The gateway's configuration: one YAML file, checked once at start, every problem reported at once. */
-export { loadConfig, parseConfig } from './load.js';
+export { loadConfig, parseConfig, stateDirOf } from './load.js';
 export type { ConfigResult, DialectInfo, EdgeConfig, LoadOptions } from './load.js';
 export { dialectInfoOf, shippedDialects } from './dialects.js';

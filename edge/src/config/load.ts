@@ -87,6 +87,30 @@ export function loadConfig(path: string, options: LoadOptions): ConfigResult {
 }
 
 /** {@link loadConfig} over text already read; `source` anchors relative secret file paths. */
+/**
+ * Only the state directory a config file names (or `defaultStateDir`): what the ledger commands need.
+ * Nothing else of the file is checked and no secret file is read, so an auditor who may read the ledger
+ * but not the gateway's secrets can still find it.
+ *
+ * @example
+ * stateDirOf('/etc/lintel-edge/config.yaml', '/var/lib/lintel-edge'); // { ok: true, stateDir: '/var/lib/lintel-edge' }
+ */
+export function stateDirOf(path: string, defaultStateDir: string): { ok: true; stateDir: string } | { ok: false; errors: string[] } {
+  const source = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(source, 'utf8');
+  } catch (err) {
+    return { ok: false, errors: [`${path}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? 'error'})`] };
+  }
+  const doc = parseDocument(text, { uniqueKeys: true });
+  if (doc.errors.length > 0) return { ok: false, errors: [`${path}: not valid YAML (${doc.errors[0]!.message.split('\n')[0]})`] };
+  const value = (doc.toJS() as Record<string, unknown> | null)?.stateDir;
+  if (value === undefined || value === null) return { ok: true, stateDir: defaultStateDir };
+  if (typeof value !== 'string' || value.trim() === '' || value.includes('\0')) return { ok: false, errors: [`stateDir: expected a directory path, got ${typeof value === 'string' ? JSON.stringify(value) : typeof value}`] };
+  return { ok: true, stateDir: resolve(dirname(source), value) };
+}
+
 export function parseConfig(text: string, source: string, options: LoadOptions): ConfigResult {
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) {

@@ -3,6 +3,7 @@
  * `simulate` run from the shell.
  */
 import t from 'tap';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from './building-config.js';
 
@@ -72,6 +73,23 @@ t.test('ledger commands refuse a missing or foreign file', async (t) => {
   const foreign = await runCli(['ledger', 'audit', '--ledger', join(dir, 'not-a-ledger.sqlite')]);
   t.equal(foreign.code, 2);
   t.match(foreign.stderr, /is not a readable lintel-edge ledger/);
+});
+
+t.test('ledger commands find the ledger from a config file without reading its secrets or checking its APs', async (t) => {
+  const dir = t.testdir({});
+  const state = join(dir, 'state');
+  const sim = await runCli(['simulate', '--ticks', '2', '--interval-ms', '300', '--seed', '4', '--state-dir', state, '--output', 'json']);
+  t.equal(sim.code, 0, sim.stderr);
+  // The secret files it names are not there (an auditor's copy of the config), and its AP is broken.
+  writeFileSync(
+    join(dir, 'config.yaml'),
+    'buildingId: hq\nstateDir: state\nzones: { lobby: {} }\naccessPoints:\n  - { name: a1, zone: lobby, dialect: nope, transport: snmp, host: 10.0.0.5, snmp: { version: 2c, communityFile: /nowhere/community } }\n',
+  );
+  const verified = await runCli(['ledger', 'verify', '--config', join(dir, 'config.yaml')]);
+  t.equal(verified.code, 0, verified.stderr);
+  const bad = await runCli(['ledger', 'verify', '--config', join(dir, 'missing.yaml')]);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /cannot find the state directory in .*missing\.yaml:\n {2}.*cannot read the config file \(ENOENT\)/);
 });
 
 t.test('a short simulate from the shell keeps its ledger, which verifies and audits', async (t) => {
