@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { processIo, defaultStateDir, type CommandIo } from './common.js';
 import { VERSION } from '../version.js';
 import { stateDirOf } from '../config/index.js';
+import { loadDialects } from '../poll/dialects.js';
 
 const USAGE = `lintel-edge ${VERSION}: count people by zone from a building's Wi-Fi access points.
 
@@ -269,6 +270,16 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     ...defined('ingest', ingest),
     ...defined('dialects', dialects),
   };
+  // Checked here, so a bad option is bad usage (exit 2) before anything is started or written.
+  const zoneCount = options.zones ?? 3;
+  const apCount = options.accessPoints ?? 6;
+  if (apCount < zoneCount) throw new UsageError(`--aps: ${apCount} access points cannot cover ${zoneCount} zones (one per zone at least)`);
+  if (dialects !== undefined) {
+    if (dialects.length === 0) throw new UsageError('--dialects: name at least one dialect');
+    const known = loadDialects();
+    const unknown = dialects.filter((name) => !known.has(name));
+    if (unknown.length > 0) throw new UsageError(`--dialects: unknown dialect(s) ${unknown.join(', ')} (known: ${[...known.keys()].sort().join(', ')})`);
+  }
   const { simulate } = await import('./simulate.js');
   const stop = new AbortController();
   const onSignal = () => stop.abort();

@@ -104,10 +104,21 @@ export function reportNamesOf(aps: readonly AccessPoint[]): Record<string, strin
 
 const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 0 : 1) : a / b);
 
-/** Runs the simulation; resolves with the exit code and a summary. */
+/**
+ * Runs the simulation; resolves with the exit code and a summary. A temporary state directory (no
+ * `stateDir` given) is removed at the end, whatever the end: a failed start or a throw mid-run too.
+ */
 export async function simulate(options: SimulateOptions, io: CommandIo, deps: SimulateDeps = {}): Promise<{ exitCode: number; summary: SimulationSummary }> {
-  const temporary = options.stateDir === undefined;
-  const stateDir = options.stateDir ?? mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
+  if (options.stateDir !== undefined) return simulateIn(options.stateDir, false, options, io, deps);
+  const stateDir = mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
+  try {
+    return await simulateIn(stateDir, true, options, io, deps);
+  } finally {
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+async function simulateIn(stateDir: string, temporary: boolean, options: SimulateOptions, io: CommandIo, deps: SimulateDeps): Promise<{ exitCode: number; summary: SimulationSummary }> {
   // The terminal belongs to the table; the collector's log goes to a file beside the state.
   const logger =
     options.output === 'json'
@@ -218,7 +229,6 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
         : `ledger: ${gateway.paths.ledger} (head seq ${ledgerHead.seq}); check it with: lintel-edge ledger verify --state-dir ${stateDir}\n`,
     );
   }
-  if (temporary) rmSync(stateDir, { recursive: true, force: true });
   // Losing a batch now and then is normal (the next tick supersedes it); an ingest that took none means
   // the run did not do what --ingest asked, which a script running the demo must be able to see.
   if (options.ingest && ticks > 0 && !deliveries.accepted) {
