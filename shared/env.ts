@@ -109,7 +109,7 @@ export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
       fallback<string>(raw, options.default, true, (s) => {
         const m = MONGO_URI.exec(s);
         // As for any URL: a password with an unencoded / ? # would be read as hosts and path; never echoed.
-        if (s.includes('@') && (m?.[2] === undefined || s.slice(s.indexOf('@') + 1).includes('@') || /[/?#]/.test(s.slice(s.indexOf('//') + 2, s.lastIndexOf('@'))))) {
+        if (s.includes('@') && (m?.[2] === undefined || s.indexOf('@') !== s.lastIndexOf('@'))) {
           return problem(UNENCODED_USER_INFO);
         }
         if (!m) return problem('not a mongodb:// or mongodb+srv:// URL');

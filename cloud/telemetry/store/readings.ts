@@ -222,7 +222,7 @@ function inKeyOrder(batchRows: readonly ReadingRow[]): KeyedRows {
     // By the hour the row is stored in: a reading a fraction of a microsecond before the hour is stored
     // at the hour (storedInstant), and that hour must be marked when it is late, not the one before.
     const stored = storedInstant(r.ts);
-    const hour = hourOf(stored);
+    const hour = Math.floor(stored / HOUR_MS) * HOUR_MS;
     const earliest = earliestOfHour.get(hour);
     if (earliest === undefined || stored < earliest) earliestOfHour.set(hour, stored);
   }

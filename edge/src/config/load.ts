@@ -76,17 +76,20 @@ const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'obj
  * if (!result.ok) console.error(result.errors.join('\n'));
  */
 export function loadConfig(path: string, options: LoadOptions): ConfigResult {
+  const read = readConfigText(path);
+  return read.ok ? parseConfig(read.text, read.source, options) : read;
+}
+
+/** The config file's text and absolute path, or why it cannot be read. */
+function readConfigText(path: string): { ok: true; text: string; source: string } | { ok: false; errors: string[] } {
   const source = resolve(path);
-  let text: string;
   try {
-    text = readFileSync(source, 'utf8');
+    return { ok: true, text: readFileSync(source, 'utf8'), source };
   } catch (err) {
     return { ok: false, errors: [`${path}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? 'error'})`] };
   }
-  return parseConfig(text, source, options);
 }
 
-/** {@link loadConfig} over text already read; `source` anchors relative secret file paths. */
 /**
  * Only the state directory a config file names (or `defaultStateDir`): what the ledger commands need.
  * Nothing else of the file is checked and no secret file is read, so an auditor who may read the ledger
@@ -96,13 +99,9 @@ export function loadConfig(path: string, options: LoadOptions): ConfigResult {
  * stateDirOf('/etc/lintel-edge/config.yaml', '/var/lib/lintel-edge'); // { ok: true, stateDir: '/var/lib/lintel-edge' }
  */
 export function stateDirOf(path: string, defaultStateDir: string): { ok: true; stateDir: string } | { ok: false; errors: string[] } {
-  const source = resolve(path);
-  let text: string;
-  try {
-    text = readFileSync(source, 'utf8');
-  } catch (err) {
-    return { ok: false, errors: [`${path}: cannot read the config file (${(err as NodeJS.ErrnoException).code ?? 'error'})`] };
-  }
+  const read = readConfigText(path);
+  if (!read.ok) return read;
+  const { text, source } = read;
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) return { ok: false, errors: [`${path}: not valid YAML (${doc.errors[0]!.message.split('\n')[0]})`] };
   const value = (doc.toJS() as Record<string, unknown> | null)?.stateDir;
@@ -111,6 +110,7 @@ export function stateDirOf(path: string, defaultStateDir: string): { ok: true; s
   return { ok: true, stateDir: resolve(dirname(source), value) };
 }
 
+/** {@link loadConfig} over text already read; `source` anchors relative secret file paths. */
 export function parseConfig(text: string, source: string, options: LoadOptions): ConfigResult {
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) {
