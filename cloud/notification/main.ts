@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { Redis } from 'ioredis';
-import { MongoClient } from 'mongodb';
+import { MongoClient, MongoServerError } from 'mongodb';
 import webpush from 'web-push';
 import { encodeClaims, systemClaims } from '../../shared/claims.js';
 import { DependencyUnreachable } from '../../shared/describe-error.js';
@@ -187,8 +187,15 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
-  // Driver messages name hosts and ports, which helps; credentials inside a URI are cut out.
-  const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  // Driver messages name hosts and ports, which helps; credentials inside a URI are cut out. A server's
+  // own error can quote stored values (a duplicate key names the endpoint, a push capability), so it is
+  // named by its code only.
+  const text =
+    err instanceof MongoServerError
+      ? `${err.name} (${String(err.codeName ?? err.code)})`
+      : err instanceof Error
+        ? `${err.name}: ${err.message}`
+        : String(err);
   process.stderr.write(`notification service failed to start: ${text.replace(/\/\/[^@/\s]*@/g, '//[redacted]@')}\n`);
   process.exit(1);
 });

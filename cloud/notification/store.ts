@@ -184,10 +184,34 @@ export class MongoNotificationStore implements NotificationStore {
   }
 
   async start(): Promise<void> {
+    if (!(await this.devices.indexExists('endpoint_unique').catch(() => false))) {
+      // An earlier version kept devices unique per (account, endpoint), so an endpoint can be stored
+      // twice, and the unique index would not build. The browser holds one subscription per endpoint:
+      // the newest registration is it.
+      await this.dropSupersededDevices();
+    }
     await this.devices.createIndex({ endpoint: 1 }, { unique: true, name: 'endpoint_unique' });
     await this.devices.createIndex({ accountName: 1 }, { name: 'accountName' });
     await this.records.createIndex({ accountName: 1, domainName: 1 }, { unique: true, name: 'account_domain_unique' });
     await this.records.createIndex({ domainName: 1 }, { name: 'domainName' });
+  }
+
+  /**
+   * Deletes every device whose endpoint is also stored with a later `updatedAt` (or, on a tie, a later
+   * `_id`), keeping one per endpoint. Answers how many were deleted.
+   */
+  async dropSupersededDevices(): Promise<number> {
+    const superseded: ObjectId[] = [];
+    let previous: string | undefined;
+    const cursor = this.devices.find({}, { projection: { endpoint: 1, updatedAt: 1 } }).sort({ endpoint: 1, updatedAt: -1, _id: -1 });
+    for await (const doc of cursor) {
+      if (doc.endpoint === previous) superseded.push(doc._id);
+      previous = doc.endpoint;
+    }
+    for (let at = 0; at < superseded.length; at += 500) {
+      await this.devices.deleteMany({ _id: { $in: superseded.slice(at, at + 500) } });
+    }
+    return superseded.length;
   }
 
   private now(): string {
