@@ -111,6 +111,10 @@ export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
       clearTimeout(lifetime);
       lifetimes.delete(lifetime);
       metrics.connectedClients.dec();
+      // The relay has one namespace, so a connection whose socket left has nothing more to carry. Left
+      // open, a client could leave and join again on it: the join re-reads the connection's first
+      // request, so its claims would come back with a fresh lifetime, and the maximum would never bite.
+      socket.conn.close();
     });
     capBacklog(socket, (waiting) => logger.warn({ accountId: identity.accountId, waiting }, 'client stopped reading; connection closed'));
     attachSubscriptions(socket, identity, { directory, metrics, logger });

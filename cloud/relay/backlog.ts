@@ -30,13 +30,12 @@ export function capBacklog(socket: Socket, onStalled: (waiting: number) => void,
   let waiting = 0;
   let watch: NodeJS.Timeout | undefined;
   // A flush hands the whole buffer to the transport, which writes again only once the client took it.
-  conn.on('flush', () => {
+  const onFlush = (): void => {
     waiting = 0;
     clearTimeout(watch);
     watch = undefined;
-  });
-  conn.on('close', () => clearTimeout(watch));
-  conn.on('packetCreate', () => {
+  };
+  const onPacket = (): void => {
     waiting++;
     if (waiting <= max || watch !== undefined) return;
     watch = setTimeout(() => {
@@ -44,5 +43,16 @@ export function capBacklog(socket: Socket, onStalled: (waiting: number) => void,
       // Discarding: a close that waited for the buffer to drain would wait on a client that does not read.
       conn.close(true);
     }, stalledAfterMs);
-  });
+  };
+  // The listeners sit on the connection, which can outlive the socket: they leave with the socket.
+  const detach = (): void => {
+    clearTimeout(watch);
+    conn.off('flush', onFlush);
+    conn.off('packetCreate', onPacket);
+    conn.off('close', detach);
+  };
+  conn.on('flush', onFlush);
+  conn.on('packetCreate', onPacket);
+  conn.on('close', detach);
+  socket.once('disconnect', detach);
 }

@@ -35,14 +35,15 @@ export interface RelayConfig {
  * readRelayConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).maxLifetimeMs; // 900_000
  */
 export function readRelayConfig(source: NodeJS.ProcessEnv = process.env): RelayConfig {
-  const env = readEnv(RELAY_ENV, source);
-  // The telemetry subscription is a pattern, the prefix followed by anything: a notifications channel it
-  // also matches would reach the relay twice, and every notification would be relayed twice.
-  if (env.NOTIFICATIONS_CHANNEL.startsWith(env.TELEMETRY_CHANNEL_PREFIX)) {
-    throw new ConfigError([
-      `NOTIFICATIONS_CHANNEL: ${JSON.stringify(env.NOTIFICATIONS_CHANNEL)} starts with TELEMETRY_CHANNEL_PREFIX ${JSON.stringify(env.TELEMETRY_CHANNEL_PREFIX)}, so the telemetry pattern would match it too`,
-    ]);
+  const overlap = channelOverlap(source);
+  let env: ReturnType<typeof readEnv<typeof RELAY_ENV>>;
+  try {
+    env = readEnv(RELAY_ENV, source);
+  } catch (err) {
+    if (err instanceof ConfigError && overlap !== undefined) throw new ConfigError([...err.problems, overlap]);
+    throw err;
   }
+  if (overlap !== undefined) throw new ConfigError([overlap]);
   return {
     port: env.PORT,
     redisUrl: env.REDIS_URL,
@@ -52,4 +53,16 @@ export function readRelayConfig(source: NodeJS.ProcessEnv = process.env): RelayC
     channels: { notifications: env.NOTIFICATIONS_CHANNEL, telemetryPrefix: env.TELEMETRY_CHANNEL_PREFIX },
     logLevel: env.LOG_LEVEL,
   };
+}
+
+/**
+ * The telemetry subscription is a pattern, the prefix followed by anything: a notifications channel it
+ * also matches would reach the relay twice, and every notification would be relayed twice. Read apart
+ * from the other variables, so this problem is reported with theirs.
+ */
+function channelOverlap(source: NodeJS.ProcessEnv): string | undefined {
+  const notifications = RELAY_ENV.NOTIFICATIONS_CHANNEL.read(source.NOTIFICATIONS_CHANNEL);
+  const prefix = RELAY_ENV.TELEMETRY_CHANNEL_PREFIX.read(source.TELEMETRY_CHANNEL_PREFIX);
+  if (!notifications.ok || !prefix.ok || !notifications.value.startsWith(prefix.value)) return undefined;
+  return `NOTIFICATIONS_CHANNEL: ${JSON.stringify(notifications.value)} starts with TELEMETRY_CHANNEL_PREFIX ${JSON.stringify(prefix.value)}, so the telemetry pattern would match it too`;
 }

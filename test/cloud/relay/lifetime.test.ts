@@ -54,3 +54,23 @@ t.test('stop() clears the lifetime timers of open sockets', async (t) => {
   t.equal((await relay.relay.metrics.sessionsExpired.get()).values[0]?.value, 0, 'a shutdown is not an expiry');
   // The timer was for an hour and is not unref'd: this file only exits in time because stop() cleared it.
 });
+
+t.test('leaving the namespace closes the connection: a join again on it cannot renew the claims or the lifetime', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 3_600_000 });
+  const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: ['acme'] }));
+  const engine = ana.socket.io.engine;
+  const closed = new Promise<string>((resolve) => engine.once('close', (reason: string) => resolve(reason)));
+  const joinedAgain = new Promise<void>((resolve) => {
+    engine.on('packet', (packet: { type: string; data?: unknown }) => {
+      if (packet.type === 'message' && typeof packet.data === 'string' && packet.data.startsWith('0')) resolve();
+    });
+  });
+  // Raw Socket.IO packets on the same websocket: 1 = disconnect from "/", then 0 = connect to "/".
+  engine.write('1');
+  await waitFor(async () => (await metric(relay.url, 'socket_connected_clients')) === 0, 'the relay saw the socket leave');
+  engine.write('0');
+  const first = await Promise.race([closed.then((reason) => `closed: ${reason}`), joinedAgain.then(() => 'joined again')]);
+  t.equal(first, 'closed: transport close', 'the relay closed the connection instead of opening a second session on it');
+  t.equal(await metric(relay.url, 'socket_connected_clients'), 0, 'no session left');
+});

@@ -116,4 +116,15 @@ t.test('configuration: defaults, and every problem at once', async (t) => {
     { name: 'ConfigError', problems: ['NOTIFICATIONS_CHANNEL: "telemetry:filtered:alerts" starts with TELEMETRY_CHANNEL_PREFIX "telemetry:filtered:", so the telemetry pattern would match it too'] },
     'a notifications channel the telemetry pattern matches would deliver every notification twice',
   );
+  t.throws(
+    () => readRelayConfig({ NOTIFICATIONS_CHANNEL: 'telemetry:filtered:alerts' }),
+    {
+      name: 'ConfigError',
+      problems: [
+        'REDIS_URL: required but not set',
+        'NOTIFICATIONS_CHANNEL: "telemetry:filtered:alerts" starts with TELEMETRY_CHANNEL_PREFIX "telemetry:filtered:", so the telemetry pattern would match it too',
+      ],
+    },
+    'the overlap is reported with the other problems, not only on a second start',
+  );
 });
