@@ -33,9 +33,8 @@ export function createTenancyApp(options: TenancyAppOptions): RequestListener {
   // Internal routes read their raw body themselves (the signature covers the exact bytes), so they
   // are mounted before the JSON parser.
   app.use(internalRoutes(options.store, options.keys));
-  app.use(jsonBody());
-  const endUser = requireClaims();
-  app.use(['/domains', '/me', '/invite-codes'], endUser);
+  // Claims first: a caller who is nobody gets 401, never has a body read, and is told nothing about it.
+  app.use(['/domains', '/me', '/invite-codes'], requireClaims(), jsonBody());
   app.use(domainRoutes(options.store));
   app.use(memberRoutes(options.store));
   app.use(inviteCodeRoutes(options.store, options.clock ?? (() => new Date())));

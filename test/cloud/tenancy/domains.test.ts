@@ -77,7 +77,13 @@ t.test('end-user routes answer 401 without valid claims, and a system subject ca
     t.match(missing.json, { type: 'Unauthorized' });
     const garbage = await app.call(method, path, { headers: { 'x-gateway-claims': '%%%' } });
     t.equal(garbage.status, 401, `${method} ${path} with garbage claims`);
+    if (method === 'GET') continue;
+    const badBody = await app.call(method, path, { body: '{' });
+    t.equal(badBody.status, 401, `${method} ${path} without claims and a body that is not JSON: the body is not read`);
+    const bigBody = await app.call(method, path, { body: JSON.stringify({ x: 'x'.repeat(1_100_000) }) });
+    t.equal(bigBody.status, 401, `${method} ${path} without claims and a body over the limit`);
   }
+  t.equal((await app.call('POST', '/nope', { body: '{' })).status, 404, 'an unknown path is 404 whatever its body');
   const system = await app.call('POST', '/domains', { as: { sub: 'system:provisioner' }, body: { name: 'sys', displayName: 'x' } });
   t.equal(system.status, 403);
   t.same((await app.call('GET', '/me/memberships', { as: { sub: 'system:provisioner' } })).json, []);

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { request } from 'undici';
+import { encodeClaims } from '../../../shared/claims.js';
 import { createLogger } from '../../../shared/logger.js';
 import { createDomain, newAccount, startTenancy } from './support/harness.js';
 
@@ -32,7 +33,7 @@ t.test('a body its Content-Encoding cannot decode, sent to a redemption URL: 400
   const app = await startTenancy(t, { logger });
   const code = '0123456789abcdef0123456789abcdef';
   for (const encoding of ['br', 'gzip']) {
-    const res = await request(`${app.url}/invite-codes/${code}/redeem`, { method: 'POST', body: 'not compressed', headers: { 'content-type': 'application/json', 'content-encoding': encoding } });
+    const res = await request(`${app.url}/invite-codes/${code}/redeem`, { method: 'POST', body: 'not compressed', headers: { 'content-type': 'application/json', 'content-encoding': encoding, 'x-gateway-claims': encodeClaims({ sub: newAccount(), memberships: [] }) } });
     t.equal(res.statusCode, 400, encoding);
     t.same(await res.body.json(), { type: 'Validation Error', message: 'request body is not valid for its Content-Encoding' });
   }
