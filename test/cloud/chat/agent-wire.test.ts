@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { listen } from '../../../shared/lifecycle.js';
-import { AgentWire, AgentWireError, MAX_HEAD_BYTES, SPARE_IDLE_MS, type ExchangeHandler } from '../../../cloud/chat/agent-wire.js';
+import { AgentWire, AgentWireError, MAX_HEAD_BYTES, type ExchangeHandler } from '../../../cloud/chat/agent-wire.js';
 
 /** What one request looked like on the wire. */
 interface SeenRequest {
@@ -34,6 +34,8 @@ class RawAgent {
   readonly requests: SeenRequest[] = [];
   connections = 0;
   closedByClient = 0;
+  /** The connections the client closed, by number (1 is the first accepted). */
+  readonly closedIds = new Set<number>();
   private readonly replies: Reply[] = [];
   private readonly server: Server;
   port = 0;
@@ -65,7 +67,10 @@ class RawAgent {
     let pending = Buffer.alloc(0);
     let closing = false;
     socket.on('end', () => {
-      if (!closing) this.closedByClient++;
+      if (!closing) {
+        this.closedByClient++;
+        this.closedIds.add(connection);
+      }
       socket.end();
     });
     socket.on('error', () => undefined);
@@ -154,6 +159,13 @@ async function setup(t: Test, options: { headersTimeoutMs?: number } = {}): Prom
 }
 
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Polls until `condition` holds; the test's own timeout bounds the wait. */
+async function waitUntil(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !condition(); await pause(20)) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+  }
+}
 
 const CHUNKED_HEAD = 'HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n';
 
@@ -292,12 +304,24 @@ t.test('a question needing a new connection opens a spare beside it; the next qu
   // Two at once: the first opens a connection and a spare; the second takes the spare.
   const [first, second] = await Promise.all([exchange(wire), exchange(wire)]);
   t.same([first.body, second.body].sort(), ['a', 'b']);
-  t.equal(new Set(agent.requests.map((r) => r.connection)).size, 2, 'two connections carried the two requests');
+  const used = new Set(agent.requests.map((r) => r.connection));
+  t.equal(used.size, 2, 'two connections carried the two requests');
   const opened = agent.connections;
   t.ok(opened >= 2 && opened <= 3, `a spare at most beside them (${opened} opened)`);
-  await pause(SPARE_IDLE_MS + 500);
-  const spares = opened - 2;
-  t.equal(agent.closedByClient >= spares, true, 'an untaken spare is closed after its idle time');
+  const spares = Array.from({ length: opened }, (_, i) => i + 1).filter((id) => !used.has(id));
+  await waitUntil(() => spares.every((id) => agent.closedIds.has(id)), 'every untaken spare closed by the client');
+  t.same(spares.filter((id) => !agent.closedIds.has(id)), [], 'no untaken spare left open');
+});
+
+t.test('a lone question on a new connection opens one spare, which the client closes when nobody takes it', async (t) => {
+  const { agent, wire } = await setup(t);
+  agent.reply({ pieces: ['HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\na'] });
+  t.equal((await exchange(wire)).body, 'a');
+  t.equal(agent.connections, 2, 'the connection the question went on, and a spare beside it');
+  const spare = agent.requests[0]?.connection === 1 ? 2 : 1;
+  await waitUntil(() => agent.closedIds.has(spare), 'the untaken spare closed by the client');
+  t.ok(agent.closedIds.has(spare), 'the untaken spare is closed');
+  t.equal(agent.requests.length, 1, 'nothing was sent on the spare');
 });
 
 t.test('stop: an exchange in flight fails as stopped, and new ones too', async (t) => {
