@@ -145,12 +145,17 @@ export class TelemetryService implements Lifecycle {
     logger.info({ port: this.port }, 'telemetry listening');
   }
 
+  /**
+   * The batches still being stored and their publications go first, and Redis with them: they wait on
+   * nothing of Kafka's, so an outage cannot cost them the stop's deadline. The parts follow (they do
+   * not wait for a Kafka connection still being attempted), then the pool, which they all use.
+   */
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
-    for (const part of this.parts) await part.stop();
-    this.parts = [];
     await this.ingest?.drain();
     await this.clients.redis.quit().catch(() => this.clients.redis.disconnect());
+    for (const part of this.parts) await part.stop();
+    this.parts = [];
     await this.clients.pool.end();
   }
 }

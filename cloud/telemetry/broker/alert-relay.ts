@@ -26,6 +26,8 @@ export class AlertRelay {
   private running: Promise<void> | undefined;
   private stopped = true;
   private connected = false;
+  /** The sink is connecting: the tick under way is not waited for by stop(). */
+  private connecting = false;
   private healthy = true;
   private wakeAgain = false;
 
@@ -43,11 +45,16 @@ export class AlertRelay {
     else this.schedule(0);
   }
 
+  /**
+   * Waits for a pass that is relaying (it holds a PostgreSQL transaction), but not for one still
+   * connecting to Kafka: while Kafka is unreachable kafkajs retries a connect for longer than a stop may
+   * take. That pass ends on its own and closes what it connected (connectSink).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
     this.timer = undefined;
-    await this.running;
+    if (!this.connecting) await this.running;
     if (this.connected) {
       this.connected = false;
       await this.options.sink.disconnect().catch(() => undefined);
@@ -72,8 +79,7 @@ export class AlertRelay {
     try {
       if (!this.connected) {
         kafkaFailed = true;
-        await sink.connect();
-        this.connected = true;
+        if (!(await this.connectSink())) return;
         kafkaFailed = false;
         if (!this.healthy) logger.info('alert relay reconnected to Kafka');
       }
@@ -108,5 +114,29 @@ export class AlertRelay {
     const again = this.wakeAgain && this.healthy;
     this.wakeAgain = false;
     this.schedule(again ? 0 : delay);
+  }
+
+  /**
+   * Connects the sink; false when the relay was stopped meanwhile. stop() has not waited for this
+   * connect, so it is over for the relay: a connection it made is closed again, and a failure is the
+   * outage the stop cut short, nothing to report (the pool may be closed by now).
+   */
+  private async connectSink(): Promise<boolean> {
+    const { sink } = this.options;
+    this.connecting = true;
+    try {
+      await sink.connect();
+    } catch (err) {
+      if (this.stopped) return false;
+      throw err;
+    } finally {
+      this.connecting = false;
+    }
+    if (this.stopped) {
+      await sink.disconnect().catch(() => undefined);
+      return false;
+    }
+    this.connected = true;
+    return true;
   }
 }

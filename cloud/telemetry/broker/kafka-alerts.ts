@@ -18,7 +18,14 @@ export function kafkaAlertSink(kafka: Kafka, topic = 'alerts'): AlertSink {
     async connect() {
       // A new producer per connection: after an outage kafkajs starts from a clean state.
       const next = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true, retry: { retries: 2, initialRetryTime: 200, maxRetryTime: 1000 } });
-      await next.connect();
+      try {
+        await next.connect();
+      } catch (err) {
+        // A connect can fail with connections open (the seed broker answered, the broker it advertises
+        // did not): close them, or the relay, retrying every few seconds, leaks a socket per attempt.
+        await next.disconnect().catch(() => undefined);
+        throw err;
+      }
       producer = next;
     },
     async send(messages) {

@@ -1,9 +1,11 @@
 /**
  * The registration consumer: reads `building-registrations` (topic and group are options) from the
  * earliest offset of its group, and registers each building, its rooms and sensors, and its thresholds
- * for every room at once. A malformed message is logged, counted and skipped; a storage failure is
- * retried by kafkajs. Kafka being unreachable at start, or later, is retried every `retryMs`.
+ * for every room at once. A malformed message (not UTF-8, not JSON, or not a registration) is logged,
+ * counted and skipped; a storage failure is retried by kafkajs. Kafka being unreachable at start, or
+ * later, is retried every `retryMs`; a stop does not wait for a connect still being attempted.
  */
+import { isUtf8 } from 'node:buffer';
 import '../../../shared/kafkajs-idle-loop.js';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
@@ -28,7 +30,6 @@ export class RegistrationConsumer {
   private consumer: Consumer | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
-  private connecting: Promise<void> | undefined;
 
   constructor(private readonly options: RegistrationConsumerOptions) {}
 
@@ -39,13 +40,17 @@ export class RegistrationConsumer {
   /** Starts consuming in the background; the service serves HTTP whether or not Kafka is up. */
   async start(): Promise<void> {
     this.stopped = false;
-    this.connecting = this.connect();
+    void this.connect();
   }
 
+  /**
+   * Does not wait for a connect under way: while Kafka is unreachable kafkajs retries one for up to half
+   * a minute, far past the few seconds a stop may take. That connect ends on its own, finds `stopped`,
+   * and disconnects the consumer it made.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.connecting;
     const consumer = this.consumer;
     this.consumer = undefined;
     await consumer?.disconnect().catch(() => undefined);
@@ -54,6 +59,13 @@ export class RegistrationConsumer {
   /** Handles one message value; exported through the class for tests of the message path. */
   async handle(value: Buffer | null): Promise<'registered' | 'malformed'> {
     const { logger, metrics, store } = this.options;
+    // Decoding would turn each invalid sequence into U+FFFD: `b` FF and `b` FE would both name building
+    // "b\uFFFD", and two buildings would merge into one.
+    if (value && !isUtf8(value)) {
+      logger.warn({ topic: this.topic }, 'registration is not UTF-8; skipped');
+      metrics?.registrations.inc({ outcome: 'malformed' });
+      return 'malformed';
+    }
     let input: unknown;
     try {
       input = JSON.parse(value?.toString('utf8') ?? '');
@@ -85,7 +97,9 @@ export class RegistrationConsumer {
     });
     try {
       await consumer.connect();
+      if (this.stopped) return await this.abandon(consumer);
       await consumer.subscribe({ topic: this.topic, fromBeginning: true });
+      if (this.stopped) return await this.abandon(consumer);
       consumer.on(consumer.events.CRASH, (event) => {
         if (event.payload.restart || this.stopped) return;
         logger.warn({ error: describeError(event.payload.error) }, 'registration consumer crashed; reconnecting');
@@ -93,21 +107,26 @@ export class RegistrationConsumer {
         this.retryLater();
       });
       await consumer.run({ eachMessage: async ({ message }) => void (await this.handle(message.value)) });
+      if (this.stopped) return await this.abandon(consumer);
       this.consumer = consumer;
-      if (this.stopped) await consumer.disconnect().catch(() => undefined);
     } catch (err) {
-      await consumer.disconnect().catch(() => undefined);
+      await this.abandon(consumer);
       if (this.stopped) return;
       logger.warn({ error: describeError(err), retryMs: this.options.retryMs ?? 5000 }, 'registration consumer cannot reach Kafka; retrying');
       this.retryLater();
     }
   }
 
+  /** Closes a consumer that will not be used: its connect failed, or the consumer was stopped meanwhile. */
+  private async abandon(consumer: Consumer): Promise<void> {
+    await consumer.disconnect().catch(() => undefined);
+  }
+
   private retryLater(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      this.connecting = this.connect();
+      void this.connect();
     }, this.options.retryMs ?? 5000);
   }
 }

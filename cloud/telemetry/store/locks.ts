@@ -10,6 +10,12 @@ export const PARTITION_LOCK = 0x7e1e_0003;
  * the outbox at once would put a room's later alerts on its partition before its earlier ones.
  */
 export const RELAY_LOCK = 0x7e1e_0004;
+/**
+ * Held by an ingest transaction from its outbox insert to its COMMIT, so outbox rows commit in the
+ * order of their `seq`. Without it two batches could take seq 10 and 11 and commit 11 first; the
+ * relay, sending in seq order, would send 11, then 10 once it committed, after it.
+ */
+export const OUTBOX_LOCK = 0x7e1e_0005;
 
 /**
  * Items in the order their rows are locked in: by key, in JavaScript's string order (UTF-16 code

@@ -1,8 +1,9 @@
 /**
  * PostgreSQL adapter for the alert outbox: rows are written by the ingest transaction and handed to
  * Kafka by the relay. One replica relays at a time (RELAY_LOCK; the others find it taken and send
- * nothing), so rows reach Kafka in outbox order. A batch of unsent rows is sent and marked sent in
- * the same transaction; a failed send leaves them unsent for the next attempt.
+ * nothing), and ingest commits rows in seq order (OUTBOX_LOCK, readings.ts), so rows reach Kafka in
+ * outbox order. A batch of unsent rows is sent and marked sent in the same transaction; a failed send
+ * leaves them unsent for the next attempt.
  */
 import type { Pool } from 'pg';
 import type { AlertEvent } from '../../../shared/alert-event.js';

@@ -3,13 +3,18 @@
  * round trips:
  * 1. BEGIN, the shared rollup lock, the rollup state, the thresholds of the batch's buildings, and the
  *    claim of the batch id (only if no reading is older than the raw data still kept);
- * 2. COPY of every reading (binary format, copy-binary.ts), the batch's alerts into the outbox, late
- *    hours marked for a new rollup, and COMMIT, in one message.
+ * 2. COPY of every reading (binary format, copy-binary.ts), late hours marked for a new rollup, the
+ *    outbox lock and the batch's alerts into the outbox, and COMMIT, in one message.
  * A reading's key is (building, room, metric, instant, origin): the origin is a zoneTransition's
  * fromRoomId, generated from the payload, '' for every other metric. A batch holding a reading stored
  * before (a re-sent reading under a new batch id, or the same key twice) fails the COPY on the key; it
  * is then written again whole in one statement with ON CONFLICT DO NOTHING, which keeps the first copy
  * of each reading, and tells which of the batch's readings it stored (only those are published).
+ *
+ * Outbox rows are inserted under OUTBOX_LOCK, taken right before the insert and held to COMMIT, so they
+ * commit in the order of their seq, which is the order the relay sends them in. Nothing but the insert
+ * and COMMIT follows the lock, and the insert can wait only on the relay marking a row it repeats (no
+ * other transaction writes the outbox without the lock), which never takes it: no deadlock.
  */
 import type { Pool, PoolClient } from 'pg';
 import pg from 'pg';
@@ -20,7 +25,7 @@ import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
 import { binaryCopyRows } from './copy-binary.js';
 import { copyIn } from './copy-in.js';
-import { PARTITION_LOCK } from './locks.js';
+import { OUTBOX_LOCK, PARTITION_LOCK } from './locks.js';
 import { open } from './opening.js';
 
 /** What a batch becomes in storage. */
@@ -65,10 +70,10 @@ export interface ReadingsStore {
 /**
  * The batch as one statement, for a batch that repeats a stored reading: it claims the batch id,
  * inserts the readings with ON CONFLICT DO NOTHING (one jsonb array parameter expanded by
- * jsonb_array_elements), writes the alerts of the readings it stored to the outbox and marks late
- * hours, each only if the batch id was new and no reading is older than the raw data still kept. The
- * common batch goes by COPY instead: ON CONFLICT's speculative insertion costs PostgreSQL about as much again per row as the
- * insert itself.
+ * jsonb_array_elements), tells which elements it stored, and marks late hours, each only if the batch
+ * id was new and no reading is older than the raw data still kept. The alerts of the stored readings
+ * go to the outbox after it ({@link outboxSql}). The common batch goes by COPY instead: ON CONFLICT's
+ * speculative insertion costs PostgreSQL about as much again per row as the insert itself.
  */
 function ingestSql(readingConflicts: 'ON CONFLICT DO NOTHING'): string {
   return `
@@ -96,11 +101,6 @@ WITH state AS (
     ON ins.building_id = e.v->>0 AND ins.room_id = e.v->>1 AND ins.metric = e.v->>2
    AND ins.ts = to_timestamp((e.v->>3)::float8 / 1000.0) AND ins.from_room_id = coalesce(e.v->5->>'fromRoomId', '')
   GROUP BY ins.building_id, ins.room_id, ins.metric, ins.ts, ins.from_room_id
-), alerts AS (
-  INSERT INTO alert_outbox (alert_id, message_key, payload)
-  SELECT a, k, p FROM unnest($7::text[], $8::text[], $9::jsonb[], $10::int[]) AS u(a, k, p, e)
-  WHERE EXISTS (SELECT 1 FROM go) AND u.e IN (SELECT i FROM stored_elements)
-  ON CONFLICT (alert_id) DO NOTHING RETURNING 1
 ), late AS (
   INSERT INTO rollup_pending (hour)
   SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC')
@@ -111,7 +111,6 @@ WITH state AS (
 SELECT (SELECT ok FROM fresh) AS fresh,
        EXISTS (SELECT 1 FROM go) AS stored,
        (SELECT count(*) FROM ins)::int AS inserted,
-       (SELECT count(*) FROM alerts)::int AS alerts,
        (SELECT coalesce(array_agg(i::int ORDER BY i), '{}') FROM stored_elements) AS stored_elements`;
 }
 
@@ -156,20 +155,30 @@ function storedInstant(ms: number): number {
 const numeric = (value: number) => (Number.isFinite(value) ? String(value) : 'NULL');
 
 /**
- * Round trip 2: the COPY of the rows, then the alerts into the outbox, the late hours not marked yet
- * marked for a new rollup, and COMMIT.
+ * The outbox lock, then the alerts into the outbox (two statements; the insert is the second). The
+ * transaction must do nothing after them but COMMIT: the lock makes every other batch with alerts wait
+ * until then.
+ */
+function outboxSql(alerts: readonly AlertEvent[]): string {
+  const lit = (value: string) => pg.escapeLiteral(value);
+  const values = alerts.map((a) => `(${lit(a.alertId)}, ${lit(alertKeyOf(a))}, ${lit(JSON.stringify(a))}::jsonb)`).join(', ');
+  return `SELECT pg_advisory_xact_lock(${OUTBOX_LOCK});\nINSERT INTO alert_outbox (alert_id, message_key, payload) VALUES ${values} ON CONFLICT (alert_id) DO NOTHING`;
+}
+
+/**
+ * Round trip 2: the COPY of the rows, the late hours not marked yet marked for a new rollup, then the
+ * outbox lock and the alerts into the outbox, and COMMIT.
  */
 function closingSql(alerts: readonly AlertEvent[], lateHours: readonly number[]): { sql: string; alerts: number } {
-  const lit = (value: string) => pg.escapeLiteral(value);
   const statements = ['COPY readings (building_id, room_id, metric, ts, value, payload) FROM STDIN (FORMAT binary)'];
-  let alertsAt = -1;
-  if (alerts.length > 0) {
-    alertsAt = statements.length;
-    const values = alerts.map((a) => `(${lit(a.alertId)}, ${lit(alertKeyOf(a))}, ${lit(JSON.stringify(a))}::jsonb)`).join(', ');
-    statements.push(`INSERT INTO alert_outbox (alert_id, message_key, payload) VALUES ${values} ON CONFLICT (alert_id) DO NOTHING`);
-  }
   if (lateHours.length > 0) {
     statements.push(`INSERT INTO rollup_pending (hour) VALUES ${lateHours.map((hour) => `(to_timestamp(${numeric(hour)} / 1000.0))`).join(', ')} ON CONFLICT DO NOTHING`);
+  }
+  let alertsAt = -1;
+  if (alerts.length > 0) {
+    // The lock, then the insert: its tag is the second.
+    alertsAt = statements.length + 1;
+    statements.push(outboxSql(alerts));
   }
   statements.push('COMMIT');
   return { sql: statements.join(';\n'), alerts: alertsAt };
@@ -436,12 +445,7 @@ export class PgReadingsStore implements ReadingsStore {
     hourStarts: number[],
     raised: readonly RaisedAlert[],
   ): Promise<StoreOutcome> {
-    // The statement numbers elements from 1 in key order; an alert goes to the outbox only if the
-    // element of its reading was stored.
-    const elementOf: number[] = [];
-    order.forEach((index, k) => (elementOf[index] = k + 1));
-    const alerts = raised.map((r) => r.alert);
-    const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; alerts: number; stored_elements: number[] }>({
+    const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; stored_elements: number[] }>({
       name: 'telemetry-ingest-batch-keep-first',
       text: INGEST_KEEPING_FIRST,
       values: [
@@ -451,15 +455,19 @@ export class PgReadingsStore implements ReadingsStore {
         rowsJson(rows),
         oldest,
         hourStarts,
-        alerts.map((a) => a.alertId),
-        alerts.map(alertKeyOf),
-        alerts.map((a) => JSON.stringify(a)),
-        raised.map((r) => elementOf[r.reading]!),
       ],
     });
     const outcome = result.rows[0];
     // Elements are numbered from 1, in key order.
     const storedIndexes = (outcome?.stored_elements ?? []).map((element) => order[element - 1]!).sort((a, b) => a - b);
-    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome?.inserted ?? 0, alerts: outcome?.alerts ?? 0, storedIndexes };
+    // Only a reading this batch stored raises its alerts; they go in last, under the outbox lock.
+    const stored = new Set(storedIndexes);
+    const alerts = raised.filter((r) => stored.has(r.reading)).map((r) => r.alert);
+    let queued = 0;
+    if (alerts.length > 0) {
+      const results = (await client.query(outboxSql(alerts))) as unknown as pg.QueryResult[];
+      queued = results[1]?.rowCount ?? 0;
+    }
+    return { kind: 'stored', accepted: batch.rows.length, inserted: outcome?.inserted ?? 0, alerts: queued, storedIndexes };
   }
 }

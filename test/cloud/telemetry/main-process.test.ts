@@ -6,15 +6,27 @@ import { sign } from '../../../shared/hmac.js';
 import { listen } from '../../../shared/lifecycle.js';
 import { TELEMETRY_ENV } from '../../../cloud/telemetry/config.js';
 import { freshPgDatabase } from './support/database.js';
-import { call, peopleReading, stackRedisUrl } from './support/harness.js';
+import { call, peopleReading, stackRedisUrl, until } from './support/harness.js';
 import { directKafka, stackBrokers, uniqueName } from './support/kafka.js';
-import { runScript as run } from './support/process.js';
+import { runScript as run, type RunningScript } from './support/process.js';
+import { startSilentBroker } from './support/silent-broker.js';
 
 /** A loopback port where nothing listens: connections to it are refused. */
 async function freePort(): Promise<number> {
   const server = createServer();
   const port = await listen(server, 0, '127.0.0.1');
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The port the service logs once it listens; undefined if it does not within 30 s. */
+async function listeningPort(service: RunningScript): Promise<number | undefined> {
+  const deadline = Date.now() + 30_000;
+  let port: number | undefined;
+  while (!port && Date.now() < deadline) {
+    port = Number(/"port":(\d+)[^\n]*telemetry listening/.exec(service.out())?.[1]) || undefined;
+    if (!port) await new Promise((r) => setTimeout(r, 50));
+  }
   return port;
 }
 
@@ -88,12 +100,7 @@ t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from
   t.teardown(() => {
     if (service.child.exitCode === null) service.child.kill('SIGKILL');
   });
-  const deadline = Date.now() + 30_000;
-  let port: number | undefined;
-  while (!port && Date.now() < deadline) {
-    port = Number(/"port":(\d+)[^\n]*telemetry listening/.exec(service.out())?.[1]) || undefined;
-    if (!port) await new Promise((r) => setTimeout(r, 50));
-  }
+  const port = await listeningPort(service);
   t.ok(port, 'listening');
   t.match(service.out(), /"keyIds":\["gw-legacy"\][^\n]*may write any building; confine each with keys-cli\.ts bind/, 'the start warns about keys that may write any building');
   const url = `http://127.0.0.1:${port}`;
@@ -120,6 +127,37 @@ t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from
   t.equal(await service.exited, 0, 'SIGTERM stops it cleanly');
   t.match(service.out(), /"msg":"stopped"/);
   t.notMatch(service.out() + service.err(), /main-process-test-secret|[0-9a-f]{64}/, 'no secret or signature in the logs');
+});
+
+t.test('npm run telemetry during a Kafka outage: SIGTERM stops it cleanly while its Kafka connects are still retrying', async (t) => {
+  const databaseUrl = await freshPgDatabase(t);
+  // Accepts and never answers: each Kafka connect waits out its request timeout (30 s) and retries.
+  const kafka = await startSilentBroker(t);
+  const suffix = uniqueName('outage');
+  const service = run('cloud/telemetry/main.ts', [], {
+    PORT: '0',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: stackRedisUrl(),
+    KAFKA_BROKERS: kafka.broker,
+    INGEST_SIGNING_SECRET: 'main-process-test-secret',
+    RAW_CHANNEL: `${suffix}:raw`,
+    FILTERED_CHANNEL_PREFIX: `${suffix}:filtered:`,
+  });
+  t.teardown(() => {
+    if (service.child.exitCode === null) service.child.kill('SIGKILL');
+  });
+  const port = await listeningPort(service);
+  t.ok(port, 'listening without Kafka');
+  // The registrations consumer and the alert relay each connect on their own connection.
+  await until(() => kafka.accepted() >= 2, 30_000, 'both Kafka connects to be under way');
+  const body = JSON.stringify({ readings: [peopleReading('b1', 'r1', Date.now(), 6)] });
+  const answer = await call(`http://127.0.0.1:${port}/ingest`, 'POST', body, { 'content-type': 'application/json', 'x-signature': sign(body, 'main-process-test-secret') });
+  t.equal(answer.status, 200, 'ingest does not wait on Kafka');
+
+  service.child.kill('SIGTERM');
+  t.equal(await service.exited, 0, 'the stop finished: HTTP, ingest, Redis, the Kafka parts and the pool, within the deadline');
+  t.match(service.out(), /"msg":"stopped"/);
+  t.notMatch(service.out(), /stop took too long/);
 });
 
 t.test('npm run telemetry with PostgreSQL unreachable: one line naming it and where it was looked for, without the password, exit 1', async (t) => {

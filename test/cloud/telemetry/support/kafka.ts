@@ -67,12 +67,12 @@ export async function collect(t: Tap, topic: string, brokers = stackBrokers()): 
   return { messages, stop };
 }
 
-/** Sends JSON values (or raw strings) to a topic. */
+/** Sends JSON values (or raw strings, or raw bytes) to a topic. */
 export async function produce(topic: string, values: unknown[]): Promise<void> {
   const producer = directKafka().producer();
   await producer.connect();
   try {
-    await producer.send({ topic, messages: values.map((v) => ({ value: typeof v === 'string' ? v : JSON.stringify(v) })) });
+    await producer.send({ topic, messages: values.map((v) => ({ value: typeof v === 'string' || Buffer.isBuffer(v) ? v : JSON.stringify(v) })) });
   } finally {
     await producer.disconnect();
   }
