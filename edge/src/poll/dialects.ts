@@ -169,6 +169,10 @@ function crossCheck(dialect: Dialect): string[] {
       problems.push(`${at}.lastHeard.maxSeconds: expected a positive number of seconds, got ${table.lastHeard.maxSeconds}`);
     }
   });
+  const formats = new Set(dialect.tables.map(identityFormat).filter((format) => format !== undefined));
+  if (formats.size > 1) {
+    problems.push('tables[].apIdentity: expected every table to name the AP alike, all by MAC or all by text (apZones keys must match them all)');
+  }
   if (dialect.apStatus) problems.push(...checkApStatus(dialect));
   return problems;
 }
@@ -177,6 +181,22 @@ function crossCheck(dialect: Dialect): string[] {
 function identityFormat(table: SnmpTableSpec): 'text' | 'mac' | undefined {
   if (!table.apIdentity) return undefined;
   return 'index' in table.apIdentity ? 'mac' : table.apIdentity.format;
+}
+
+/**
+ * How a dialect names the AP that heard a station, which is what apZones keys are matched against: `mac`
+ * (normalised `aa:bb:…`) or `text` (as the controller writes the name), or undefined when it does not.
+ * Every table of a dialect, and its AP status table, name the AP alike (checked at load).
+ *
+ * @example
+ * apIdentityFormat(dialects.get('cisco-wlc')); // 'text' (bsnMobileStationRssiDataApName)
+ */
+export function apIdentityFormat(dialect: SnmpDialect): 'text' | 'mac' | undefined {
+  for (const table of dialect.tables) {
+    const format = identityFormat(table);
+    if (format !== undefined) return format;
+  }
+  return undefined;
 }
 
 /** The AP status table: only for controllers, naming APs as the station tables do, with sane status values. */

@@ -57,3 +57,25 @@ export function macFromOctets(octets: ArrayLike<number>, offset = 0): string | u
 export function scrubMacs(text: string): string {
   return redactMacs(text, '<mac>');
 }
+
+const isHexAt = (text: string, i: number) => /[0-9a-f]/i.test(text.charAt(i));
+/** No MAC spelling holds both characters around `at`: the two before it are not hex (or start the text). */
+const safeCut = (text: string, at: number) => at === 0 || (!isHexAt(text, at - 1) && (at === 1 || !isHexAt(text, at - 2)));
+
+/**
+ * At most `maxLength` characters of a text taken from an AP, MACs blanked as {@link scrubMacs} does, for
+ * a failure reason. Only a head of twice that length is scrubbed, so megabytes of stderr cost what a line
+ * does. The head is cut after two characters in a row that are not hex, where no MAC spelling can straddle
+ * the cut (each has at most one separator between its hex groups), so no part of one shows unblanked; a
+ * cut text ends in `…`.
+ *
+ * @example
+ * scrubMacsShort(`no station aa:bb:cc:dd:ee:ff; ${'ff:'.repeat(5000)}`, 40); // 'no station <mac>; …'
+ */
+export function scrubMacsShort(text: string, maxLength: number): string {
+  const head = maxLength * 2;
+  if (text.length <= head) return scrubMacs(text).slice(0, maxLength);
+  let cut = head;
+  while (!safeCut(text, cut)) cut--;
+  return `${scrubMacs(text.slice(0, cut))}…`.slice(0, maxLength);
+}

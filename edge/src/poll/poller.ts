@@ -15,14 +15,20 @@
  * `ap_down`: its devices are frozen, not expired. A failed status walk fails the controller. A status
  * table without a single row cannot be told from one the agent does not serve (older firmware, an SNMP
  * view without it), so it is read as no status table, as before.
+ *
+ * What one AP may answer in a tick is bounded to fit the collector's heap (limits.ts): SSH output, the
+ * stations an SSH AP lists, and the SNMP values of all of an AP's walks together. An AP answering more
+ * fails with `bad_output`; the process and the other APs are unaffected.
  */
 import { performance } from 'node:perf_hooks';
-import type { ApStatusTableSpec, Dialect, DialectCatalog, SnmpDialect, SshDialect } from './dialects.js';
+import { getHeapStatistics } from 'node:v8';
+import { apIdentityFormat, type ApStatusTableSpec, type Dialect, type DialectCatalog, type SnmpDialect, type SshDialect } from './dialects.js';
 import { INTERFACE_NAME, interfaceNames } from './interfaces.js';
-import { normalizeMac, scrubMacs } from './mac.js';
+import { MAX_SSH_OUTPUT_BYTES, MAX_STATIONS_PER_AP, snmpCellBudget } from './limits.js';
+import { normalizeMac, scrubMacsShort } from './mac.js';
 import { PARSERS, ParseError } from './parsers/index.js';
 import { toDbm } from './signal.js';
-import { openNetSnmpSession, type OpenSnmpSession } from './snmp/session.js';
+import { openNetSnmpSession, TooManyValuesError, type OpenSnmpSession } from './snmp/session.js';
 import { decodeApStatusTable, decodeStationTable, walkApStatusTable, walkStationTable, type ApState } from './snmp/table.js';
 import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
 import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
@@ -36,8 +42,10 @@ export interface PollerOptions {
   openSsh?: OpenSshSession;
   /** GETBULK max-repetitions. Default 25. */
   maxRepetitions?: number;
-  /** Bound on one SSH command's output. Default 4 MiB. */
+  /** Bound on one SSH command's output. Default 1 MiB ({@link MAX_SSH_OUTPUT_BYTES}). */
   maxOutputBytes?: number;
+  /** Bound on the SNMP values one AP's walks return together. Default: sized to the heap ({@link snmpCellBudget}). */
+  maxSnmpCells?: number;
 }
 
 /** A failure with its reason, raised inside one AP's poll and turned into `{ok: false}`. */
@@ -76,10 +84,15 @@ export function loudestPerMac(sightings: Iterable<StationSighting>): StationSigh
   return [...best].map(([mac, rssiDbm]) => ({ mac, rssiDbm }));
 }
 
-/** apZones with MAC-looking keys normalised, so `AA-BB-…` in a config matches `aa:bb:…` from a table. */
-function normalizedApZones(apZones: Record<string, string>): Map<string, { name: string; zone: string }> {
+/**
+ * apZones by the identity the dialect's tables give. A dialect naming APs by MAC gets MAC-looking keys
+ * normalised, so `AA-BB-…` in a config matches `aa:bb:…` from a table; one naming them by text keeps the
+ * keys as written, as the tables give names as written, even a name that looks like a MAC.
+ */
+function normalizedApZones(apZones: Record<string, string>, dialect: Dialect): Map<string, { name: string; zone: string }> {
+  const byMac = dialect.transport === 'snmp' && apIdentityFormat(dialect) === 'mac';
   const out = new Map<string, { name: string; zone: string }>();
-  for (const [name, zone] of Object.entries(apZones)) out.set(normalizeMac(name) ?? name, { name, zone });
+  for (const [name, zone] of Object.entries(apZones)) out.set((byMac && normalizeMac(name)) || name, { name, zone });
   return out;
 }
 
@@ -148,19 +161,33 @@ function commandsFor(dialect: SshDialect, interfaces: string | undefined): strin
   if (names.length === 0) throw new PollFailure('config', `dialect ${dialect.name} needs an interface name`);
   const bad = names.find((name) => !INTERFACE_NAME.test(name));
   // the command runs in the AP's shell: anything but a plain interface name is refused
-  if (bad !== undefined) throw new PollFailure('config', `interface "${scrubMacs(bad).slice(0, 40)}" is not a plain interface name`);
+  if (bad !== undefined) throw new PollFailure('config', `interface "${scrubMacsShort(bad, 40)}" is not a plain interface name`);
   return names.map((name) => dialect.command.replaceAll('{if}', name));
 }
 
+/**
+ * One answer's stations in dBm. A row whose signal is no real reading (0, out of range, not a number: how
+ * some APs write "unknown") is still a station associated with the AP, so it is kept, at -Infinity:
+ * below any real reading, it never wins loudest AP, and the tracker measures no margin by it. `unusable`
+ * counts those rows. An answer without a single readable row gives no sightings at all, so the caller
+ * reports it as output the dialect cannot read, not as an AP of stations of unknown signal.
+ */
 function toSightings(raw: Iterable<{ mac: string; signal: number }>, dialect: Dialect): { sightings: StationSighting[]; unusable: number } {
   const sightings: StationSighting[] = [];
   let unusable = 0;
   for (const { mac, signal } of raw) {
     const rssiDbm = toDbm(signal, dialect.signal);
     if (rssiDbm === undefined) unusable++;
-    else sightings.push({ mac, rssiDbm });
+    sightings.push({ mac, rssiDbm: rssiDbm ?? Number.NEGATIVE_INFINITY });
   }
-  return { sightings, unusable };
+  return { sightings: unusable === sightings.length ? [] : sightings, unusable };
+}
+
+/** The first line of an AP's stderr for a failure reason: 200 characters at most, MACs blanked. */
+function firstLineOf(stderr: string): string {
+  const text = stderr.trimStart();
+  const end = text.indexOf('\n');
+  return scrubMacsShort(end === -1 ? text : text.slice(0, end), 200).trimEnd();
 }
 
 const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
@@ -176,12 +203,13 @@ const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
 
 function describeFailure(error: unknown): PollFailure {
   if (error instanceof PollFailure) return error;
-  if (error instanceof ParseError) return new PollFailure('bad_output', scrubMacs(error.message));
+  if (error instanceof ParseError) return new PollFailure('bad_output', scrubMacsShort(error.message, 300));
+  if (error instanceof TooManyValuesError) return new PollFailure('bad_output', error.message);
   if (error instanceof SshError) {
-    return new PollFailure(SSH_REASONS[error.code], scrubMacs(error.message));
+    return new PollFailure(SSH_REASONS[error.code], scrubMacsShort(error.message, 300));
   }
   const err = error as Error & { name?: string; code?: unknown };
-  const message = scrubMacs(String(err?.message ?? error)).slice(0, 300);
+  const message = scrubMacsShort(String(err?.message ?? error), 300);
   if (err?.name === 'RequestTimedOutError') return new PollFailure('timeout', 'no SNMP answer (request timed out)');
   if (err?.name === 'ResponseInvalidError' && /auth|digest|decrypt|unknown user|usm/i.test(message)) {
     return new PollFailure('auth', `SNMP credentials refused: ${message}`);
@@ -209,7 +237,8 @@ export function createPoller(options: PollerOptions): Poller {
   const openSnmp = options.openSnmp ?? openNetSnmpSession;
   const openSsh = options.openSsh ?? openSsh2Session;
   const maxRepetitions = options.maxRepetitions ?? 25;
-  const maxOutputBytes = options.maxOutputBytes ?? 4 * 1024 * 1024;
+  const maxOutputBytes = options.maxOutputBytes ?? MAX_SSH_OUTPUT_BYTES;
+  const maxSnmpCells = options.maxSnmpCells ?? snmpCellBudget(getHeapStatistics().heap_size_limit);
   const inFlight = new Set<AbortController>();
   let closed = false;
 
@@ -217,7 +246,7 @@ export function createPoller(options: PollerOptions): Poller {
     if (ap.target.transport !== 'snmp') throw new PollFailure('config', `dialect ${dialect.name} needs an SNMP target`);
     const byAp = splitsByAp(ap, dialect);
     const statusSpec = byAp ? dialect.apStatus : undefined;
-    const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs });
+    const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs, maxCells: maxSnmpCells });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     try {
@@ -246,8 +275,9 @@ export function createPoller(options: PollerOptions): Poller {
       if (!byAp) return { kind: 'single', stations: loudestPerMac(converted.sightings) };
       const perAp = new Map<string, StationSighting[]>();
       for (const row of raw) {
-        const rssiDbm = toDbm(row.signal, dialect.signal);
-        if (rssiDbm === undefined || row.apIdentity === undefined) continue;
+        if (row.apIdentity === undefined) continue;
+        // As in toSightings: a station whose signal is no reading is still associated, at -Infinity.
+        const rssiDbm = toDbm(row.signal, dialect.signal) ?? Number.NEGATIVE_INFINITY;
         const list = perAp.get(row.apIdentity) ?? [];
         list.push({ mac: row.mac, rssiDbm });
         perAp.set(row.apIdentity, list);
@@ -271,12 +301,14 @@ export function createPoller(options: PollerOptions): Poller {
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     try {
-      const sightings: StationSighting[] = [];
+      // Every interface's rows, converted together: one interface whose rows all lack a reading still
+      // lists associated stations when another interface's rows are readable.
+      const raw: Array<{ mac: string; signal: number }> = [];
       let unreadable = 0;
       let found = 0;
       for (const command of commands) {
         const result = await session.exec(command, { maxOutputBytes });
-        const firstLine = scrubMacs(result.stderr.trim().split('\n')[0] ?? '').slice(0, 200);
+        const firstLine = firstLineOf(result.stderr);
         if (result.exitCode !== 0) {
           throw new PollFailure(
             'bad_output',
@@ -285,15 +317,19 @@ export function createPoller(options: PollerOptions): Poller {
         }
         // Blank output is how some parsers read an AP with nobody on it; with only an error beside it, it is
         // a failure whose status was lost (a wrapper script), and the tracker must freeze, not expire.
-        if (result.stdout.trim() === '' && firstLine !== '') {
+        if (result.stdout.trim() === '' && /\S/.test(result.stderr)) {
           throw new PollFailure('bad_output', `\`${command}\` printed nothing but an error: ${firstLine}`);
         }
         const parsed = parse(result.stdout);
-        const converted = toSightings(parsed.stations, dialect);
         found += parsed.stations.length + parsed.skipped;
-        unreadable += parsed.skipped + converted.unusable;
-        sightings.push(...converted.sightings);
+        if (found > MAX_STATIONS_PER_AP) {
+          throw new PollFailure('bad_output', `more than ${MAX_STATIONS_PER_AP} stations listed (${found}); no AP carries that many`);
+        }
+        unreadable += parsed.skipped;
+        for (const station of parsed.stations) raw.push(station);
       }
+      const { sightings, unusable } = toSightings(raw, dialect);
+      unreadable += unusable;
       if (found > 0 && sightings.length === 0 && unreadable > 0) {
         throw new PollFailure('bad_output', `${found} stations listed, none with a usable signal (dialect ${dialect.name})`);
       }
@@ -306,7 +342,7 @@ export function createPoller(options: PollerOptions): Poller {
 
   /** Expands one AP's outcome into results: one for a plain AP, one per mapped AP behind a controller. */
   function resultsOf(ap: AccessPoint, dialect: Dialect | undefined, outcome: Grouped | PollFailure, durationMs: number): ApPollResult[] {
-    const mapped = dialect && splitsByAp(ap, dialect) && ap.apZones ? normalizedApZones(ap.apZones) : undefined;
+    const mapped = dialect && splitsByAp(ap, dialect) && ap.apZones ? normalizedApZones(ap.apZones, dialect) : undefined;
     if (outcome instanceof PollFailure) {
       const failure = { ok: false as const, error: outcome.message, reason: outcome.reason, durationMs };
       if (!mapped || mapped.size === 0) return [{ ap: ap.name, zone: ap.zone, ...failure }];

@@ -6,7 +6,10 @@
 /** One station as one access point hears it. `mac` is lowercase `aa:bb:cc:dd:ee:ff`; it never leaves the process. */
 export interface StationSighting {
   mac: string;
-  /** Signal in dBm (SNR dialects are converted with the dialect's noise floor). Higher is louder. */
+  /**
+   * Signal in dBm (SNR dialects are converted with the dialect's noise floor). Higher is louder.
+   * -Infinity: the AP lists the station but gives no readable signal for it.
+   */
   rssiDbm: number;
 }
 
@@ -67,6 +70,8 @@ export interface AccessPoint {
   /**
    * For controller dialects (cisco-wlc, ruckus-zd): the AP identity (AP name or AP MAC, as the dialect
    * reports it) to zone map for the APs behind this controller. Stations of unmapped APs are ignored.
+   * A MAC may be written in any spelling for a dialect that names APs by MAC; a name is matched exactly as
+   * the controller writes it, even one that looks like a MAC.
    */
   apZones?: Record<string, string>;
 }

@@ -39,14 +39,20 @@ const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   // A hash or key in hex: 16 hex characters or more in a row.
   ['hex', /[0-9a-f]{16,}/i],
   // A MAC run into the letters of a name (`device3c22fb010203`): 12 to 15 hex characters in a row
-  // holding a digit.
-  ['mac', /(?=[0-9a-f]*\d)[0-9a-f]{12,}/i],
+  // holding a digit. Tried only where a run of hex starts: a run without a digit fails there and so does
+  // every part of it, and trying each position of a long one (text from an AP) took quadratic time.
+  ['mac', /(?<![0-9a-f])(?=[0-9a-f]*\d)[0-9a-f]{12,}/i],
 ];
 
-/** An IPv6 address: a run of hex, colons and dots (and a zone id) that parses as one. */
+/**
+ * An IPv6 address: a run of hex, colons and dots with two colons or more that parses as one, whole or
+ * from its first colon or dot on (the address after a zone id such as `%eth0`, whose letters run into it).
+ * Whole runs, not a search from every position, which took quadratic time over a long run without colons.
+ */
 function containsIPv6(s: string): boolean {
-  for (const m of s.matchAll(/[0-9a-f:.]*:[0-9a-f:.]*:[0-9a-f:.]*(?:%[0-9a-z]+)?/gi)) {
-    if (isIPv6(m[0].replace(/%.*$/, ''))) return true;
+  for (const [run] of s.matchAll(/[0-9a-f:.]+/gi)) {
+    if (run.indexOf(':') === run.lastIndexOf(':')) continue;
+    if (isIPv6(run) || isIPv6(run.slice(run.search(/[:.]/)))) return true;
   }
   return false;
 }

@@ -55,7 +55,7 @@ export function openSqliteZoneStore(path: string): ZoneStore {
   const getMeta = db.prepare('SELECT value FROM tracker_meta WHERE key = ?');
 
   const save = db.transaction((outcome: PollOutcome) => {
-    const { devices, transitions, poll } = outcome.state;
+    const { devices, transitions, poll, transitionWindowPolls } = outcome.state;
     for (const id of outcome.changed) {
       const d = devices.get(id);
       if (!d) continue;
@@ -75,16 +75,21 @@ export function openSqliteZoneStore(path: string): ZoneStore {
     clearTransitions.run();
     for (const t of transitions) addTransition.run(t.poll, t.from, t.to, t.count);
     setMeta.run('poll', String(poll));
+    // so that a restart with a shorter window still reports the pairs that fall out of it once with 0
+    setMeta.run('transition_window_polls', String(transitionWindowPolls));
   });
 
   const clear = db.transaction(() => {
     db.exec('DELETE FROM tracked_devices; DELETE FROM zone_transitions;');
     setMeta.run('poll', '0');
+    setMeta.run('transition_window_polls', '0');
   });
 
   return {
     load() {
       const poll = Number((getMeta.get('poll') as { value: string } | undefined)?.value ?? 0);
+      // 0 for a state saved before the window was recorded: a shrink at its first start goes unseen
+      const transitionWindowPolls = Number((getMeta.get('transition_window_polls') as { value: string } | undefined)?.value ?? 0);
       const devices = new Map<string, TrackedDevice>();
       for (const row of db.prepare('SELECT * FROM tracked_devices').iterate() as IterableIterator<DeviceRow>) {
         devices.set(row.device_id, {
@@ -106,7 +111,7 @@ export function openSqliteZoneStore(path: string): ZoneStore {
           count: number;
         }>
       ).map((r): TransitionEntry => ({ poll: r.poll, from: r.from_zone, to: r.to_zone, count: r.count }));
-      return { poll, devices, transitions };
+      return { poll, devices, transitions, transitionWindowPolls };
     },
     save: (outcome) => save(outcome),
     bindKey(fingerprint) {

@@ -5,10 +5,13 @@
  *
  * - **Loudest AP, counted once.** All sightings of a device across APs are folded into one: the loudest
  *   (ties go to the smaller AP name, so AP order never matters). A device is one record, so it is counted
- *   in exactly one zone however many APs list it.
+ *   in exactly one zone however many APs list it. A station listed without a readable signal is
+ *   associated all the same, so it counts; it is heard at {@link UNREADABLE_RSSI_DBM}, below any real
+ *   reading, so any AP that reads its signal is louder.
  * - **Hysteresis.** A new (challenger) zone takes a device only when
  *   1. its loudest signal beats the incumbent zone's by at least `switchMarginDb` (the incumbent's signal
- *      this poll, or the last one known when the incumbent zone does not hear it), or
+ *      this poll, or the last one known when the incumbent zone does not hear it); an unreadable signal
+ *      on either side is no reading to measure a margin by, or
  *   2. it has been the device's zone for `switchPolls` consecutive polls: each poll, it heard the device
  *      louder than the incumbent zone did, or the incumbent zone's APs answered and none of them heard it.
  *   Jitter that makes another zone louder for fewer than `switchPolls` polls in a row never moves a
@@ -16,12 +19,16 @@
  *   hearing louder is not held in its old zone for ever because the lead is below the margin.
  * - **Frozen, not expired.** A device unheard this poll whose AP is silent (failed, timed out, rebooting)
  *   keeps its zone and is still counted. After `frozenPolls` such polls in a row it is dropped. A device
- *   that other zones hear while its own AP is silent is frozen too: it only moves by the margin rule, or
- *   when the frozen ceiling is reached.
+ *   that other zones hear while its own AP is silent is frozen too: it only moves by the margin rule. At
+ *   the frozen ceiling it is dropped from its zone like any frozen device, and the zone that hears it
+ *   then admits it as an arrival, not a transition: a sighting there was never a move that met the
+ *   margin or the dwell rule.
  * - **Absence.** A device unheard while its AP answers is still counted for `absentPolls - 1` polls (one
  *   missed station-table row is not a departure) and is gone on the `absentPolls`-th.
  * - **Transitions.** Each move is recorded as (from, to) and summed over the last
- *   `transitionWindowPolls` polls. An arrival is not a transition.
+ *   `transitionWindowPolls` polls. An arrival is not a transition. A pair that leaves the window is
+ *   reported once more with 0, also when the window shrank between two polls (a reload or restart with
+ *   a longer poll interval or a shorter transition window).
  */
 import type {
   ApObservation,
@@ -36,10 +43,21 @@ import type {
   TransitionEntry,
   ZonePairCount,
 } from './types.js';
+import { UNREADABLE_RSSI_DBM } from './types.js';
 
 /** A tracker that has seen nothing. */
 export function emptyTrackerState(): TrackerState {
-  return { poll: 0, devices: new Map(), transitions: [] };
+  return { poll: 0, devices: new Map(), transitions: [], transitionWindowPolls: 0 };
+}
+
+/** The signal the tracker compares: a finite reading above the sentinel, or the sentinel. */
+function comparableSignal(rssiDbm: number): number {
+  return Number.isFinite(rssiDbm) && rssiDbm > UNREADABLE_RSSI_DBM ? rssiDbm : UNREADABLE_RSSI_DBM;
+}
+
+/** Whether `challenger` beats `incumbent` by the margin; an unreadable signal on either side never does. */
+function beatsByMargin(challenger: number, incumbent: number, config: TrackerConfig): boolean {
+  return challenger > UNREADABLE_RSSI_DBM && incumbent > UNREADABLE_RSSI_DBM && challenger - incumbent >= config.switchMarginDb;
 }
 
 /**
@@ -75,8 +93,9 @@ function foldSightings(aps: readonly ApObservation[], known: ReadonlyMap<string,
     if (!observation.answered) continue;
     const { ap, zone, stations } = observation;
     for (let i = 0; i < stations.length; i++) {
-      const { device, rssiDbm } = stations[i] as DeviceSighting;
-      if (!Number.isFinite(rssiDbm)) continue;
+      const station = stations[i] as DeviceSighting;
+      const device = station.device;
+      const rssiDbm = comparableSignal(station.rssiDbm);
       let entry = into.get(device) as Heard | undefined;
       if (entry === undefined) {
         const current = known.get(device);
@@ -120,23 +139,25 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 
 /**
  * The next record of a known device that was heard this poll. It moved when the zone differs; it is
- * frozen when `frozenPolls` is above 0.
+ * frozen when `frozenPolls` is above 0. 'expired' when it reached the frozen ceiling heard only in
+ * another zone: it is dropped from its zone, and the caller admits it where it is heard.
  */
-function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice {
+function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentAp !== undefined) {
     // Both zones hear it. The loudest sighting is in the new zone, so the lead is 0 (a tie the AP names
     // broke, which is no reason to move) or more.
     const lead = heard.rssiDbm - heard.incumbentRssiDbm;
     if (lead <= 0) return settled(current.zone, heard.incumbentAp, heard.incumbentRssiDbm, poll);
-    if (lead >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     return dwell(current, heard, heard.incumbentAp, heard.incumbentRssiDbm, poll, config);
   }
-  const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
+  const beatsLastKnown = beatsByMargin(heard.rssiDbm, current.rssiDbm, config);
   if (silentAps.has(current.ap)) {
-    // Its own AP cannot speak for it: keep it where it was unless the margin or the ceiling says otherwise.
+    // Its own AP cannot speak for it: keep it where it was unless the margin says otherwise, until the ceiling.
+    if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     const frozenPolls = current.frozenPolls + 1;
-    if (beatsLastKnown || frozenPolls >= config.frozenPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (frozenPolls >= config.frozenPolls) return 'expired';
     return tracked(current.zone, current.ap, current.rssiDbm, null, 0, frozenPolls, 0, poll);
   }
   if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
@@ -170,6 +191,10 @@ function stepUnheard(current: TrackedDevice, silentAps: ReadonlySet<string>, con
 class PairCounts {
   readonly list: ZonePairCount[] = [];
   private readonly byFrom = new Map<string, Map<string, ZonePairCount>>();
+
+  has(from: string, to: string): boolean {
+    return this.byFrom.get(from)?.has(to) === true;
+  }
 
   add(from: string, to: string, count: number): void {
     let byTo = this.byFrom.get(from);
@@ -225,13 +250,18 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
   // Every heard device: overwrite its sighting by its next record (the table's keys do not change).
   slots.forEach((slot, id) => {
     const heard = slot as Heard;
-    if (heard.current === undefined) {
-      slots.set(id, settled(heard.zone, heard.ap, heard.rssiDbm, poll));
-      changed.push(id);
-      stats.arrived++;
-    } else {
-      settle(id, heard.current, stepHeard(heard.current, heard, silentAps, poll, config));
+    const current = heard.current;
+    const next = current && stepHeard(current, heard, silentAps, poll, config);
+    if (current !== undefined && next !== undefined && next !== 'expired') {
+      settle(id, current, next);
+      return;
     }
+    // New, or dropped at the frozen ceiling from a zone that could not hear it: it arrives where it is
+    // heard (its stored row is overwritten, so it is not in `removed`).
+    slots.set(id, settled(heard.zone, heard.ap, heard.rssiDbm, poll));
+    changed.push(id);
+    stats.arrived++;
+    if (next === 'expired') stats.expired++;
   });
   // Known devices nobody heard; when every known device was heard there are none to look for.
   if (knownHeard < known.size) {
@@ -248,16 +278,40 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
     });
   }
 
-  // One poll more than the window is kept, so transitionWindow can tell which pairs just fell out of it.
-  const oldest = poll - config.transitionWindowPolls;
-  const transitions: TransitionEntry[] = [];
-  for (const entry of state.transitions) if (entry.poll >= oldest) transitions.push(entry);
+  const transitions = keptTransitions(state, poll, config.transitionWindowPolls);
   const moves = movesByPair.list;
   for (const move of moves) transitions.push({ poll, from: move.from, to: move.to, count: move.count });
 
   // Every slot now holds a TrackedDevice.
   const devices = slots as Map<string, TrackedDevice>;
-  return { state: { poll, devices, transitions }, changed, removed, moves, stats };
+  return { state: { poll, devices, transitions, transitionWindowPolls: config.transitionWindowPolls }, changed, removed, moves, stats };
+}
+
+/**
+ * The moves of `state` to keep at `poll`: the window's, and one poll more, so transitionWindow can tell
+ * which pairs just fell out of it. When the window shrank since the state's poll, the moves between the
+ * two windows' starts would go at once, never reported with 0: each such pair the kept moves do not hold
+ * is kept as one entry of 0 at the oldest poll kept, which transitionWindow reports once.
+ */
+function keptTransitions(state: TrackerState, poll: number, windowPolls: number): TransitionEntry[] {
+  const oldest = poll - windowPolls;
+  // the oldest poll the state's own report counted (its window ended at poll - 1)
+  const reportedFrom = poll - state.transitionWindowPolls;
+  const kept: TransitionEntry[] = [];
+  let fellOut: TransitionEntry[] | undefined;
+  for (const entry of state.transitions) {
+    if (entry.poll >= oldest) kept.push(entry);
+    else if (entry.poll >= reportedFrom) (fellOut ??= []).push(entry);
+  }
+  if (fellOut === undefined) return kept;
+  const keptPairs = new PairCounts();
+  for (const entry of kept) keptPairs.add(entry.from, entry.to, 0);
+  for (const entry of fellOut) {
+    if (keptPairs.has(entry.from, entry.to)) continue;
+    keptPairs.add(entry.from, entry.to, 0);
+    kept.push({ poll: oldest, from: entry.from, to: entry.to, count: 0 });
+  }
+  return kept;
 }
 
 /**

@@ -25,13 +25,21 @@ export const DEFAULT_TRACKER_CONFIG: TrackerConfig = Object.freeze({
   transitionWindowPolls: 30,
 });
 
+/**
+ * The signal the tracker gives a station its AP lists without a readable signal (0, out of range or not
+ * a number: how some APs write "unknown"). The device is associated, so it is counted; below any real
+ * reading (the poller keeps −120…0 dBm), it never wins loudest AP, and no margin is ever measured by it.
+ * Finite, so it is stored as it is.
+ */
+export const UNREADABLE_RSSI_DBM = -999;
+
 /** One device as the tracker remembers it. */
 export interface TrackedDevice {
   /** The zone it is counted in. */
   zone: string;
   /** The AP of that zone that heard it loudest most recently. */
   ap: string;
-  /** That AP's signal, dBm. */
+  /** That AP's signal, dBm; {@link UNREADABLE_RSSI_DBM} when that AP listed it without a readable one. */
   rssiDbm: number;
   /** The zone it may be moving to, while the dwell rule counts. */
   challengerZone: string | null;
@@ -59,13 +67,22 @@ export interface TrackerState {
   poll: number;
   /** By device id (a keyed hash). */
   devices: ReadonlyMap<string, TrackedDevice>;
-  /** Moves of the last `transitionWindowPolls` polls. */
+  /**
+   * Moves of the last `transitionWindowPolls` polls, and one poll more. An entry with count 0 stands for
+   * a pair that fell out of a window that shrank, so that it is reported once with 0 all the same.
+   */
   transitions: readonly TransitionEntry[];
+  /**
+   * The transition window, in polls, of the poll that made this state (0 before the first poll, or when
+   * loaded from a store that did not record it). The next poll compares its window with it.
+   */
+  transitionWindowPolls: number;
 }
 
 /** One station seen by one AP, already identified by its keyed hash. */
 export interface DeviceSighting {
   device: string;
+  /** dBm; anything that is not a finite reading above {@link UNREADABLE_RSSI_DBM} is taken as unreadable. */
   rssiDbm: number;
 }
 
@@ -94,7 +111,10 @@ export interface PollOutcome {
   state: TrackerState;
   /** Device ids whose record is new or changed (what a store must write). */
   changed: string[];
-  /** Device ids removed, with why (what a store must delete). */
+  /**
+   * Device ids removed, with why (what a store must delete). A device dropped at the frozen ceiling while
+   * another zone hears it is admitted there in the same poll: it is in `changed`, not here.
+   */
   removed: Array<{ device: string; reason: RemovalReason }>;
   /** Moves made in this poll, by zone pair. */
   moves: ZonePairCount[];

@@ -100,6 +100,16 @@ t.test('cross-field problems name the field', async (t) => {
   ]);
 });
 
+t.test('tables naming the AP differently (one by MAC, one by text) are refused: apZones keys could not match both', async (t) => {
+  const byMac = { ...valid.tables[0], apIdentity: { column: 4, name: 'acmeStaApMac', format: 'mac' } };
+  const byName = { ...valid.tables[0], name: 'acmeStaTable2', oid: '1.3.6.1.4.1.99999.1.2', apIdentity: { column: 4, name: 'acmeStaApName', format: 'text' } };
+  const parsed = parseDialect({ ...valid, tables: [byMac, byName] }, 'acme.json');
+  t.same(parsed.ok ? [] : parsed.errors, [
+    'acme.json: tables[].apIdentity: expected every table to name the AP alike, all by MAC or all by text (apZones keys must match them all)',
+  ]);
+  t.equal(parseDialect({ ...valid, tables: [byMac, { ...byName, apIdentity: { ...byName.apIdentity, format: 'mac' } }] }, 'acme.json').ok, true);
+});
+
 t.test('an unknown parser, a file named differently, and bad JSON all fail the load together', async (t) => {
   const error = t.throws(() =>
     dialectsFromFiles({

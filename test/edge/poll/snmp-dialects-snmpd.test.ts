@@ -107,7 +107,7 @@ t.test('cisco-wlc: one controller, one result per mapped AP, loudest row per cli
   for (const r of results) t.type(r.durationMs, 'number', `${r.ap} reports how long its poll took`);
 });
 
-t.test('aruba-aos over SNMPv3 authPriv: SNR converted to dBm; a zero SNR row is not a signal', async (t) => {
+t.test('aruba-aos over SNMPv3 authPriv: SNR converted to dBm; a zero SNR row is no reading, but its station is still listed, below every real one', async (t) => {
   const poller = createPoller({ dialects });
   t.teardown(() => poller.close());
   const [result] = await poller.pollAll([{ name: 'mc-1', zone: 'floor-2', dialect: 'aruba-aos', target: v3(snmpd) }], TIMEOUT_MS);
@@ -119,6 +119,7 @@ t.test('aruba-aos over SNMPv3 authPriv: SNR converted to dBm; a zero SNR row is 
         { mac: '04:d3:b0:12:34:56', rssiDbm: -54 },
         { mac: '58:ce:2a:aa:00:11', rssiDbm: -68 },
         { mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 },
+        { mac: 'b8:27:eb:01:02:03', rssiDbm: Number.NEGATIVE_INFINITY },
       ],
     },
   ]);
@@ -142,7 +143,7 @@ t.test('aruba-aos with apZones keyed by BSSID (any MAC spelling) splits per AP r
   );
   t.same(summary(results), [
     { ap: '24:DE:C6:A0:01:10', zone: 'east', stations: [{ mac: '04:d3:b0:12:34:56', rssiDbm: -54 }, { mac: '58:ce:2a:aa:00:11', rssiDbm: -68 }] },
-    { ap: '24-de-c6-a0-02-00', zone: 'west', stations: [{ mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 }] },
+    { ap: '24-de-c6-a0-02-00', zone: 'west', stations: [{ mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 }, { mac: 'b8:27:eb:01:02:03', rssiDbm: Number.NEGATIVE_INFINITY }] },
   ]);
 });
 
@@ -172,7 +173,7 @@ accessPoints:
   const results = await poller.pollAll(loaded.config.accessPoints, TIMEOUT_MS);
   t.same(summary(results), [
     { ap: '24-DE-C6-A0-01-10', zone: 'east', stations: [{ mac: '04:d3:b0:12:34:56', rssiDbm: -54 }, { mac: '58:ce:2a:aa:00:11', rssiDbm: -68 }] },
-    { ap: '24:de:c6:a0:02:00', zone: 'west', stations: [{ mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 }] },
+    { ap: '24:de:c6:a0:02:00', zone: 'west', stations: [{ mac: '9c:b6:d0:3e:21:7a', rssiDbm: -77 }, { mac: 'b8:27:eb:01:02:03', rssiDbm: Number.NEGATIVE_INFINITY }] },
   ]);
   t.same(loaded.config.reportNames, { '24-DE-C6-A0-01-10': 'east-radio', '24:de:c6:a0:02:00': 'west-radio' });
 });

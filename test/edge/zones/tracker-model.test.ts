@@ -97,6 +97,35 @@ t.test('the tracker agrees with the reference model, poll for poll', async (t) =
   t.ok(removals > 100, `removals exercised (${removals})`);
 });
 
+t.test('the tracker agrees with the reference model when reloads change the window between polls', async (t) => {
+  let shrinks = 0;
+  let zeros = 0;
+  fc.assert(
+    fc.property(
+      configArb,
+      fc.array(fc.tuple(pollArb, fc.integer({ min: 1, max: 6 })), { minLength: 1, maxLength: 30 }),
+      (base, sequence) => {
+        let state: TrackerState = emptyTrackerState();
+        let modelState: TrackerState = model.emptyTrackerState();
+        for (const [aps, transitionWindowPolls] of sequence) {
+          const config = { ...base, transitionWindowPolls };
+          if (transitionWindowPolls < state.transitionWindowPolls) shrinks++;
+          const outcome = applyPoll(state, { aps }, config);
+          const expected = model.applyPoll(modelState, { aps }, config);
+          if (canonical(outcome, config) !== canonical(expected, config, MODEL)) return false;
+          zeros += outcome.state.transitions.filter((entry) => entry.count === 0).length;
+          state = outcome.state;
+          modelState = expected.state;
+        }
+        return true;
+      },
+    ),
+    { numRuns: 300 },
+  );
+  t.ok(shrinks > 100, `window shrinks exercised (${shrinks})`);
+  t.ok(zeros > 20, `pairs kept as 0 after a shrink exercised (${zeros})`);
+});
+
 t.test('the comparison tells different outcomes apart', async (t) => {
   const config: TrackerConfig = { switchPolls: 2, switchMarginDb: 8, frozenPolls: 3, absentPolls: 2, transitionWindowPolls: 3 };
   const aps: ApObservation[] = [{ ap: 'ap-1', zone: 'lobby', answered: true, stations: [{ device: 'd', rssiDbm: -60 }] }];

@@ -10,6 +10,23 @@ const SIGNAL = /^\s+signal:\s*(-?\d+)/;
 const SIGNAL_AVG = /^\s+signal avg:\s*(-?\d+)/;
 
 /**
+ * The lines of a text, one at a time: an output of a megabyte of line breaks split at once would be an
+ * array of a million strings, some 10 MB of heap.
+ */
+function* linesOf(text: string): Generator<string> {
+  let start = 0;
+  while (start <= text.length) {
+    const end = text.indexOf('\n', start);
+    if (end === -1) {
+      yield text.slice(start);
+      return;
+    }
+    yield text.slice(start, end);
+    start = end + 1;
+  }
+}
+
+/**
  * @example
  * parseIwStationDump('Station 04:d3:b0:12:34:56 (on wlan0)\n\tsignal:  \t-52 [-54, -56] dBm\n');
  * // { stations: [{ mac: '04:d3:b0:12:34:56', signal: -52 }], skipped: 0 }
@@ -28,7 +45,7 @@ export function parseIwStationDump(output: string): ParsedStations {
     current = undefined;
   };
 
-  for (const line of output.split('\n')) {
+  for (const line of linesOf(output)) {
     if (line.trim() === '') continue;
     sawContent = true;
     const station = STATION.exec(line);

@@ -2,6 +2,7 @@
  * The SNMP port: the one thing polling needs from an SNMP agent (walk a subtree with GETBULK), and its
  * net-snmp adapter. Domain code sees plain `{oid, value}` cells, never net-snmp.
  */
+import { isIP } from 'node:net';
 import snmp from 'net-snmp';
 import type { SnmpTarget } from '../types.js';
 
@@ -21,11 +22,31 @@ export interface SnmpSession {
   close(): void;
 }
 
-/** Opens a session to a target; `requestTimeoutMs` bounds one request (with its retries). */
-export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: number }) => SnmpSession;
+/**
+ * Opens a session to a target; `requestTimeoutMs` bounds one request (with its retries), and `maxCells`
+ * the values all walks of the session may return together (see {@link TooManyValuesError}).
+ */
+export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: number; maxCells: number }) => SnmpSession;
 
-/** A walk stops with an error beyond this many varbinds under one column: a runaway or looping agent. */
-const MAX_CELLS_PER_WALK = 100_000;
+/**
+ * The agent answered more values than the session's budget, over all its walks: a table too large for
+ * the heap, or a runaway agent. Every walk still running fails with it.
+ */
+export class TooManyValuesError extends Error {
+  constructor(readonly maxCells: number) {
+    super(`the agent answered more than ${maxCells} values in one poll (all tables and columns together)`);
+    this.name = 'TooManyValuesError';
+  }
+}
+
+/** Bytes of a value counted as one cell: a longer string counts as one cell more for each such part. */
+const CELL_VALUE_BYTES = 256;
+
+/** What a value counts against the budget: one cell, more for a long string (its bytes are heap too). */
+function cellsOf(value: SnmpValue): number {
+  const bytes = Buffer.isBuffer(value) || typeof value === 'string' ? value.length : 0;
+  return 1 + Math.floor(bytes / CELL_VALUE_BYTES);
+}
 
 function userOf(target: SnmpTarget): snmp.User {
   if (!target.user) throw new Error('SNMPv3 target without a user');
@@ -56,15 +77,19 @@ function withoutCommunity(error: Error): Error {
 /**
  * The net-snmp adapter. The version is always explicit (net-snmp defaults to SNMPv1, which has no
  * GETBULK): `2c` uses the community, `3` uses USM with the level implied by the keys given.
+ *
+ * The socket's family follows the host: UDP over IPv6 for an IPv6 address, else IPv4. A host name is
+ * looked up for IPv4 only (net-snmp resolves it with the socket's family), so an AP that answers SNMP
+ * over IPv6 only is configured by its address.
  */
-export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }) => {
+export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, maxCells }) => {
   const retries = 2;
   const options: snmp.SessionOptions = {
     port: target.port,
     // a lost datagram is retried well inside the AP's deadline
     timeout: Math.max(50, Math.floor(requestTimeoutMs / (retries + 1))),
     retries,
-    transport: 'udp4',
+    transport: isIP(target.host) === 6 ? 'udp6' : 'udp4',
     // an agent that answers an OID at or before the one asked for would make a walk loop forever
     backwardsGetNexts: false,
   };
@@ -75,6 +100,7 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
 
   let closed = false;
   let socketError: Error | undefined;
+  let cellsLeft = maxCells;
   const failWalks = new Set<(error: Error) => void>();
   session.on('error', (error) => {
     socketError = error;
@@ -104,18 +130,25 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs }
             oid,
             maxRepetitions,
             (varbinds) => {
+              let ended = false;
               for (const varbind of varbinds) {
                 // an exception value (endOfMibView, or noSuchObject from some agents) ends a bulk walk;
                 // walking on from it would ask for the same OID forever. OIDs going backwards are refused
                 // by net-snmp itself (backwardsGetNexts: false).
-                if (snmp.isVarbindError(varbind) || !varbind.oid.startsWith(prefix)) return true;
+                if (snmp.isVarbindError(varbind) || !varbind.oid.startsWith(prefix)) {
+                  ended = true;
+                  break;
+                }
                 cells.push({ oid: varbind.oid, value: varbind.value });
+                cellsLeft -= cellsOf(varbind.value);
               }
-              if (cells.length > MAX_CELLS_PER_WALK) {
-                settle(new Error(`more than ${MAX_CELLS_PER_WALK} values under ${oid}`));
+              if (cellsLeft < 0) {
+                // the other walks of the poll would only add to what the poll already cannot hold
+                const error = new TooManyValuesError(maxCells);
+                for (const failWalk of failWalks) failWalk(error);
                 return true;
               }
-              return false;
+              return ended;
             },
             (error) => settle(error),
           );

@@ -15,10 +15,21 @@ import type {
   TransitionEntry,
   ZonePairCount,
 } from '../../../../edge/src/zones/types.js';
+import { UNREADABLE_RSSI_DBM } from '../../../../edge/src/zones/types.js';
 
 /** A tracker that has seen nothing. */
 export function emptyTrackerState(): TrackerState {
-  return { poll: 0, devices: new Map(), transitions: [] };
+  return { poll: 0, devices: new Map(), transitions: [], transitionWindowPolls: 0 };
+}
+
+/** Whether a signal is a reading at all (not the unreadable sentinel). */
+function readable(rssiDbm: number): boolean {
+  return rssiDbm > UNREADABLE_RSSI_DBM;
+}
+
+/** The margin rule; it needs a reading on both sides. */
+function beatsByMargin(challenger: number, incumbent: number, config: TrackerConfig): boolean {
+  return readable(challenger) && readable(incumbent) && challenger - incumbent >= config.switchMarginDb;
 }
 
 /** The loudest sighting of one device in one poll, and its zone's best signal when it has a zone. */
@@ -39,8 +50,10 @@ function heardDevices(aps: readonly ApObservation[], known: ReadonlyMap<string, 
   for (const observation of aps) {
     if (!observation.answered) continue;
     const { ap, zone } = observation;
-    for (const { device, rssiDbm } of observation.stations) {
-      if (!Number.isFinite(rssiDbm)) continue;
+    for (const station of observation.stations) {
+      const device = station.device;
+      // a station listed without a readable signal still counts, quieter than any reading
+      const rssiDbm = Number.isFinite(station.rssiDbm) && station.rssiDbm > UNREADABLE_RSSI_DBM ? station.rssiDbm : UNREADABLE_RSSI_DBM;
       let entry = heard.get(device);
       if (entry === undefined) {
         entry = { ap, zone, rssiDbm, incumbentZone: known.get(device)?.zone, incumbentRssiDbm: undefined, incumbentAp: undefined };
@@ -68,25 +81,27 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 
 /**
  * The next record of a known device that was heard this poll. It moved when the zone differs; it is
- * frozen when `frozenPolls` is above 0.
+ * frozen when `frozenPolls` is above 0; 'expired' at the frozen ceiling, heard only in another zone.
  */
-function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice {
+function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentRssiDbm !== undefined) {
     const incumbentAp = heard.incumbentAp ?? current.ap;
     const lead = heard.rssiDbm - heard.incumbentRssiDbm;
     // Both zones hear it: a tie keeps it, a clear margin moves it, a smaller lead counts toward the dwell.
     if (lead <= 0) return settled(current.zone, incumbentAp, heard.incumbentRssiDbm, poll);
-    if (lead >= config.switchMarginDb) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
     if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     return { ...current, ap: incumbentAp, rssiDbm: heard.incumbentRssiDbm, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
   }
-  const beatsLastKnown = heard.rssiDbm - current.rssiDbm >= config.switchMarginDb;
+  const beatsLastKnown = beatsByMargin(heard.rssiDbm, current.rssiDbm, config);
   if (silentAps.has(current.ap)) {
-    // Its own AP cannot speak for it: keep it where it was unless the margin or the ceiling says otherwise.
+    // Its own AP cannot speak for it: keep it where it was unless the margin says otherwise; at the
+    // ceiling it is dropped, and the zone that hears it admits it.
     const frozenPolls = current.frozenPolls + 1;
-    if (beatsLastKnown || frozenPolls >= config.frozenPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (frozenPolls >= config.frozenPolls) return 'expired';
     return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls, absentPolls: 0, lastHeardPoll: poll };
   }
   if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
@@ -137,6 +152,14 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
   for (const [id, current] of state.devices) {
     const sighting = heard.get(id);
     const next = sighting ? stepHeard(current, sighting, silentAps, poll, config) : stepUnheard(current, silentAps, config);
+    if (sighting && next === 'expired') {
+      // dropped from its zone, and at once an arrival where it is heard: the stored row stays
+      devices.set(id, settled(sighting.zone, sighting.ap, sighting.rssiDbm, poll));
+      changed.push(id);
+      stats.expired++;
+      stats.arrived++;
+      continue;
+    }
     if (typeof next === 'string') {
       removed.push({ device: id, reason: next });
       if (next === 'gone') stats.gone++;
@@ -165,9 +188,18 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
   // One poll more than the window is kept, so transitionWindow can tell which pairs just fell out of it.
   const oldest = poll - config.transitionWindowPolls;
   const transitions: TransitionEntry[] = state.transitions.filter((entry) => entry.poll >= oldest);
+  // A window shorter than the state's drops moves the last report counted: each such pair not kept
+  // otherwise is kept once as 0 at the oldest poll kept, so it is reported once with 0.
+  const keptPairs = new Set(transitions.map((entry) => pairKey(entry.from, entry.to)));
+  for (const entry of state.transitions) {
+    const key = pairKey(entry.from, entry.to);
+    if (entry.poll >= oldest || entry.poll < poll - state.transitionWindowPolls || keptPairs.has(key)) continue;
+    keptPairs.add(key);
+    transitions.push({ poll: oldest, from: entry.from, to: entry.to, count: 0 });
+  }
   for (const move of moves) transitions.push({ poll, ...move });
 
-  return { state: { poll, devices, transitions }, changed, removed, moves, stats };
+  return { state: { poll, devices, transitions, transitionWindowPolls: config.transitionWindowPolls }, changed, removed, moves, stats };
 }
 
 /**

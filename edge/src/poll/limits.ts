@@ -1,0 +1,51 @@
+/**
+ * How much one AP may hand the poller in one tick, sized to the collector's heap: the systemd unit gives V8
+ * 64 MB of old space (about 67 MB in all, see edge/systemd/lintel-edge.service), which the zone tracker,
+ * the ledger and every AP polled at once share. An AP answering more than these fails with `bad_output`
+ * for that tick: its devices are frozen, the other APs are unaffected, and the process stays up.
+ */
+
+/**
+ * Bound on one SSH command's stdout plus stderr. What busy APs print is far less: `iw station dump` is
+ * about 0.7 to 1 KiB a station (500 stations: some 500 KiB), `ubus get_clients` about 0.3 KiB a client,
+ * and UniFi's `mca-dump` about 1 to 1.5 KiB a station plus some 20 KiB of radio and port tables. Kept as a
+ * string, the output costs its own size in heap; what parsing it costs is bounded below.
+ */
+export const MAX_SSH_OUTPUT_BYTES = 1024 * 1024;
+
+/**
+ * Bound on the stations one SSH AP lists in a tick (over all its interfaces, readable or not). APs carry a
+ * few hundred clients at most; the zone tracker keeps about 0.7 KiB of heap for each device it is told
+ * of, so an AP listing tens of thousands of made-up stations would fill the heap over a few ticks.
+ */
+export const MAX_STATIONS_PER_AP = 4096;
+
+/**
+ * Bound on the objects and arrays in a JSON output, counted before it is parsed. JSON.parse builds the
+ * whole document, and an empty object (3 bytes of output) costs some 60 bytes of heap: 1 MiB of `{},`
+ * would take over 20 MB. A real document has a few per station (8 allowed for each of
+ * {@link MAX_STATIONS_PER_AP}); this many cost about 2 MB at most.
+ */
+export const MAX_JSON_CONTAINERS = 8 * MAX_STATIONS_PER_AP;
+
+/**
+ * What one walked SNMP value costs in heap until the poll is decoded: measured about 200 bytes walked and
+ * indexed by row, 255 once decoded into a sighting (a Cisco WLC station table, three columns).
+ */
+export const SNMP_CELL_BYTES = 256;
+
+/** The share of the heap the SNMP walks of one AP (a controller's station and status tables) may fill. */
+const SNMP_HEAP_SHARE = 0.4;
+
+/**
+ * How many SNMP values one AP's walks may return together, over all columns and tables: 40% of the heap
+ * limit at {@link SNMP_CELL_BYTES} each. Under the unit's 64 MB, about 110,000 values, the three columns of
+ * a controller station table of some 35,000 rows; a larger controller needs a larger heap
+ * (--max-old-space-size), which raises this bound with it.
+ *
+ * @example
+ * snmpCellBudget(getHeapStatistics().heap_size_limit); // 109772 under --max-old-space-size=64 --max-semi-space-size=1
+ */
+export function snmpCellBudget(heapLimitBytes: number): number {
+  return Math.floor((heapLimitBytes * SNMP_HEAP_SHARE) / SNMP_CELL_BYTES);
+}
