@@ -3,6 +3,8 @@
  * lintel-edge: the gateway's one executable. Runs the command line and exits with its code (pipes and
  * files are written synchronously on Linux, so nothing printed is lost).
  */
+// First: holds SIGHUP while `run` loads (hangup-hold.ts).
+import './hangup-hold.js';
 import { main } from './commands/main.js';
 
 main(process.argv.slice(2)).then(

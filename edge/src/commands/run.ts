@@ -13,6 +13,7 @@ import type { DialectCatalog } from '../poll/index.js';
 import { openGateway } from './gateway.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { createReloader, type Reloader } from './reload.js';
+import { endHangupHold } from '../hangup-hold.js';
 
 export interface RunOptions {
   config: string;
@@ -59,6 +60,8 @@ function listenForHangup(logger: Logger): HangupListener {
     else held = true;
   };
   process.on('SIGHUP', onHangup);
+  // Installed before the entry point's hold ends, so no SIGHUP falls between the two.
+  if (endHangupHold()) held = true;
   return {
     serve(r) {
       reloader = r;

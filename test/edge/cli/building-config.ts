@@ -113,9 +113,11 @@ export interface Child {
   exited: Promise<number | null>;
 }
 
-/** Runs `lintel-edge <args>` through tsx, from the repository. */
-export function startCli(args: string[], env: Record<string, string> = {}): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs `lintel-edge <args>` through tsx, from the repository; `via` is a command that runs node (env(1), say). */
+export function startCli(args: string[], env: Record<string, string> = {}, via: string[] = []): Child {
+  const argv = [process.execPath, '--import', 'tsx', CLI, ...args];
+  const [command, ...rest] = [...via, ...argv] as [string, ...string[]];
+  const child = spawn(command, rest, { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
