@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL pool every SQL-backed service opens the same way: bounded size, a connect timeout, and
- * failures of idle connections logged safely instead of crashing the process.
+ * failures of connections logged safely instead of crashing the process.
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -14,7 +14,15 @@ import { DependencyUnreachable, describeError } from './describe-error.js';
  */
 export function openPgPool(connectionString: string, options: { max: number; logger: Logger }): pg.Pool {
   const pool = new pg.Pool({ connectionString, max: options.max, connectionTimeoutMillis: 5000 });
-  pool.on('error', (err) => options.logger.warn({ error: describeError(err) }, 'idle PostgreSQL connection failed'));
+  // pg emits 'error' on a client whose connection fails (a restart, a failover, a terminated backend).
+  // The pool listens only while the client is idle: one checked out, in a transaction, would end the
+  // process. So every client gets a listener for its whole life; the work on it fails on its own (its
+  // query rejects), and the pool drops the client when it is released with that error or goes idle.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => options.logger.warn({ error: describeError(err) }, 'PostgreSQL connection failed'));
+  });
+  // An idle client's failure reaches the pool too; the client's own listener has logged it.
+  pool.on('error', () => undefined);
   return pool;
 }
 
