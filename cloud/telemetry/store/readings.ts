@@ -106,6 +106,7 @@ WITH state AS (
   SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC')
   FROM unnest($6::float8[]) AS u(t), state
   WHERE EXISTS (SELECT 1 FROM go) AND state.watermark > to_timestamp($5 / 1000.0) AND to_timestamp(t / 1000.0) < state.watermark
+  ORDER BY 1
   ON CONFLICT DO NOTHING RETURNING 1
 )
 SELECT (SELECT ok FROM fresh) AS fresh,
@@ -192,7 +193,8 @@ function closingSql(alerts: readonly AlertEvent[], lateHours: readonly number[])
  */
 export function lateHoursToMark(hours: readonly number[], watermark: number | null, pending: readonly number[]): number[] {
   if (watermark === null) return [];
-  return hours.filter((hour) => hour < watermark && !pending.includes(hour));
+  // Ascending: every transaction marking the same hours locks their rows in one order (no deadlock).
+  return hours.filter((hour) => hour < watermark && !pending.includes(hour)).sort((a, b) => a - b);
 }
 
 /** The hour (ms) an instant is stored in. */
