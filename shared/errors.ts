@@ -137,8 +137,11 @@ export function jsonBody(limit: string | number = DEFAULT_JSON_LIMIT): RequestHa
     limit,
     strict: true,
     type: ['application/json', 'application/*+json'],
-    // Runs on the (inflated) bytes before they are decoded; a thrown error keeps its status.
-    verify: (_req, _res, body) => {
+    // Runs on the (inflated) bytes before they are decoded; a thrown error keeps its status. The parser
+    // would decode in any `utf-*` charset the request names (utf-7 turns the ASCII bytes checked here into
+    // other text), so only UTF-8 is read, as RFC 8259 has JSON.
+    verify: (_req, _res, body, charset) => {
+      if (charset !== 'utf-8') throw Object.assign(new Error(`charset ${charset} is not UTF-8`), { type: 'charset.unsupported', status: 415 });
       const invalid = invalidUtf8Error(body);
       if (invalid) throw invalid;
     },

@@ -78,3 +78,24 @@ t.test('a bad signature is still 403 before the bytes are looked at', async (t) 
   t.equal(r.statusCode, 403);
   t.equal(await r.body.text(), 'invalid signature');
 });
+
+t.test('a JSON body in another charset is refused before it is decoded: utf-7 and utf-16 are not read as JSON text', async (t) => {
+  const { url, seen } = await app(t);
+  const cases: Array<[string, string]> = [
+    ['utf-7 (ASCII bytes that decode to other text)', '{"name":"+ADw-script+AD4-"}'],
+    ['utf-16le of an ASCII body', '{"name":"acme"}'],
+  ];
+  for (const [label, text] of cases) {
+    const charset = label.startsWith('utf-7') ? 'utf-7' : 'utf-16le';
+    const body = charset === 'utf-16le' ? Buffer.from(text, 'utf16le') : Buffer.from(text);
+    const res = await request(`${url}/plain`, { method: 'POST', body, headers: { 'content-type': `application/json; charset=${charset}` } });
+    t.equal(res.statusCode, 400, label);
+    t.same(await res.body.json(), { type: 'Validation Error', message: 'unsupported body encoding' });
+  }
+  for (const type of ['application/json; charset=utf-8', 'application/json; charset=UTF-8', 'application/json']) {
+    const res = await request(`${url}/plain`, { method: 'POST', body: '{"name":"acme"}', headers: { 'content-type': type } });
+    t.equal(res.statusCode, 200, `${type} is read`);
+    await res.body.dump();
+  }
+  t.same(seen, [{ name: 'acme' }, { name: 'acme' }, { name: 'acme' }], 'only the UTF-8 bodies reached the route');
+});
