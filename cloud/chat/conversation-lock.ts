@@ -137,7 +137,12 @@ export class ConversationLock {
       await this.waitFor(key, previous);
       lease = await this.acquire(key);
     } catch (err) {
-      done();
+      // Gave up before holding the lock: a holder ahead may still be working, so the entry stays until
+      // the queue up to here is through, and settled() still waits for that holder.
+      release();
+      void tail.then(() => {
+        if (this.queues.get(key) === tail) this.queues.delete(key);
+      });
       throw err;
     }
     const stopRenewing = this.keepRenewed(lease);
