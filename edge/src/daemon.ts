@@ -3,7 +3,7 @@
  * that cannot write, an ingest that refuses: each is logged and counted, and the next tick runs anyway.
  */
 import type { Logger } from 'pino';
-import { MAX_READINGS_PER_BATCH } from '../../shared/catalog/validate.js';
+import { MAX_READINGS_PER_BATCH, type Reading } from '../../shared/catalog/validate.js';
 import { describeError } from '../../shared/describe-error.js';
 import type { EdgeConfig } from './config/load.js';
 import { retargetSeries, type EdgeMetrics } from './metrics.js';
@@ -186,7 +186,8 @@ export class EdgeDaemon {
   }
 
   /**
-   * Stops ticking, after the tick in flight (if any) completes. A poll in flight that the poller's
+   * Stops ticking, after the tick in flight (if any) completes: its post in flight runs out, but the
+   * parts of a large tick not yet sent are dropped, never recorded. A poll in flight that the poller's
    * closing cuts short is dropped, not counted: its APs were cut off, not silent, and counting them
    * would age every device one poll towards frozen and send a batch without their stations. So close
    * the poller after calling this, and await both.
@@ -356,7 +357,7 @@ export class EdgeDaemon {
       this.clockSet = clockSet;
     }
     for (const part of parts) {
-      const delivered = clockSet ? await this.deliver(encodeBatch(part.batchId, part.readings), timestamp) : { seq: null, delivery: 'not_recorded' as const, reason: 'the wall clock is not set' };
+      const delivered = await this.deliverPart(part, clockSet, timestamp);
       metrics.batches.inc({ delivery: delivered.delivery });
       deliveries.push(delivered);
     }
@@ -462,6 +463,21 @@ export class EdgeDaemon {
       this.apDown.set(ap, true);
       return { ap, ok: false, stations: 0, durationMs: result.durationMs, reason, error };
     });
+  }
+
+  /**
+   * One part of a tick's batch, unless it must not go: none while the wall clock is not set, and none
+   * once the collector is stopping. The stop allows the post in flight its timeout; each part after it
+   * would add another, past the stop's deadline, so the parts left are neither recorded nor sent: the
+   * first tick after the next start supersedes them, as any tick supersedes a lost batch.
+   */
+  private async deliverPart(part: { batchId: string; readings: readonly Reading[] }, clockSet: boolean, timestamp: number): Promise<BatchDelivery> {
+    if (!clockSet) return { seq: null, delivery: 'not_recorded', reason: 'the wall clock is not set' };
+    if (this.stopping) {
+      this.deps.logger.info({ batchId: part.batchId }, 'stopping: this part of the tick is neither recorded nor sent');
+      return { seq: null, delivery: 'not_recorded', reason: 'the collector is stopping' };
+    }
+    return this.deliver(encodeBatch(part.batchId, part.readings), timestamp);
   }
 
   /** Ledger first (what is not recorded is not sent), then the post. */

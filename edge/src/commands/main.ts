@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
+import { KEY_ID } from '../../../shared/hmac.js';
 import { processIo, defaultStateDir, type CommandIo } from './common.js';
 import { VERSION } from '../version.js';
 import { stateDirOf } from '../config/index.js';
@@ -33,7 +34,7 @@ Usage:
         --ticks <n>               stop after n ticks (default: run until Ctrl-C)
         --ingest <url>            post batches here (default: keep them in the ledger only)
         --ingest-secret-file <f>  the HMAC key for --ingest (required with it)
-        --key-id <id>             sent as X-Key-Id
+        --key-id <id>             sent as X-Key-Id: 1 to 128 letters, digits, ".", "_", ":" or "-"
         --devices-per-person <x>  for ratioDeviceCount (default 1.5)
         --state-dir <dir>         keep the state and ledger here (default: a temporary directory)
         --frozen-polls <n>        polls a device behind a silent AP is kept (default 30)
@@ -249,7 +250,11 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
       throw new UsageError(`--ingest-secret-file: cannot read ${secretFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
     }
     if (secret === '') throw new UsageError(`--ingest-secret-file: ${secretFile} is empty`);
-    ingest = { url: url.href, secret, ...(typeof values['key-id'] === 'string' ? { keyId: values['key-id'] } : {}) };
+    const keyId = values['key-id'];
+    // The rule telemetry issues key ids by: any other id is refused there, and one holding a control
+    // character is a header Node will not send.
+    if (typeof keyId === 'string' && !KEY_ID.test(keyId)) throw new UsageError(`--key-id: expected 1 to 128 letters, digits, ".", "_", ":" or "-", got ${JSON.stringify(keyId)}`);
+    ingest = { url: url.href, secret, ...(typeof keyId === 'string' ? { keyId } : {}) };
   } else if (values['ingest-secret-file'] !== undefined || values['key-id'] !== undefined) {
     throw new UsageError('--ingest-secret-file and --key-id only make sense with --ingest <url>');
   }

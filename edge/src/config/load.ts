@@ -5,7 +5,7 @@
 import { createCipheriv } from 'node:crypto';
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { parseDocument, type Document } from 'yaml';
 import { formatErrors } from '../../../shared/kinds.js';
 import type { AccessPoint } from '../poll/types.js';
 import type { TrackerConfig } from '../zones/types.js';
@@ -91,6 +91,20 @@ function readConfigText(path: string): { ok: true; text: string; source: string 
 }
 
 /**
+ * A parsed document as plain values, or why yaml would not expand it: an alias to no anchor, or an alias
+ * bomb (a few lines that unfold into millions of values), which yaml refuses by throwing.
+ */
+function yamlValueOf(doc: Document.Parsed): { ok: true; value: unknown } | { ok: false; error: string } {
+  try {
+    return { ok: true, value: doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) };
+  } catch (err) {
+    if (!(err instanceof ReferenceError)) throw err;
+    const bomb = /excessive alias/i.test(err.message);
+    return { ok: false, error: bomb ? `YAML: too many alias expansions (more than ${MAX_ALIAS_COUNT}); write the values out instead of repeating aliases` : `YAML: ${err.message}` };
+  }
+}
+
+/**
  * Only the state directory a config file names (or `defaultStateDir`): what the ledger commands need.
  * Nothing else of the file is checked and no secret file is read, so an auditor who may read the ledger
  * but not the gateway's secrets can still find it.
@@ -104,7 +118,9 @@ export function stateDirOf(path: string, defaultStateDir: string): { ok: true; s
   const { text, source } = read;
   const doc = parseDocument(text, { uniqueKeys: true });
   if (doc.errors.length > 0) return { ok: false, errors: [`${path}: not valid YAML (${doc.errors[0]!.message.split('\n')[0]})`] };
-  const value = (doc.toJS() as Record<string, unknown> | null)?.stateDir;
+  const raw = yamlValueOf(doc);
+  if (!raw.ok) return { ok: false, errors: [`${path}: ${raw.error}`] };
+  const value = (raw.value as Record<string, unknown> | null)?.stateDir;
   if (value === undefined || value === null) return { ok: true, stateDir: defaultStateDir };
   if (typeof value !== 'string' || value.trim() === '' || value.includes('\0')) return { ok: false, errors: [`stateDir: expected a directory path, got ${typeof value === 'string' ? JSON.stringify(value) : typeof value}`] };
   return { ok: true, stateDir: resolve(dirname(source), value) };

@@ -17,7 +17,8 @@ export const IDENTIFIER_WORDS: Readonly<Record<IdentifierKind, string>> = {
   hostname: 'a local host name',
 };
 
-const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+/** A decimal octet, zero-padded or not (`60`, `060`, `010`, `000`), as tools print an SNMP index or an address. */
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|0?\\d?\\d)';
 
 const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   ['uuid', /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i],
@@ -25,12 +26,13 @@ const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   ['mac', /(?<![0-9a-f])[0-9a-f]{2}([^0-9a-z]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?![0-9a-f])/i],
   // Octets without their leading zero, as some tools print them (3c:22:fb:1:2:3).
   ['mac', /(?<![0-9a-f:-])[0-9a-f]{1,2}([:-])[0-9a-f]{1,2}(?:\1[0-9a-f]{1,2}){4}(?![0-9a-f:-])/i],
-  // Three groups of four (Cisco's aabb.ccdd.eeff, and the same with - or :), or two of six (aabbcc-ddeeff).
-  ['mac', /(?<![0-9a-f])[0-9a-f]{4}([.:-])[0-9a-f]{4}\1[0-9a-f]{4}(?![0-9a-f])/i],
+  // Three groups of four (Cisco's aabb.ccdd.eeff, the same with - or :, or with those mixed), or two of six
+  // (aabbcc-ddeeff).
+  ['mac', /(?<![0-9a-f])[0-9a-f]{4}[.:-][0-9a-f]{4}[.:-][0-9a-f]{4}(?![0-9a-f])/i],
   ['mac', /(?<![0-9a-f])[0-9a-f]{6}[.:-][0-9a-f]{6}(?![0-9a-f])/i],
-  // The same spelling run into letters of a name (`3c:22:fb:01:02:03e`): six pairs with : or - between
-  // them, anywhere.
-  ['mac', /[0-9a-f]{2}([:-])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}/i],
+  // Six pairs with any of : . - between them, mixed too (`3c:22:fb-01-02-03`, as a tool that rewrites half
+  // an address leaves it), anywhere: also run into the letters of a name (`3c:22:fb:01:02:03e`).
+  ['mac', /[0-9a-f]{2}(?:[.:-][0-9a-f]{2}){5}/i],
   // Six decimal octets: the MAC as an SNMP table index spells it, alone or at the end of an OID.
   ['mac', new RegExp(`(?<!\\d)(?:${OCTET}\\.){5}${OCTET}(?!\\d)`)],
   ['ip', new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?![\\d.])`)],
@@ -57,17 +59,30 @@ function containsIPv6(s: string): boolean {
   return false;
 }
 
+/** A word of a name: capitalised or lowercase (`North`, `wing`), in capitals (`HQ`), or a number. */
+const WORD = /[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+/g;
+
 /**
- * Base64 of 16 bytes or more: a long run that is padded or holds + or /, or a long unbroken alphanumeric
- * stretch mixing both cases with several digits (names people choose break at words, or lack digits).
+ * Whether a run reads as a name: every piece between its dashes and underscores holds at most three
+ * words (`North-Wing-2F`, `MeetingRoom3`, `iPhone_Lab`). Random base64 almost never does: its pieces are
+ * long, and switch case and class every character or two.
+ */
+function readsAsWords(run: string): boolean {
+  return run.split(/[-_]+/).every((piece) => (piece.match(WORD)?.length ?? 0) <= 3);
+}
+
+/**
+ * Base64 of 16 bytes or more (22 characters unpadded), standard or URL-safe (`-_`), padded or not: a run
+ * of base64 characters holding a digit that is padded or holds + or /, or that mixes both cases and does
+ * not read as words. A name mixing cases that does read as words passes (`North-Wing-Second-Floor-2`);
+ * one long piece of run-together words with a digit (`Floor3MeetingRoomNorthWing`) is taken for base64:
+ * dashes between its words make it a name. Whole runs, each scanned once: linear in the text.
  */
 function looksLikeBase64(s: string): boolean {
-  for (const m of s.matchAll(/[A-Za-z0-9+/_-]{22,}={0,2}/g)) {
-    if (/[+/]|=$/.test(m[0]) && /\d/.test(m[0])) return true;
-  }
-  for (const m of s.matchAll(/[A-Za-z0-9]{24,}/g)) {
-    const run = m[0];
-    if ((run.match(/\d/g)?.length ?? 0) >= 2 && /[a-z]/.test(run) && /[A-Z]/.test(run)) return true;
+  for (const [match] of s.matchAll(/[A-Za-z0-9+/_-]{22,}={0,2}/g)) {
+    if (!/\d/.test(match)) continue;
+    if (/[+/]|=$/.test(match)) return true;
+    if (/[a-z]/.test(match) && /[A-Z]/.test(match) && !readsAsWords(match)) return true;
   }
   return false;
 }
@@ -114,7 +129,8 @@ const REDACTIONS: ReadonlyArray<readonly [RegExp, string]> = [
 
 /**
  * A text with every MAC-like substring replaced, in any spelling the audit counts as a MAC
- * (`aa:bb:…`, `aabb.ccdd.eeff`, `aabbcc-ddeeff`, `3c:22:fb:1:2:3`, the decimal octets of an SNMP index).
+ * (`aa:bb:…`, separators mixed as in `aa:bb:cc-dd-ee-ff`, `aabb.ccdd.eeff`, `aabbcc-ddeeff`, `3c:22:fb:1:2:3`,
+ * the decimal octets of an SNMP index, zero-padded or not).
  *
  * @example
  * redactMacs('station aabb-ccdd-eeff left', '<mac>'); // 'station <mac> left'

@@ -77,24 +77,30 @@ export function createBatchPoster(options: PosterOptions): BatchPoster {
       };
       if (options.keyId) headers[KEY_ID_HEADER] = options.keyId;
       return new Promise<PostOutcome>((resolve) => {
-        const req = client.request(target, { method: 'POST', headers, agent, signal: AbortSignal.timeout(options.timeoutMs) }, (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (chunk: Buffer) => {
-            if (size < MAX_ANSWER_BYTES) chunks.push(chunk);
-            size += chunk.length;
+        try {
+          const req = client.request(target, { method: 'POST', headers, agent, signal: AbortSignal.timeout(options.timeoutMs) }, (res) => {
+            const chunks: Buffer[] = [];
+            let size = 0;
+            res.on('data', (chunk: Buffer) => {
+              if (size < MAX_ANSWER_BYTES) chunks.push(chunk);
+              size += chunk.length;
+            });
+            res.once('error', (err) => resolve({ outcome: 'unreachable', reason: unreachableReason(err) }));
+            res.once('end', () => {
+              const status = res.statusCode ?? 0;
+              const date = res.headers.date;
+              const serverDate = typeof date === 'string' && options.withServerDate ? { serverDate: date } : {};
+              if (status >= 200 && status < 300) resolve({ outcome: 'accepted', status, ...serverDate });
+              else resolve({ outcome: 'rejected', status, reason: reasonOf(Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8')), ...serverDate });
+            });
           });
-          res.once('error', (err) => resolve({ outcome: 'unreachable', reason: unreachableReason(err) }));
-          res.once('end', () => {
-            const status = res.statusCode ?? 0;
-            const date = res.headers.date;
-            const serverDate = typeof date === 'string' && options.withServerDate ? { serverDate: date } : {};
-            if (status >= 200 && status < 300) resolve({ outcome: 'accepted', status, ...serverDate });
-            else resolve({ outcome: 'rejected', status, reason: reasonOf(Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8')), ...serverDate });
-          });
-        });
-        req.once('error', (err) => resolve({ outcome: 'unreachable', reason: unreachableReason(err) }));
-        req.end(bytes);
+          req.once('error', (err) => resolve({ outcome: 'unreachable', reason: unreachableReason(err) }));
+          req.end(bytes);
+        } catch (err) {
+          // Node refuses a header it cannot send (a key id holding a control character: ERR_INVALID_CHAR)
+          // by throwing, before anything leaves; thrown out of this executor, it would reject the post.
+          resolve({ outcome: 'unreachable', reason: unreachableReason(err) });
+        }
       });
     },
     async close() {
