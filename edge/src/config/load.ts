@@ -138,15 +138,9 @@ export function parseConfig(text: string, source: string, options: LoadOptions):
       }),
     };
   }
-  let raw: unknown;
-  try {
-    raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-  } catch (err) {
-    // yaml refuses to expand an alias bomb (a few lines that unfold into millions of values) by throwing
-    if (!(err instanceof ReferenceError)) throw err;
-    const bomb = /excessive alias/i.test(err.message);
-    return { ok: false, errors: [bomb ? `YAML: too many alias expansions (more than ${MAX_ALIAS_COUNT}); write the values out instead of repeating aliases` : `YAML: ${err.message}`] };
-  }
+  const value = yamlValueOf(doc);
+  if (!value.ok) return { ok: false, errors: [value.error] };
+  const raw = value.value;
   const baseDir = dirname(source);
   const errors: string[] = [];
   const warnings: string[] = [];
