@@ -34,14 +34,15 @@ export const MAX_JSON_CONTAINERS = 8 * MAX_STATIONS_PER_AP;
  */
 export const SNMP_CELL_BYTES = 256;
 
-/** The share of the heap the SNMP walks of one AP (a controller's station and status tables) may fill. */
+/** The share of the heap the SNMP answers of one poll (every AP's station and status tables) may fill. */
 const SNMP_HEAP_SHARE = 0.4;
 
 /**
- * How many SNMP values one AP's walks may return together, over all columns and tables: 40% of the heap
- * limit at {@link SNMP_CELL_BYTES} each. Under the unit's 64 MB, about 110,000 values, the three columns of
- * a controller station table of some 35,000 rows; a larger controller needs a larger heap
- * (--max-old-space-size), which raises this bound with it.
+ * How many SNMP values the walks of one poll may return together, over all APs, columns and tables: 40% of
+ * the heap limit at {@link SNMP_CELL_BYTES} each. Under the unit's 64 MB, about 110,000 values, the three
+ * columns of a controller station table of some 35,000 rows; a larger controller needs a larger heap
+ * (--max-old-space-size), which raises this bound with it. Past it, the AP still being walked that
+ * returned the most fails with `bad_output` (snmp/session.ts, CellBudget).
  *
  * @example
  * snmpCellBudget(getHeapStatistics().heap_size_limit); // 109772 under --max-old-space-size=64 --max-semi-space-size=1

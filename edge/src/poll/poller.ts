@@ -28,7 +28,7 @@ import { MAX_SSH_OUTPUT_BYTES, MAX_STATIONS_PER_AP, snmpCellBudget } from './lim
 import { normalizeMac, scrubMacsShort } from './mac.js';
 import { PARSERS, ParseError } from './parsers/index.js';
 import { toDbm } from './signal.js';
-import { openNetSnmpSession, TooManyValuesError, type OpenSnmpSession } from './snmp/session.js';
+import { CellBudget, openNetSnmpSession, TooManyValuesError, type OpenSnmpSession } from './snmp/session.js';
 import { decodeApStatusTable, decodeStationTable, walkApStatusTable, walkStationTable, type ApState } from './snmp/table.js';
 import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
 import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
@@ -44,7 +44,7 @@ export interface PollerOptions {
   maxRepetitions?: number;
   /** Bound on one SSH command's output. Default 1 MiB ({@link MAX_SSH_OUTPUT_BYTES}). */
   maxOutputBytes?: number;
-  /** Bound on the SNMP values one AP's walks return together. Default: sized to the heap ({@link snmpCellBudget}). */
+  /** Bound on the SNMP values all APs' walks of one poll return together. Default: sized to the heap ({@link snmpCellBudget}). */
   maxSnmpCells?: number;
 }
 
@@ -242,11 +242,11 @@ export function createPoller(options: PollerOptions): Poller {
   const inFlight = new Set<AbortController>();
   let closed = false;
 
-  async function pollSnmp(ap: AccessPoint, dialect: SnmpDialect, timeoutMs: number, signal: AbortSignal): Promise<Grouped> {
+  async function pollSnmp(ap: AccessPoint, dialect: SnmpDialect, timeoutMs: number, signal: AbortSignal, cells: CellBudget): Promise<Grouped> {
     if (ap.target.transport !== 'snmp') throw new PollFailure('config', `dialect ${dialect.name} needs an SNMP target`);
     const byAp = splitsByAp(ap, dialect);
     const statusSpec = byAp ? dialect.apStatus : undefined;
-    const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs, maxCells: maxSnmpCells });
+    const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs, cells });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     try {
@@ -360,7 +360,7 @@ export function createPoller(options: PollerOptions): Poller {
     });
   }
 
-  async function pollOne(ap: AccessPoint, timeoutMs: number): Promise<ApPollResult[]> {
+  async function pollOne(ap: AccessPoint, timeoutMs: number, cells: CellBudget): Promise<ApPollResult[]> {
     const started = performance.now();
     const dialect = dialects.get(ap.dialect);
     const controller = new AbortController();
@@ -372,7 +372,7 @@ export function createPoller(options: PollerOptions): Poller {
       if (problems.length > 0 || !dialect) throw new PollFailure('config', problems.join('; '));
       const work =
         dialect.transport === 'snmp'
-          ? pollSnmp(ap, dialect, timeoutMs, controller.signal)
+          ? pollSnmp(ap, dialect, timeoutMs, controller.signal, cells)
           : pollSsh(ap, dialect, timeoutMs, controller.signal);
       const deadline = new Promise<never>((_, reject) => {
         const hint = dialect.transport === 'snmp' ? ' (a wrong v2c community or v3 privacy key looks the same: agents stay silent)' : '';
@@ -397,7 +397,9 @@ export function createPoller(options: PollerOptions): Poller {
 
   return {
     async pollAll(aps, timeoutMs) {
-      const results = await Promise.all(aps.map((ap) => pollOne(ap, timeoutMs)));
+      // One budget for the SNMP values of the whole poll: the APs are walked at once.
+      const cells = new CellBudget(maxSnmpCells);
+      const results = await Promise.all(aps.map((ap) => pollOne(ap, timeoutMs, cells)));
       return results.flat();
     },
     async close() {

@@ -1,9 +1,11 @@
 /**
- * One AP's SNMP walks share one budget of values, over every column and table, against the real snmpd:
- * columns are walked at once, so a bound per column let a controller fill three (or five) times it.
+ * The SNMP walks of one poll share one budget of values, over every AP, column and table, against the
+ * real snmpd: columns and APs are walked at once, so a bound per column let a controller fill three (or
+ * five) times it, and a bound per AP let several large APs together fill the heap.
  * heap-limited-poll.test.ts shows the default budget under the unit's heap.
  */
 import t from 'tap';
+import { wlcRecording } from './support/wlc-recording.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDialects } from '../../../edge/src/poll/dialects.js';
@@ -28,7 +30,7 @@ t.test('the recorded controller: 30 station values and 8 status values fit a bud
   // each column (10 values) is well within it: only the poll as a whole is not
   const short = createPoller({ dialects, maxSnmpCells: 37 });
   t.teardown(() => short.close());
-  const error = 'the agent answered more than 37 values in one poll (all tables and columns together)';
+  const error = 'the SNMP answers of this poll passed 37 values (all access points, tables and columns together), and this one held the most';
   t.same(
     (await short.pollAll([wlc], TIMEOUT_MS)).map((r) => (r.ok ? r : { ap: r.ap, reason: r.reason, error: r.error })),
     Object.keys(wlcAps).map((ap) => ({ ap, reason: 'bad_output', error })),
@@ -56,4 +58,34 @@ t.test('a long string counts as one value per 256 bytes', async (t) => {
   const short = createPoller({ dialects, maxSnmpCells: 39 });
   t.teardown(() => short.close());
   t.match(await short.pollAll([wlc], TIMEOUT_MS), [{ ok: false, reason: 'bad_output' }]);
+});
+
+t.test('two controllers polled together draw on one budget: each fits it alone; together, the one holding the most gives way and the other reads', async (t) => {
+  const dir = t.testdir({});
+  // 200 rows of three columns (602 values with the status table); the values a controller returned stay
+  // counted until the poll is done, walked or decoded, so whichever is still walking when the two pass
+  // the budget gives way
+  writeFileSync(join(dir, 'wlc-200.snmpwalk'), wlcRecording(200));
+  const [first, second] = await Promise.all([
+    startSnmpd({ community: 'lintel-ro', recordings: [join(dir, 'wlc-200.snmpwalk')] }),
+    startSnmpd({ community: 'lintel-ro', recordings: [join(dir, 'wlc-200.snmpwalk')] }),
+  ]);
+  t.teardown(() => Promise.all([first.stop(), second.stop()]));
+  const wlc = (name: string, port: number): AccessPoint => ({
+    name,
+    zone: 'unused',
+    dialect: 'cisco-wlc',
+    target: { transport: 'snmp', host: '127.0.0.1', port, version: '2c', community: 'lintel-ro' },
+    apZones: { 'AP-Lobby-1': name },
+  });
+  const poller = createPoller({ dialects, maxSnmpCells: 1000, maxRepetitions: 5 });
+  t.teardown(() => poller.close());
+  t.match(await poller.pollAll([wlc('one', first.port)], 30_000), [{ ok: true, stations: { length: 200 } }], 'one controller (602 values) fits 1,000');
+  const both = await poller.pollAll([wlc('one', first.port), wlc('two', second.port)], 30_000);
+  t.same(
+    both.map((r) => (r.ok ? 'ok' : r.reason)).sort(),
+    ['bad_output', 'ok'],
+    'two (1,204 values) do not: the controller holding the most when the budget is passed gives way, the other reads',
+  );
+  t.match(await poller.pollAll([wlc('two', second.port)], 30_000), [{ ok: true }], 'each poll has a budget of its own');
 });

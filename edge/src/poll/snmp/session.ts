@@ -23,18 +23,58 @@ export interface SnmpSession {
 }
 
 /**
- * Opens a session to a target; `requestTimeoutMs` bounds one request (with its retries), and `maxCells`
- * the values all walks of the session may return together (see {@link TooManyValuesError}).
+ * The SNMP values the walks of one poll may return together, shared by every session of the poll: the APs
+ * are walked at once, and their answers, walked or decoded, stay in the heap until the poll is done. When
+ * a value takes the total past the limit, the session still walking that holds the most gives way (its
+ * walks fail with {@link TooManyValuesError}, and its values are counted out, as they are dropped): the
+ * runaway agent, not whichever AP answered last.
  */
-export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: number; maxCells: number }) => SnmpSession;
+export class CellBudget {
+  private used = 0;
+  private readonly walking = new Map<object, { cells: number; giveWay: () => void }>();
+  constructor(readonly limit: number) {}
+
+  /** Counts a session in; `giveWay` fails its walks when it is the one to give way. */
+  join(holder: object, giveWay: () => void): void {
+    this.walking.set(holder, { cells: 0, giveWay });
+  }
+
+  /** A session closed: its values stay counted, but it can no longer give way. */
+  closed(holder: object): void {
+    this.walking.delete(holder);
+  }
+
+  /** Counts `cells` more for a session; past the limit, the session still walking that holds the most gives way. */
+  take(holder: object, cells: number): void {
+    const held = this.walking.get(holder);
+    if (held === undefined) return;
+    held.cells += cells;
+    this.used += cells;
+    while (this.used > this.limit) {
+      let largest: [object, { cells: number; giveWay: () => void }] | undefined;
+      for (const entry of this.walking) if (largest === undefined || entry[1].cells > largest[1].cells) largest = entry;
+      if (largest === undefined) return;
+      this.walking.delete(largest[0]);
+      this.used -= largest[1].cells;
+      largest[1].giveWay();
+    }
+  }
+}
 
 /**
- * The agent answered more values than the session's budget, over all its walks: a table too large for
- * the heap, or a runaway agent. Every walk still running fails with it.
+ * Opens a session to a target; `requestTimeoutMs` bounds one request (with its retries), and `cells` the
+ * values its walks may return, together with the other sessions drawing on the same budget.
+ */
+export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: number; cells: CellBudget }) => SnmpSession;
+
+/**
+ * The walks of a poll answered more values than its budget, over all APs, tables and columns, and this
+ * session held the most: a table too large for the heap, or a runaway agent. Every walk of the session
+ * still running fails with it.
  */
 export class TooManyValuesError extends Error {
   constructor(readonly maxCells: number) {
-    super(`the agent answered more than ${maxCells} values in one poll (all tables and columns together)`);
+    super(`the SNMP answers of this poll passed ${maxCells} values (all access points, tables and columns together), and this one held the most`);
     this.name = 'TooManyValuesError';
   }
 }
@@ -82,7 +122,7 @@ function withoutCommunity(error: Error): Error {
  * looked up for IPv4 only (net-snmp resolves it with the socket's family), so an AP that answers SNMP
  * over IPv6 only is configured by its address.
  */
-export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, maxCells }) => {
+export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, cells: budget }) => {
   const retries = 2;
   const options: snmp.SessionOptions = {
     port: target.port,
@@ -100,8 +140,15 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
 
   let closed = false;
   let socketError: Error | undefined;
-  let cellsLeft = maxCells;
   const failWalks = new Set<(error: Error) => void>();
+  // This session's share of the poll's budget; when it gives way, every walk of it ends.
+  const holder = {};
+  let gaveWay = false;
+  budget.join(holder, () => {
+    gaveWay = true;
+    const error = new TooManyValuesError(budget.limit);
+    for (const failWalk of failWalks) failWalk(error);
+  });
   session.on('error', (error) => {
     socketError = error;
     for (const fail of failWalks) fail(error);
@@ -112,6 +159,7 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
       return new Promise<SnmpCell[]>((resolve, reject) => {
         if (closed) return reject(new Error('session closed'));
         if (socketError) return reject(socketError);
+        if (gaveWay) return reject(new TooManyValuesError(budget.limit));
         const cells: SnmpCell[] = [];
         let settled = false;
         const settle = (error: Error | null) => {
@@ -140,15 +188,10 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
                   break;
                 }
                 cells.push({ oid: varbind.oid, value: varbind.value });
-                cellsLeft -= cellsOf(varbind.value);
+                budget.take(holder, cellsOf(varbind.value));
               }
-              if (cellsLeft < 0) {
-                // the other walks of the poll would only add to what the poll already cannot hold
-                const error = new TooManyValuesError(maxCells);
-                for (const failWalk of failWalks) failWalk(error);
-                return true;
-              }
-              return ended;
+              // gave way: its walks have failed, and asking on would only add to what cannot be held
+              return ended || gaveWay;
             },
             (error) => settle(error),
           );
@@ -160,6 +203,7 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
     close() {
       if (closed) return;
       closed = true;
+      budget.closed(holder);
       for (const fail of failWalks) fail(new Error('session closed'));
       try {
         session.close();
