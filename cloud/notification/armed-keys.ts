@@ -12,13 +12,16 @@
  * - its alertId, type, field, buildingId and roomId are strings the general path takes as names (1 to
  *   256 characters, not blank: printable ASCII holds no control character or surrogate), value and
  *   threshold are numbers or null, bound a string or null, when present;
+ * - its type is one of the alertable names, the set the general path checks first;
  * - its cooldown key `alert:{type}:{field}:{buildingId}:{roomId}`, byte for byte the general path's
  *   key, is remembered here with an expiry after `now`, the expiry the cooldown's memory holds.
- * A key is only remembered here by the cooldown that armed it (a type outside the alertable set is
- * never armed), so such a record is alertable too. Any other record answers 0 and takes the general
+ * A remembered key alone does not make the record alertable: names may hold `:`, so type
+ * `temperature:temperature`, field `b1`, building `r1`, room `x` makes the key of an alertable
+ * `temperature` alert of building `b1`, room `r1:x`. Any other record answers 0 and takes the general
  * path. `test/cloud/notification/armed-scan.test.ts` holds the two paths equal on generated records.
  */
 import { readFileSync } from 'node:fs';
+import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 
 /** The part of the WebAssembly API used here (the project's TypeScript lib has no DOM types). */
 interface WasmMemory {
@@ -33,7 +36,7 @@ const { Module, Instance } = (globalThis as unknown as { WebAssembly: Wasm }).We
 
 interface Exports {
   memory: WasmMemory;
-  init(table0: number, table1: number, slots: number, arena0: number, arena1: number, bytes: number): void;
+  init(table0: number, table1: number, slots: number, arena0: number, arena1: number, bytes: number, types: number, typesBytes: number): void;
   clear(): void;
   size(): number;
   set(ptr: number, length: number, until: number, now: number): number;
@@ -54,9 +57,12 @@ const SCRATCH = ARENA_1 + ARENA_BYTES;
 /** Where a key given by the cooldown is written (a name is at most 256 characters: a key fits 2 KiB). */
 const KEY_AREA = SCRATCH + 4096;
 const KEY_AREA_BYTES = 4096;
+/** The alertable type names, each a length byte then its bytes. */
+const TYPE_AREA = KEY_AREA + KEY_AREA_BYTES;
+const TYPE_AREA_BYTES = 4096;
 /** Records per scan call, and the table of their offsets and lengths. */
 const RECORDS_PER_CALL = 8192;
-const RECORD_TABLE = KEY_AREA + KEY_AREA_BYTES;
+const RECORD_TABLE = TYPE_AREA + TYPE_AREA_BYTES;
 const OUT = RECORD_TABLE + RECORDS_PER_CALL * 8;
 const INPUT = OUT + RECORDS_PER_CALL;
 /** A record larger than this is never taken here (the general path refuses it as too large). */
@@ -76,12 +82,28 @@ export class ArmedKeys {
   private bytes: Uint8Array;
   private words: Uint32Array;
 
-  constructor() {
+  /** `alertableTypes`: the types the general path takes; a record of any other type is never scanned as suppressed. */
+  constructor(alertableTypes: readonly string[] = ALERTABLE_METRICS) {
     this.wasm = new Instance(module(), {}).exports as Exports;
     this.bytes = new Uint8Array(this.wasm.memory.buffer);
     this.words = new Uint32Array(this.wasm.memory.buffer);
     this.ensure(INPUT + MIB);
-    this.wasm.init(TABLE_0, TABLE_1, SLOTS, ARENA_0, ARENA_1, ARENA_BYTES);
+    this.wasm.init(TABLE_0, TABLE_1, SLOTS, ARENA_0, ARENA_1, ARENA_BYTES, TYPE_AREA, this.writeTypes(alertableTypes));
+  }
+
+  /**
+   * Writes the type names where the module reads them; answers how many bytes. A name that is not
+   * printable ASCII or is longer than a length byte holds is left out: its records take the general path.
+   */
+  private writeTypes(types: readonly string[]): number {
+    let at = TYPE_AREA;
+    for (const type of types) {
+      if (type.length > 255 || at + 1 + type.length > TYPE_AREA + TYPE_AREA_BYTES || !/^[\x20-\x7e]*$/.test(type)) continue;
+      this.bytes[at] = type.length;
+      for (let i = 0; i < type.length; i++) this.bytes[at + 1 + i] = type.charCodeAt(i);
+      at += 1 + type.length;
+    }
+    return at - TYPE_AREA;
   }
 
   /** Grows the memory to hold `end` bytes. */

@@ -12,6 +12,17 @@
  * record that was delivered all the same is remembered: read again, it is settled with the outcome of
  * its delivery (no Redis call, nothing sent twice), so it is counted `delivered` once, not taken for a
  * duplicate of itself and counted `suppressed`.
+ *
+ * An alert armed and not published (its publish failed, the process stopped, a reply was lost) is
+ * never released: its seen mark stays pending in Redis, the only place every replica sees, naming the
+ * record (topic, partition, offset) that armed it. That record is not settled, so it is read again,
+ * and whoever reads it is answered `armed` and delivers it; another record of the same alertId is
+ * still a duplicate. The key is forgotten here, so the read asks Redis instead of being suppressed
+ * from memory.
+ *
+ * An alertId is a duplicate only once it asked Redis. A record suppressed from memory (its key armed
+ * here and live) is suppressed because of its key and leaves no seen mark, so its resend after the
+ * cooldown expired is delivered as a new alert.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -97,12 +108,6 @@ export class BreachHandler {
    * a record before them failed, so they will be read again. Insertion order is age.
    */
   private readonly unsettledDeliveries = new Map<string, AlertOutcome>();
-  /**
-   * alertId → keys of alerts armed here but not delivered, whose release failed (Redis went away after
-   * arming). Read again, such an alert would find its own seen mark and cooldown and be suppressed, so
-   * the release is retried first. Insertion order is age.
-   */
-  private readonly unreleased = new Map<string, AlertKeys>();
 
   constructor(private readonly deps: BreachDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -123,6 +128,10 @@ export class BreachHandler {
   async settle(records: readonly AlertRecord[], source?: RecordSource): Promise<Settlement> {
     const { logger, cooldown } = this.deps;
     const where = (index: number): Partial<RecordPosition> => ({ ...source, offset: records[index]?.offset });
+    // A record's identity across reads and replicas, `{topic}/{partition}/{offset}` (the parts known): a
+    // pending seen mark is taken over only by a read of the record that armed it.
+    const partitionId = `${source?.topic ?? ''}/${source?.partition ?? ''}/`;
+    const recordId = (index: number): string => partitionId + (records[index]?.offset ?? '');
     const now = performance.now();
     const outcomes = new Array<AlertOutcome | undefined>(records.length);
     // Records whose outcome comes from an earlier read that delivered them: index → alertId.
@@ -180,7 +189,7 @@ export class BreachHandler {
     }
 
     const asked = [...pending, ...[...waiting.values()].flat()];
-    const failures = await this.armAndDeliver(pending, waiting, where);
+    const failures = await this.armAndDeliver(pending, waiting, where, recordId);
     for (const p of asked) if (!failures.has(p.index)) outcomes[p.index] = p.outcome;
     let error: unknown;
     let firstFailure = records.length;
@@ -206,28 +215,6 @@ export class BreachHandler {
   }
 
   /**
-   * Retries the releases this process still owes for the records about to ask. Answers the records
-   * whose release failed again: asking now would suppress them, so they stay unsettled.
-   */
-  private async retryReleases(asking: readonly Pending[]): Promise<Map<number, unknown>> {
-    const failed = new Map<number, unknown>();
-    if (this.unreleased.size === 0) return failed;
-    await Promise.all(
-      asking.map(async (p) => {
-        const keys = this.unreleased.get(p.alert.alertId);
-        if (keys === undefined) return;
-        try {
-          await this.deps.cooldown.release(keys);
-          this.unreleased.delete(p.alert.alertId);
-        } catch (err) {
-          failed.set(p.index, err);
-        }
-      }),
-    );
-    return failed;
-  }
-
-  /**
    * Arms the cooldown of the pending records, {@link ALERTS_PER_CALL} a call (what one script call of
    * the Redis adapter holds), and delivers those that armed it: as soon as a call answers, its
    * records' buildings are looked up and their in-app notifications published, while the next call
@@ -236,13 +223,14 @@ export class BreachHandler {
    * arming order. A record whose alertId was already seen, or whose key was already armed, is
    * suppressed and never looked up; a duplicate leaves its key untouched, so the next record waiting
    * on that key asks in its place, in one more round. Sets each record's outcome; answers the records
-   * that could not be settled, with why. A record whose publish failed has its cooldown and seen mark
-   * released. The pushes of every delivered record go out in the background once all are published.
+   * that could not be settled, with why. The pushes of every delivered record go out in the background
+   * once all are published.
    */
   private async armAndDeliver(
     pending: readonly Pending[],
     waiting: ReadonlyMap<string, Pending[]>,
     where: (index: number) => Partial<RecordPosition>,
+    recordId: (index: number) => string,
   ): Promise<Map<number, unknown>> {
     const { cooldown, delivery } = this.deps;
     const failures = new Map<number, unknown>();
@@ -253,15 +241,10 @@ export class BreachHandler {
       for (const { index } of records) failures.set(index, err);
     };
     rounds: for (let asking = pending; asking.length > 0; ) {
-      const owed = await this.retryReleases(asking);
-      if (owed.size > 0) {
-        for (const [index, err] of owed) failures.set(index, err);
-        asking = asking.filter((p) => !owed.has(p.index));
-        if (asking.length === 0) break;
-      }
       const next: Pending[] = [];
       for (let start = 0; start < asking.length; start += ALERTS_PER_CALL) {
         const call = asking.slice(start, start + ALERTS_PER_CALL);
+        for (const p of call) p.keys.record ??= recordId(p.index);
         let armed: Array<Arming | Error>;
         try {
           armed = await cooldown.armAll(call.map((p) => p.keys));
@@ -297,8 +280,10 @@ export class BreachHandler {
   /**
    * Looks up the buildings of records that armed their cooldown, then, once `after` resolved (the
    * previous delivery published), publishes their in-app notifications in one round trip and calls
-   * `published`. Sets each record's outcome and records failures; answers the push fan-outs of the
-   * delivered records. Never rejects.
+   * `published`. Each record's seen mark is set published in the call that publishes its last
+   * notification. Sets each record's outcome and records failures; a record that failed has its key
+   * forgotten here (see {@link Cooldown.forgetArmed}). Answers the push fan-outs of the delivered
+   * records. Never rejects.
    */
   private async deliver(
     won: readonly Pending[],
@@ -312,6 +297,8 @@ export class BreachHandler {
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
     const owners: number[] = [];
+    // The seen key of each record, on its last notification.
+    const alertEnds: Array<string | undefined> = [];
     const events: Array<AlertFanOut | undefined> = [];
     let outcomes: Array<Error | undefined>;
     try {
@@ -321,6 +308,7 @@ export class BreachHandler {
         if (domains.length === 0) {
           notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
           owners.push(w);
+          alertEnds.push(p.keys.seen);
           events.push(undefined);
           return;
         }
@@ -331,18 +319,23 @@ export class BreachHandler {
           byDomain.set(domainName, notification);
           notifications.push(notification);
           owners.push(w);
+          alertEnds.push(undefined);
         }
+        alertEnds[alertEnds.length - 1] = p.keys.seen;
         events.push({ byDomain, metric: p.alert.type, topicSource: p.keys.cooldown });
       });
       await after;
       try {
-        outcomes = await delivery.publishEach(notifications);
+        outcomes = await delivery.publishEach(notifications, alertEnds);
       } catch (err) {
         outcomes = notifications.map(() => (err instanceof Error ? err : new Error(describeError(err))));
       }
     } catch (err) {
       // Not reached in practice (lookups and publishes answer errors); the records stay unsettled.
-      for (const p of won) failures.set(p.index, err);
+      for (const p of won) {
+        failures.set(p.index, err);
+        cooldown.forgetArmed(p.keys.cooldown);
+      }
       return [];
     } finally {
       published();
@@ -352,20 +345,14 @@ export class BreachHandler {
       if (error !== undefined) failedPublish.set(owners[i] as number, error);
     });
 
-    const releases: Array<Promise<void>> = [];
     const toPush: AlertFanOut[] = [];
     won.forEach((p, w) => {
       const publishError = failedPublish.get(w);
       if (publishError !== undefined) {
-        // Not every notification reached the channel: disarm so the redelivery is neither suppressed
-        // nor taken for a duplicate.
+        // Not published: its seen mark stays pending in Redis, so the record read again (here or on
+        // another replica) is answered `armed`; here it must ask rather than be suppressed from memory.
         failures.set(p.index, publishError);
-        releases.push(
-          cooldown.release(p.keys).catch((releaseErr: unknown) => {
-            rememberBounded(this.unreleased, p.alert.alertId, p.keys, MAX_UNSETTLED_DELIVERIES);
-            logger.error({ ...where(p.index), error: describeError(releaseErr) }, 'could not disarm cooldown after a failed delivery; retried before the record is read again here');
-          }),
-        );
+        cooldown.forgetArmed(p.keys.cooldown);
         return;
       }
       const event = events[w];
@@ -381,7 +368,6 @@ export class BreachHandler {
       p.outcome = 'delivered';
       toPush.push(event);
     });
-    await Promise.all(releases);
     return toPush;
   }
 

@@ -122,11 +122,12 @@ export class Delivery {
   }
 
   /**
-   * Publishes in-app notifications in one round trip and counts those published. Per notification:
-   * undefined when published, or why not. Rejects when the channel cannot be reached at all.
+   * Publishes in-app notifications in one round trip per thousand and counts those published.
+   * `alertEnds` marks, on each alert's last notification, the seen key the publish sets published
+   * (see {@link Publisher.publishAll}). Per notification: undefined when published, or why not.
    */
-  async publishEach(notifications: readonly Notification[]): Promise<Array<Error | undefined>> {
-    const errors = await this.deps.publisher.publishAll(notifications);
+  async publishEach(notifications: readonly Notification[], alertEnds?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
+    const errors = await this.deps.publisher.publishAll(notifications, alertEnds);
     const published = { alert: 0, manual: 0 };
     errors.forEach((error, i) => {
       if (error === undefined) published[(notifications[i] as Notification).kind] += 1;

@@ -1,15 +1,21 @@
 /**
  * The Redis adapter: the shared alert cooldown (`SET key 1 NX EX 300`), the alertIds already seen
- * (`alert-seen:{alertId}`, 24 h, holding the arming call's token and what it came to) and the in-app
- * channel. The client is owned by the caller.
+ * (`alert-seen:{alertId}`, 24 h, holding the arming call's token and where the alert stands) and the
+ * in-app channel. The client is owned by the caller.
  * The breach path arms and publishes a whole slice of records at once: one script call per thousand
  * keys or messages, with one answer per alert or message.
+ *
+ * The seen mark is `{token}:{state}`: `P:{record}` the call armed the cooldown for the record at
+ * `{record}` (topic/partition/offset) and the alert is not published yet, `1` it armed it and the alert
+ * is published (the publish script sets it, in the same call as the alert's last PUBLISH), `0` the
+ * cooldown was already armed (suppressed). A pending mark is the only record of an alert armed and
+ * never published (the publish failed, the process stopped, a reply was lost), and it lives in Redis,
+ * so whichever replica reads that record again delivers it.
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
 import { ArmedKeys } from './armed-keys.js';
-import { rememberBounded } from './bounded-memory.js';
 
 /** The default in-app channel. */
 export const NOTIFICATIONS_CHANNEL = 'notifications';
@@ -20,59 +26,75 @@ export const SEEN_SECONDS = 24 * 3600;
 
 /**
  * The slice's alerts arm with one script call instead of commands each. KEYS holds two keys per alert,
- * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime, and
- * ARGV[2 + n] the token of the n-th alert. Per alert, in order: 2 when its alertId was already seen (its
- * cooldown key is not touched), else 1 when this call armed the cooldown (`SET key 1 NX EX 300`, as
- * the seed fixes it) or 0 when it was already armed. The seen mark holds `{token}:{answer}`. The
- * client's cost per command (encoding, a reply to parse, a promise) was most of the cost of arming a
- * slice.
- *
- * A seen mark holding the alert's own token was set by an earlier run of the same arming whose reply
- * never arrived (the connection dropped after Redis ran it: the client resends the call on reconnect,
- * or the record is read again). That run's answer is given again, from the mark, instead of 2:
- * otherwise the alert would be counted a duplicate of itself and never delivered. It is 1 only while
- * the cooldown it armed is still there (a release deleted both keys; an expired cooldown delivers
- * nothing late). Within one run an alertId or a cooldown key is answered for once, so a repeat in the
- * same call is never taken for the caller's own earlier run.
+ * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime,
+ * ARGV[3] the call's token and ARGV[3 + n] the record of the n-th alert. Per alert, in order:
+ * - not seen: 1 when this call armed the cooldown (`SET key 1 NX EX 300`, as the seed fixes it), its
+ *   mark `{token}:P:{record}`; 0 when it was already armed, its mark `{token}:0`;
+ * - pending for this same record (an earlier read of it armed the cooldown and never published: the
+ *   publish failed, the process stopped, the reply was lost), whichever token armed it: delivered now.
+ *   While that cooldown is still there the answer is 1 when the mark holds this call's own token (the
+ *   client resent the call after a lost reply: the cooldown's lifetime counts from this call) and 3
+ *   otherwise (armed by an earlier call, here or on another replica; its lifetime is unknown here).
+ *   Once it is gone the alert arms it again, as a new alert would. At least once, then: two replicas
+ *   reading the same record at once (a rebalance) both deliver it, within the one cooldown;
+ * - `{token}:0` with this call's own token (a resend after a lost reply): 0 again;
+ * - anything else: 2, a duplicate, its cooldown key not touched. That holds for another record of the
+ *   same alertId (a resend) while the first is pending: the first is not settled, so it is read again
+ *   and delivered, and the copy is not delivered beside it.
+ * Within one run an alertId or a cooldown key is answered for once, so a repeat in the same call is
+ * never taken for the caller's own earlier run. The client's cost per command (encoding, a reply to
+ * parse, a promise) was most of the cost of arming a slice.
  */
 const ARM_ALL = `
 local out = {}
 local answered = {}
+local token = ARGV[3]
 for i = 1, #KEYS, 2 do
-  local seen, cooldown, token = KEYS[i], KEYS[i + 1], ARGV[2 + (i + 1) / 2]
+  local seen, cooldown, record = KEYS[i], KEYS[i + 1], ARGV[3 + (i + 1) / 2]
   local result = 2
-  if answered[seen] then
-    result = 2
-  else
+  if not answered[seen] then
     local mark = redis.call('GET', seen)
-    if not mark then
+    local holder = mark and string.match(mark, '^([^:]*):P:')
+    local again = holder and mark == holder .. ':P:' .. record
+    if not mark or (again and not answered[cooldown] and redis.call('EXISTS', cooldown) == 0) then
       result = redis.call('SET', cooldown, '1', 'EX', ARGV[1], 'NX') and 1 or 0
-      redis.call('SET', seen, token .. ':' .. result, 'EX', ARGV[2])
-    elseif mark == token .. ':1' then
-      result = (not answered[cooldown] and redis.call('EXISTS', cooldown) == 1) and 1 or 0
+      redis.call('SET', seen, result == 1 and (token .. ':P:' .. record) or (token .. ':0'), 'EX', ARGV[2])
+    elseif again and answered[cooldown] then
+      result = 0
+      redis.call('SET', seen, token .. ':0', 'EX', ARGV[2])
+    elseif again then
+      result = holder == token and 1 or 3
     elseif mark == token .. ':0' then
       result = 0
     end
   end
   answered[seen] = true
-  if result == 1 then answered[cooldown] = true end
+  if result == 1 or result == 3 then answered[cooldown] = true end
   out[#out + 1] = result
 end
 return out`;
 
-/** ARGV[1] the channel, then one message per argument, published in order. Answers how many. */
+/**
+ * ARGV[1] the channel, then two arguments per message, published in order: the message, and the index
+ * in KEYS of the seen key of the alert it completes (0 for none). Once an alert's last message is
+ * published its pending mark `{token}:P:{record}` becomes `{token}:1`, in the same call: an alert is
+ * marked published exactly when all of it was. Answers how many messages.
+ */
 const PUBLISH_ALL = `
-for i = 2, #ARGV do
+for i = 2, #ARGV, 2 do
   redis.call('PUBLISH', ARGV[1], ARGV[i])
+  local k = tonumber(ARGV[i + 1])
+  if k > 0 then
+    local holder = string.match(redis.call('GET', KEYS[k]) or '', '^([^:]*):P:')
+    if holder then redis.call('SET', KEYS[k], holder .. ':1', 'KEEPTTL') end
+  end
 end
-return #ARGV - 1`;
+return (#ARGV - 1) / 2`;
 
 /** Keys (or messages) per script call, so one call never holds Redis for long. */
 const KEYS_PER_CALL = 1000;
 /** Each alert arms two keys: alerts per script call. */
 export const ALERTS_PER_CALL = KEYS_PER_CALL / 2;
-/** Alerts whose arming went unanswered, remembered at most; past it the oldest is forgotten. */
-const MAX_IN_DOUBT = 100_000;
 
 interface ScriptedRedis {
   notificationArmAll(numberOfKeys: number, ...args: string[]): Promise<number[]>;
@@ -91,11 +113,17 @@ function scripted(redis: Redis): ScriptedRedis {
 export interface AlertKeys {
   cooldown: string;
   seen: string;
+  /**
+   * Where the record sits (`{topic}/{partition}/{offset}`, the parts known): only a read of the same
+   * record takes over its pending mark. Default empty.
+   */
+  record?: string;
 }
 
 /**
- * What arming one alert came to: `armed` by this call, `cooling` (the cooldown was already armed), or
- * `duplicate` (its alertId was already seen; the cooldown was not touched).
+ * What arming one alert came to: `armed` (deliver it: this call armed the cooldown, or an earlier call
+ * did and the alert was never published), `cooling` (the cooldown was already armed), or `duplicate`
+ * (its alertId was already seen; the cooldown was not touched).
  */
 export type Arming = 'armed' | 'cooling' | 'duplicate';
 
@@ -103,16 +131,18 @@ export type Arming = 'armed' | 'cooling' | 'duplicate';
 export interface Cooldown {
   /**
    * Per alert, in order: marks its alertId seen and, when it was not seen before, arms its cooldown.
-   * One script call per five hundred alerts. Answers an error for an alert Redis gave no answer for,
-   * and for every alert from a call that failed after an earlier one succeeded (the alerts that call
-   * armed are then still delivered); rejects when the first call fails.
+   * The same record armed by an earlier read and never published (its seen mark still pending) is
+   * answered `armed` again. One script call per five hundred alerts. Answers an error for an alert Redis gave no answer
+   * for, and for every alert from a call that failed after an earlier one succeeded (the alerts that
+   * call armed are then still delivered); rejects when the first call fails.
    */
   armAll(alerts: readonly AlertKeys[]): Promise<Array<Arming | Error>>;
   /**
-   * Disarms an alert this process armed but could not deliver: its cooldown and its seen mark, so a
-   * redelivery is neither suppressed nor taken for a duplicate.
+   * Stops suppressing from memory the repeats of a key armed here whose alert was not published: read
+   * again, that record asks Redis, which finds it armed and not published and answers `armed`. Nothing
+   * is released in Redis; the cooldown stays armed.
    */
-  release(alert: AlertKeys): Promise<void>;
+  forgetArmed(key: string): void;
   /** True while a key this process armed is certainly still armed: answered without a round trip. */
   armedHere(key: string, now?: number): boolean;
   /**
@@ -126,16 +156,23 @@ export interface Cooldown {
 export interface Publisher {
   publish(notification: Notification): Promise<void>;
   /**
-   * Publishes several, with one script call per thousand. Per notification: undefined when
-   * published. Rejects when Redis cannot be reached or refuses the call.
+   * Publishes several in order, with one script call per thousand at most. `alertEnds[i]`, when set,
+   * is the seen key of the alert whose last notification is the i-th: its mark is set published in the
+   * call that publishes it, and a call is never cut inside an alert (an alert of more than a thousand
+   * goes alone). Without `alertEnds` every notification stands alone. Per notification: undefined when
+   * published; when a call fails, why, for its notifications and every later one (not sent). Never
+   * rejects.
    */
-  publishAll(notifications: readonly Notification[]): Promise<Array<Error | undefined>>;
+  publishAll(notifications: readonly Notification[], alertEnds?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>>;
 }
 
 export interface RedisAdapterOptions {
   /** Channel name; default `notifications`. */
   channel?: string;
-  /** Prepended to every cooldown key (tests isolate with it). Default none. */
+  /**
+   * Prepended to every cooldown and seen key (tests isolate with it). Default none. The publisher sets
+   * the seen marks the cooldown reads: give both the same prefix.
+   */
   keyPrefix?: string;
   cooldownSeconds?: number;
   /** How long an alertId is remembered as seen. Default 24 hours. */
@@ -148,9 +185,11 @@ export interface RedisAdapterOptions {
  * The cooldown, and the alertIds seen, on Redis. A cooldown key this process armed is remembered until
  * it expires: while it lives, a repeat is suppressed without a round trip. That is exact, not a guess:
  * the key was set by this process with a known lifetime (counted from before the command was sent, so
- * the memory never outlives the key), and only the process that armed a key ever deletes it. Keys
- * armed by another replica are always asked of Redis. Every delivered alert went through `armAll`, so
- * its alertId is marked seen; an alert suppressed from memory is not, and need not be.
+ * the memory never outlives the key), and no one deletes a cooldown key. Keys armed by another
+ * replica, or by an earlier call whose alert this call delivers, are always asked of Redis. Every
+ * delivered alert went through `armAll`, so its alertId is marked seen. An alert suppressed from memory
+ * is not: it is suppressed because its key is armed, and a resend of its alertId after the cooldown
+ * expired is a new alert to Redis.
  */
 export class RedisCooldown implements Cooldown {
   private readonly prefix: string;
@@ -161,12 +200,6 @@ export class RedisCooldown implements Cooldown {
   private readonly armed = new Map<string, number>();
   /** The same keys and expiries, for the scan of a slice's records (made at the first arming). */
   private scanKeys: ArmedKeys | undefined;
-  /**
-   * seen key → the token, and send time, of an arming call that failed without an answer (Redis may
-   * have run it). The next arming of that alert presents the same token, so it gets that run's answer
-   * rather than finding the alertId seen. Insertion order is age.
-   */
-  private readonly inDoubt = new Map<string, { token: string; sentAt: number }>();
   private nextPruneAt = 0;
 
   constructor(
@@ -194,9 +227,8 @@ export class RedisCooldown implements Cooldown {
   async armAll(alerts: readonly AlertKeys[]): Promise<Array<Arming | Error>> {
     if (alerts.length === 0) return [];
     const sentAt = performance.now();
-    const callToken = randomBytes(12).toString('base64url');
-    const earlier = alerts.map(({ seen }) => this.inDoubt.get(seen));
-    const tokens = earlier.map((doubt) => doubt?.token ?? callToken);
+    // One token per call: the client's resend of the call after a lost reply presents it again.
+    const token = randomBytes(12).toString('base64url');
     const replies: unknown[] = [];
     let failure: Error | undefined;
     const lifetimes = [String(this.seconds), String(this.seenSeconds)];
@@ -204,27 +236,25 @@ export class RedisCooldown implements Cooldown {
       const slice = alerts.slice(start, start + ALERTS_PER_CALL);
       const keys = slice.flatMap((a) => [`${this.prefix}${a.seen}`, `${this.prefix}${a.cooldown}`]);
       try {
-        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes, ...tokens.slice(start, start + slice.length))));
+        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes, token, ...slice.map((a) => a.record ?? ''))));
       } catch (err) {
-        // Redis may have run the call before the connection dropped: its alerts keep their tokens, so
-        // arming them again recognizes their own marks.
-        slice.forEach((a, i) => rememberBounded(this.inDoubt, a.seen, { token: tokens[start + i] as string, sentAt: earlier[start + i]?.sentAt ?? sentAt }, MAX_IN_DOUBT));
-        // The earlier calls marked their alerts seen: rejecting would have them read again as
-        // duplicates and never delivered. Only this call's alerts and the ones after it fail.
+        // Redis may have run the call before the connection dropped: its alerts are then pending in
+        // Redis, and arming their records again answers `armed`. The earlier calls' alerts are answered and
+        // delivered now; only this call's alerts and the ones after it fail.
         if (start === 0) throw err;
         failure = err instanceof Error ? err : new Error('redis refused the call');
         break;
       }
     }
-    return alerts.map(({ cooldown, seen }, i) => {
+    return alerts.map(({ cooldown }, i) => {
       const reply = replies[i];
-      if (reply === 0 || reply === 1 || reply === 2) this.inDoubt.delete(seen);
       if (reply === 2) return 'duplicate';
       if (reply === 0) return 'cooling';
+      // Armed by an earlier call: its lifetime is not known here, so it is not remembered.
+      if (reply === 3) return 'armed';
       if (reply !== 1) return failure ?? new Error('no reply from redis');
       if (this.remember) {
-        // An earlier unanswered call may have set the key: its lifetime counts from that call.
-        const until = (earlier[i]?.sentAt ?? sentAt) + this.seconds * 1000;
+        const until = sentAt + this.seconds * 1000;
         this.armed.delete(cooldown);
         this.armed.set(cooldown, until);
         this.scanKeys ??= new ArmedKeys();
@@ -239,10 +269,9 @@ export class RedisCooldown implements Cooldown {
     return this.scanKeys?.scan(records, now);
   }
 
-  async release(alert: AlertKeys): Promise<void> {
-    this.armed.delete(alert.cooldown);
-    this.scanKeys?.delete(alert.cooldown);
-    await this.redis.del(`${this.prefix}${alert.cooldown}`, `${this.prefix}${alert.seen}`);
+  forgetArmed(key: string): void {
+    this.armed.delete(key);
+    this.scanKeys?.delete(key);
   }
 
   /** Drops expired keys, at most once a second: a stale entry is harmless, its expiry is checked on read. */
@@ -256,13 +285,35 @@ export class RedisCooldown implements Cooldown {
   }
 }
 
+/**
+ * The script calls of a publish, as [start, end) ranges: at most KEYS_PER_CALL messages each, cut only
+ * where an alert ends (`endsAlert`); an alert of more messages goes alone.
+ */
+function callsOf(count: number, endsAlert: (index: number) => boolean): Array<[number, number]> {
+  const calls: Array<[number, number]> = [];
+  let start = 0;
+  // One past the last alert that ended since `start`.
+  let cut = 0;
+  for (let i = 0; i < count; i++) {
+    if (i - start >= KEYS_PER_CALL && cut > start) {
+      calls.push([start, cut]);
+      start = cut;
+    }
+    if (endsAlert(i)) cut = i + 1;
+  }
+  if (start < count) calls.push([start, count]);
+  return calls;
+}
+
 export class RedisPublisher implements Publisher {
   private readonly channel: string;
+  private readonly prefix: string;
   constructor(
     private readonly redis: Redis,
     options: RedisAdapterOptions = {},
   ) {
     this.channel = options.channel ?? NOTIFICATIONS_CHANNEL;
+    this.prefix = options.keyPrefix ?? '';
   }
 
   private get scripts(): ScriptedRedis {
@@ -273,12 +324,26 @@ export class RedisPublisher implements Publisher {
     await this.redis.publish(this.channel, JSON.stringify(notification));
   }
 
-  async publishAll(notifications: readonly Notification[]): Promise<Array<Error | undefined>> {
-    if (notifications.length === 0) return [];
-    for (let start = 0; start < notifications.length; start += KEYS_PER_CALL) {
-      const messages = notifications.slice(start, start + KEYS_PER_CALL).map((n) => JSON.stringify(n));
-      await this.scripts.notificationPublishAll(0, this.channel, ...messages);
+  async publishAll(notifications: readonly Notification[], alertEnds?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
+    const outcomes = new Array<Error | undefined>(notifications.length).fill(undefined);
+    const endsAlert = alertEnds ? (i: number) => alertEnds[i] !== undefined : () => true;
+    for (const [start, end] of callsOf(notifications.length, endsAlert)) {
+      const keys: string[] = [];
+      const args: string[] = [this.channel];
+      for (let i = start; i < end; i++) {
+        const seen = alertEnds?.[i];
+        if (seen !== undefined) keys.push(`${this.prefix}${seen}`);
+        args.push(JSON.stringify(notifications[i]), seen !== undefined ? String(keys.length) : '0');
+      }
+      try {
+        await this.scripts.notificationPublishAll(keys.length, ...keys, ...args);
+      } catch (err) {
+        // This call's alerts may be partly published (each one is marked published once all of it
+        // is); the later ones are not sent, so notifications keep their order.
+        outcomes.fill(err instanceof Error ? err : new Error('redis refused the publish'), start);
+        break;
+      }
     }
-    return notifications.map(() => undefined);
+    return outcomes;
   }
 }

@@ -2,11 +2,13 @@
 //
 // The cooldown keys this process armed, and a scan that tells which alert records of a slice are
 // certainly suppressed by one of them: a flat JSON object of printable ASCII whose five names are
-// valid and whose cooldown key `alert:{type}:{field}:{buildingId}:{roomId}` is armed and not expired.
+// valid, whose type is one of the alertable names, and whose cooldown key
+// `alert:{type}:{field}:{buildingId}:{roomId}` is armed and not expired.
 // Every other record answers 0 and takes the general path (armed-keys.ts explains why the two agree).
 //
 // Memory is laid out by the caller (armed-keys.ts): two tables of SLOT_BYTES slots and two key arenas
-// (one of each live; the other receives a rebuild), a scratch area for one key, and the records.
+// (one of each live; the other receives a rebuild), a scratch area for one key, the alertable type
+// names (each a length byte then its bytes), and the records.
 // Slot: state u32 (0 empty, 1 live, 2 deleted), hash u32, key offset u32, key length u32, until f64.
 
 const SLOT_BYTES: usize = 32;
@@ -24,8 +26,12 @@ let live: u32 = 0;
 /** A rebuild that freed too little waits this long (ms) before the next: keys past the room are just not kept. */
 const REBUILD_INTERVAL: f64 = 1000;
 let nextRebuildAt: f64 = -Infinity;
+let typeNames: usize = 0;
+let typeNamesEnd: usize = 0;
 
-export function init(table0: usize, table1: usize, slots: u32, arena0: usize, arena1: usize, bytes: u32): void {
+export function init(table0: usize, table1: usize, slots: u32, arena0: usize, arena1: usize, bytes: u32, types: usize, typesBytes: u32): void {
+  typeNames = types;
+  typeNamesEnd = types + <usize>typesBytes;
   tables[0] = table0;
   tables[1] = table1;
   arenas[0] = arena0;
@@ -259,6 +265,20 @@ function fieldOf(p: usize, n: u32): i32 {
   return false;
 }
 
+/**
+ * True when the bytes [p, p + n) are one of the alertable type names. A remembered key does not imply
+ * it: names may hold `:`, so a type outside the set can make the key of an alertable one.
+ */
+function isAlertable(p: usize, n: u32): bool {
+  let at = typeNames;
+  while (at < typeNamesEnd) {
+    const length = <u32>load<u8>(at);
+    if (length == n && sameBytes(at + 1, p, n)) return true;
+    at += 1 + <usize>length;
+  }
+  return false;
+}
+
 @inline function append(to: usize, from: usize, n: usize): usize {
   memory.copy(to, from, n);
   return to + n;
@@ -266,8 +286,8 @@ function fieldOf(p: usize, n: u32): i32 {
 
 /**
  * 1 when the record [p, p + n) is a flat JSON object of printable ASCII, is a valid alert by every
- * rule of the general path, and its cooldown key is armed here until after `now`; else 0. `scratch`
- * receives the key.
+ * rule of the general path, its type is alertable, and its cooldown key is armed here until after
+ * `now`; else 0. `scratch` receives the key.
  */
 function suppressedHere(p: usize, n: u32, now: f64, scratch: usize): u32 {
   if (n == 0 || n > MAX_RECORD_BYTES) return 0;
@@ -358,8 +378,8 @@ function suppressedHere(p: usize, n: u32, now: f64, scratch: usize): u32 {
   k = append(k, roomStart, roomStop - roomStart);
   const length = <u32>(k - scratch);
   const found = find(scratch, length, hashOf(scratch, length));
-  if (found < 0) return 0;
-  return load<f64>(tables[current] + <usize>found * SLOT_BYTES, 16) > now ? 1 : 0;
+  if (found < 0 || load<f64>(tables[current] + <usize>found * SLOT_BYTES, 16) <= now) return 0;
+  return isAlertable(typeStart, <u32>(typeStop - typeStart)) ? 1 : 0;
 }
 
 /**

@@ -70,7 +70,7 @@ t.test('the first call\'s alerts are looked up before the next call arms; notifi
   const calls: Array<{ alerts: number; directoryAskedBefore: boolean }> = [];
   const gated = (real: Cooldown): Cooldown => ({
     armedHere: (key, now) => real.armedHere(key, now),
-    release: (alert) => real.release(alert),
+    forgetArmed: (key) => real.forgetArmed(key),
     suppressedHere: real.suppressedHere?.bind(real),
     armAll: async (alerts: readonly AlertKeys[]) => {
       if (calls.length > 0) await waitFor('the lookup', () => directory.callsFor(building) > 0, 10_000).catch(() => undefined);

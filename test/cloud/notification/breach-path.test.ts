@@ -250,7 +250,7 @@ t.test('a record that could not be settled is not committed and is read again', 
       if (arms === 1) throw Object.assign(new Error('connection lost'), { name: 'ConnectionError' });
       return real.armAll(keys);
     },
-    release: (key) => real.release(key),
+    forgetArmed: (key) => real.forgetArmed(key),
     armedHere: (key) => real.armedHere(key),
   });
   const h = await startHarness(t, { directory, cooldown: flaky });

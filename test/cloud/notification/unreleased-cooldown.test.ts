@@ -1,9 +1,9 @@
 /**
- * An alert whose publish failed, and whose cooldown and seen mark could not be released either (Redis
- * went away after arming them), is delivered when its record is read again once Redis is back: the
- * release is retried first. Before, the re-read found its own alertId seen and its own cooldown armed,
- * counted it `suppressed`, committed it, and the alert was never delivered. Real Redis: a user that may
- * neither publish nor DEL fails both, as an outage would.
+ * An alert whose publish failed after it armed its cooldown (Redis went away, so nothing could be
+ * released either) is delivered when its record is read again once Redis is back: its seen mark is
+ * still pending, and this replica forgot the key, so the read asks Redis. Before, the re-read found its
+ * own alertId seen and its own cooldown armed, counted it `suppressed`, committed it, and the alert was
+ * never delivered. Real Redis: a user that may neither publish nor DEL, as in an outage.
  */
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
@@ -30,7 +30,7 @@ t.test('an alert armed but neither published nor released is delivered when read
 
   const first = await h.breach.settle(records);
   t.equal(first.settled, 0, 'the publish failed: the record is not settled');
-  t.equal(await redis.exists(`${keyPrefix}alert:temperature:temperature:${building}:r1`), 1, 'and its cooldown could not be released');
+  t.equal(await redis.exists(`${keyPrefix}alert:temperature:temperature:${building}:r1`), 1, 'and its cooldown stays armed');
 
   // Redis is whole again; the consumer reads the record again.
   await redis.call('ACL', 'SETUSER', user, `&${channel}`, '+del');

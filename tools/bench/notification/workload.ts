@@ -92,9 +92,11 @@ export async function serviceBreach(options: { db: Db; redis: Redis; directoryUr
   const store = new MongoNotificationStore(db);
   await store.start();
   const push = new WebPushSender({});
-  const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel: `bench-notifications-${run}` }), store, push, pushPool: new Semaphore(16), metrics, logger });
+  // The publisher marks the seen marks the cooldown wrote: both under the round's prefix.
+  const keyPrefix = `${roundKeyPrefix(run)}${round}:`;
+  const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel: `bench-notifications-${run}`, keyPrefix }), store, push, pushPool: new Semaphore(16), metrics, logger });
   const breach = new BreachHandler({
-    cooldown: new RedisCooldown(redis, { keyPrefix: `${roundKeyPrefix(run)}${round}:` }),
+    cooldown: new RedisCooldown(redis, { keyPrefix }),
     directory: coalesceLookups(createBuildingDirectory({ baseUrl: directoryUrl, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
     systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
     delivery,

@@ -78,7 +78,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const allowPrivateDestinations = options.allowPrivateDestinations ?? true;
   const push = new WebPushSender({ vapid, timeoutMs: 2000, allowPrivateDestinations });
   t.teardown(() => push.close());
-  const delivery = new Delivery({ publisher: new RedisPublisher(options.publishWith ?? redis, { channel }), store, push, pushPool: new Semaphore(8), metrics, logger });
+  const delivery = new Delivery({ publisher: new RedisPublisher(options.publishWith ?? redis, { channel, keyPrefix }), store, push, pushPool: new Semaphore(8), metrics, logger });
   t.teardown(() => delivery.drain());
   const realCooldown = new RedisCooldown(redis, { keyPrefix });
   const breach = new BreachHandler({

@@ -2,8 +2,9 @@
  * A TCP proxy in front of the real Redis that can lose one reply: armed with a marker, it forwards the
  * next command that contains the marker, lets Redis run it, then cuts the client's connection when the
  * reply comes back instead of passing it on. The client saw its command leave and never got an answer,
- * as when a connection drops between Redis running a command and the reply arriving. Later connections
- * are forwarded untouched.
+ * as when a connection drops between Redis running a command and the reply arriving. It can also cut
+ * the connection before a command holding a marker is whole, so Redis never runs it, as when the
+ * connection drops while the command is sent. Later connections are forwarded untouched.
  */
 import { connect, createServer, type Socket } from 'node:net';
 import { STACK, type Teardown } from './stack.js';
@@ -15,18 +16,40 @@ export interface RedisProxy {
   loseReplyTo(marker: string): void;
   /** How many replies were dropped so far. */
   readonly lostReplies: number;
+  /**
+   * Cuts the connection as soon as `marker` shows in what a client sends, without forwarding the
+   * bytes that complete it: the command holding it never runs. Once.
+   */
+  cutBefore(marker: string): void;
+  /** How many commands were cut so far. */
+  readonly cutCommands: number;
 }
 
 export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
   const upstream = new URL(STACK.redisUrl);
   let marker: string | undefined;
   let lostReplies = 0;
+  let cutMarker: string | undefined;
+  let cutCommands = 0;
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const redis = connect(Number(upstream.port || 6379), upstream.hostname);
     sockets.add(client).add(redis);
     let cutOnReply = false;
+    // The last bytes sent, so a marker split between two chunks is found.
+    let tail = Buffer.alloc(0);
     client.on('data', (chunk: Buffer) => {
+      if (cutMarker !== undefined) {
+        const recent = Buffer.concat([tail, chunk]);
+        if (recent.includes(cutMarker)) {
+          cutMarker = undefined;
+          cutCommands++;
+          client.destroy();
+          redis.destroy();
+          return;
+        }
+        tail = recent.subarray(Math.max(0, recent.length - cutMarker.length));
+      }
       if (marker !== undefined && chunk.includes(marker)) {
         marker = undefined;
         cutOnReply = true;
@@ -65,6 +88,12 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
     },
     get lostReplies() {
       return lostReplies;
+    },
+    cutBefore(next) {
+      cutMarker = next;
+    },
+    get cutCommands() {
+      return cutCommands;
     },
   };
 }
