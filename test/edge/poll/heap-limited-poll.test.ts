@@ -5,7 +5,7 @@
  * fail their AP with bad_output and the process lives on; the output of a busy AP still reads.
  */
 import t from 'tap';
-import { wlcRecording } from './support/wlc-recording.js';
+import { startControllers, wlcAccessPoint, wlcRecording } from './support/wlc-recording.js';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { BUILTIN_DIALECT_DIR } from '../../../edge/src/poll/dialects.js';
 import { MAX_SSH_OUTPUT_BYTES, MAX_STATIONS_PER_AP } from '../../../edge/src/poll/limits.js';
 import type { AccessPoint } from '../../../edge/src/poll/types.js';
-import { recording, startSnmpd } from '../../support/peers/snmpd.js';
+import { recording } from '../../support/peers/snmpd.js';
 import { startSshd } from '../../support/peers/sshd.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -132,20 +132,10 @@ t.test('SNMP: a controller answering more values than the heap holds fails under
   // 40,000 rows of three columns: 120,000 values, each column within the old 100,000 a column
   writeFileSync(join(dir, 'wlc-huge.snmpwalk'), wlcRecording(40_000));
   writeFileSync(join(dir, 'wlc-busy.snmpwalk'), wlcRecording(BUSY_AP_STATIONS * 10));
-  const [huge, busy] = await Promise.all([
-    startSnmpd({ community: 'lintel-ro', recordings: [join(dir, 'wlc-huge.snmpwalk')] }),
-    startSnmpd({ community: 'lintel-ro', recordings: [join(dir, 'wlc-busy.snmpwalk')] }),
-  ]);
+  const [huge, busy] = await startControllers(join(dir, 'wlc-huge.snmpwalk'), join(dir, 'wlc-busy.snmpwalk'));
   t.teardown(() => Promise.all([huge.stop(), busy.stop()]));
-  const wlc = (name: string, port: number): AccessPoint => ({
-    name,
-    zone: 'unused',
-    dialect: 'cisco-wlc',
-    target: { transport: 'snmp', host: '127.0.0.1', port, version: '2c', community: 'lintel-ro' },
-    apZones: { 'AP-Lobby-1': name },
-  });
 
-  const child = await pollUnderUnitHeap(dir, { aps: [wlc('huge', huge.port), wlc('busy', busy.port)], timeoutMs: 60_000 });
+  const child = await pollUnderUnitHeap(dir, { aps: [wlcAccessPoint('huge', huge.port), wlcAccessPoint('busy', busy.port)], timeoutMs: 60_000 });
   t.same({ code: child.code, signal: child.signal }, { code: 0, signal: null }, `the process survives the tick${child.code === 0 ? '' : `: ${child.stderr}`}`);
   t.match(child.results, [
     { ap: 'AP-Lobby-1', ok: false, reason: 'bad_output', error: /^the SNMP answers of this poll passed \d+ values \(all access points, tables and columns together\), and this one held the most$/ },

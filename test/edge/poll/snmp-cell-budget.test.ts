@@ -5,7 +5,7 @@
  * heap-limited-poll.test.ts shows the default budget under the unit's heap.
  */
 import t from 'tap';
-import { wlcRecording } from './support/wlc-recording.js';
+import { startControllers, wlcAccessPoint, wlcRecording } from './support/wlc-recording.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDialects } from '../../../edge/src/poll/dialects.js';
@@ -66,18 +66,9 @@ t.test('two controllers polled together draw on one budget: each fits it alone; 
   // counted until the poll is done, walked or decoded, so whichever is still walking when the two pass
   // the budget gives way
   writeFileSync(join(dir, 'wlc-200.snmpwalk'), wlcRecording(200));
-  const [first, second] = await Promise.all([
-    startSnmpd({ community: 'lintel-ro', recordings: [join(dir, 'wlc-200.snmpwalk')] }),
-    startSnmpd({ community: 'lintel-ro', recordings: [join(dir, 'wlc-200.snmpwalk')] }),
-  ]);
+  const [first, second] = await startControllers(join(dir, 'wlc-200.snmpwalk'), join(dir, 'wlc-200.snmpwalk'));
   t.teardown(() => Promise.all([first.stop(), second.stop()]));
-  const wlc = (name: string, port: number): AccessPoint => ({
-    name,
-    zone: 'unused',
-    dialect: 'cisco-wlc',
-    target: { transport: 'snmp', host: '127.0.0.1', port, version: '2c', community: 'lintel-ro' },
-    apZones: { 'AP-Lobby-1': name },
-  });
+  const wlc = (name: string, port: number) => wlcAccessPoint(name, port);
   const poller = createPoller({ dialects, maxSnmpCells: 1000, maxRepetitions: 5 });
   t.teardown(() => poller.close());
   t.match(await poller.pollAll([wlc('one', first.port)], 30_000), [{ ok: true, stations: { length: 200 } }], 'one controller (602 values) fits 1,000');
