@@ -1,23 +1,12 @@
-import pg from 'pg';
 import t from 'tap';
 import { encodeClaims } from '../../../shared/claims.js';
-import { freshPgDatabase, quietAtTeardown } from './support/database.js';
-import { startFakeDirectory } from '../../support/fake-directory.js';
 import { call, until } from './support/harness.js';
-import { startBrokeredService } from './support/brokered-service.js';
-import { createTopics, produce, uniqueName } from './support/kafka.js';
+import { produce } from './support/kafka.js';
+import { startRegistrationRun } from './support/registration-run.js';
 
 t.test('building-registrations: building, rooms, sensors, and thresholds for every room at once', async (t) => {
-  // First: it fails the test at teardown on a call it was not set up for, which must skip no cleanup.
-  const directory = await startFakeDirectory(t);
-  const alertsTopic = uniqueName('alerts');
-  const registrationsTopic = uniqueName('registrations');
-  await createTopics(t, [alertsTopic]);
-  // One partition, so the messages are read in the order sent.
-  await createTopics(t, [registrationsTopic], 1);
-  const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
-  // Messages sent before the service starts are read too: the group starts from the earliest offset.
-  await produce(registrationsTopic, [
+  // Read in the order sent; sent before the service starts, and read all the same.
+  const { directory, pool, service, registrationsTopic, counted } = await startRegistrationRun(t, [
     'not json at all',
     { buildingId: 'b-bad', sensors: [{ sensorId: 's', roomId: 'r', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: 'gopher://x' }] },
     {
@@ -31,12 +20,9 @@ t.test('building-registrations: building, rooms, sensors, and thresholds for eve
       ],
     },
   ]);
-  const { service, metrics } = await startBrokeredService(t, { pool, directoryUrl: directory.url, alertsTopic, registrationsTopic });
 
-  const registered = async () => (await metrics.registrations.get()).values.find((v) => v.labels.outcome === 'registered')?.value ?? 0;
-  await until(async () => (await registered()) === 1, 30_000, 'the registration to be applied');
-  const malformed = (await metrics.registrations.get()).values.find((v) => v.labels.outcome === 'malformed')?.value;
-  t.equal(malformed, 2, 'the non-JSON and the gopher:// messages were skipped, and did not block the next one');
+  await until(async () => (await counted('registered')) === 1, 30_000, 'the registration to be applied');
+  t.equal(await counted('malformed'), 2, 'the non-JSON and the gopher:// messages were skipped, and did not block the next one');
 
   const rooms = await pool.query(`SELECT room_id FROM rooms WHERE building_id = 'b1' ORDER BY room_id`);
   t.same(rooms.rows.map((r) => r.room_id), ['attic', 'lab', 'lobby', 'office'], 'the listed rooms and the rooms sensors name');
@@ -56,7 +42,7 @@ t.test('building-registrations: building, rooms, sensors, and thresholds for eve
 
   // Registering again moves a sensor and raises a threshold; nothing is duplicated.
   await produce(registrationsTopic, [{ buildingId: 'b1', rooms: ['lab'], thresholds: { temperature: { maxTemperature: 24 } }, sensors: [{ sensorId: 'stat-1', roomId: 'office', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: 'http://127.0.0.1:9' }] }]);
-  await until(async () => (await registered()) === 2, 30_000, 'the second registration');
+  await until(async () => (await counted('registered')) === 2, 30_000, 'the second registration');
   const moved = await pool.query(`SELECT room_id, driver FROM sensors WHERE building_id = 'b1' AND sensor_id = 'stat-1'`);
   t.same(moved.rows, [{ room_id: 'office', driver: 'ecobee-local-thermostat' }]);
   const temps = await pool.query(`SELECT room_id, bounds FROM thresholds WHERE building_id = 'b1' AND metric = 'temperature' ORDER BY room_id`);

@@ -4,14 +4,10 @@
  * would fail on it, restart at the same offset and fail again, and no later registration would ever
  * be applied.
  */
-import pg from 'pg';
 import t from 'tap';
 import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
-import { startFakeDirectory } from '../../support/fake-directory.js';
-import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { until } from './support/harness.js';
-import { startBrokeredService } from './support/brokered-service.js';
-import { createTopics, produce, uniqueName } from './support/kafka.js';
+import { startRegistrationRun } from './support/registration-run.js';
 
 const sensor = (endpoint: string) => ({ sensorId: 'stat-1', roomId: 'lab', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint });
 
@@ -29,21 +25,12 @@ t.test('an endpoint with NUL, a lone surrogate or a control character is refused
 });
 
 t.test('a registration PostgreSQL cannot store is skipped, and the next one is applied', async (t) => {
-  // First: it fails the test at teardown on a call it was not set up for, which must skip no cleanup.
-  const directory = await startFakeDirectory(t);
-  const alertsTopic = uniqueName('alerts');
-  const registrationsTopic = uniqueName('registrations');
-  await createTopics(t, [alertsTopic]);
-  // One partition, so the good message comes after the bad one.
-  await createTopics(t, [registrationsTopic], 1);
-  await produce(registrationsTopic, [
+  // Read in the order sent, so the good message comes after the bad one.
+  const { directory, pool, counted } = await startRegistrationRun(t, [
     { buildingId: 'b-nul', rooms: ['lab'], sensors: [sensor('http://127.0.0.1:9/zone\u00001')] },
     { buildingId: 'b-good', rooms: ['lab'], sensors: [sensor('http://127.0.0.1:9/zone-1')] },
   ]);
-  const pool = quietAtTeardown(new pg.Pool({ connectionString: await freshPgDatabase(t) }));
-  const { metrics } = await startBrokeredService(t, { pool, directoryUrl: directory.url, alertsTopic, registrationsTopic });
 
-  const counted = async (outcome: string) => (await metrics.registrations.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
   await until(async () => (await counted('registered')) === 1, 30_000, 'the registration after the unstorable one to be applied');
   t.equal(await counted('malformed'), 1, 'the unstorable message is counted as malformed');
   const stored = await pool.query(`SELECT building_id, endpoint FROM sensors ORDER BY building_id`);

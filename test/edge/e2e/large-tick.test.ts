@@ -5,12 +5,12 @@
  */
 import t from 'tap';
 import { MAX_READINGS_PER_BATCH } from '../../../shared/catalog/validate.js';
-import { batchesOf, type DaemonConfig } from '../../../edge/src/daemon.js';
-import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
+import { batchesOf } from '../../../edge/src/daemon.js';
+import type { ApPollResult, Poller } from '../../../edge/src/poll/types.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
-import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { SHARED_SECRET, countRows, startHarness } from '../../cloud/telemetry/support/harness.js';
 import { setupDaemon } from '../support/daemon.js';
+import { largeBuilding } from '../support/large-building.js';
 
 t.test('batchesOf: one batch under the tick id when the readings fit, numbered slices when not', async (t) => {
   t.same(batchesOf('hq@t', [1, 2, 3], 3), [{ batchId: 'hq@t', readings: [1, 2, 3] }]);
@@ -26,19 +26,9 @@ t.test('batchesOf: one batch under the tick id when the readings fit, numbered s
 t.test('a tick of 7,800 readings goes as two batches, both stored by the real ingest', async (t) => {
   const h = await startHarness(t);
   const ZONES = 2600;
-  const zoneIds = Array.from({ length: ZONES }, (_, i) => `zone-${String(i).padStart(4, '0')}`);
-  const aps: AccessPoint[] = zoneIds.map((zone) => ({ name: `ap-${zone}`, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } }));
-  const config: DaemonConfig = {
-    buildingId: 'campus',
-    pollIntervalMs: 60_000,
-    requestTimeoutMs: 1000,
-    // Every zone reports totalDeviceCount and ratioDeviceCount, every AP apClients: 3 readings a zone.
-    zones: zoneIds.map((id) => ({ id, devicesPerPerson: 1.5 })),
-    tracker: DEFAULT_TRACKER_CONFIG,
-    accessPoints: aps,
-    reportNames: Object.fromEntries(aps.map((ap) => [ap.name, ap.name])),
-  };
-  const answers: ApPollResult[] = aps.map((ap, i) => ({
+  // Every zone reports totalDeviceCount and ratioDeviceCount, every AP apClients: 3 readings a zone.
+  const config = largeBuilding(ZONES);
+  const answers: ApPollResult[] = config.accessPoints.map((ap, i) => ({
     ap: ap.name,
     zone: ap.zone,
     ok: true,

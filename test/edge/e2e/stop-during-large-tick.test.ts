@@ -8,12 +8,11 @@
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MAX_READINGS_PER_BATCH } from '../../../shared/catalog/validate.js';
-import type { DaemonConfig } from '../../../edge/src/daemon.js';
-import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
+import type { ApPollResult, Poller } from '../../../edge/src/poll/types.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
-import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { setupDaemon } from '../support/daemon.js';
+import { largeBuilding } from '../support/large-building.js';
 
 const SECRET = 'large-tick-stop-key';
 
@@ -22,18 +21,8 @@ t.test('a stop while the first part of a large tick is posted to a silent ingest
   ingest.behave('hang');
   // Every zone reports totalDeviceCount and ratioDeviceCount, every AP apClients: 3 readings a zone.
   const ZONES = 2000;
-  const zoneIds = Array.from({ length: ZONES }, (_, i) => `zone-${String(i).padStart(4, '0')}`);
-  const aps: AccessPoint[] = zoneIds.map((zone) => ({ name: `ap-${zone}`, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } }));
-  const config: DaemonConfig = {
-    buildingId: 'campus',
-    pollIntervalMs: 60_000,
-    requestTimeoutMs: 1000,
-    zones: zoneIds.map((id) => ({ id, devicesPerPerson: 1.5 })),
-    tracker: DEFAULT_TRACKER_CONFIG,
-    accessPoints: aps,
-    reportNames: Object.fromEntries(aps.map((ap) => [ap.name, ap.name])),
-  };
-  const answers: ApPollResult[] = aps.map((ap) => ({ ap: ap.name, zone: ap.zone, ok: true, durationMs: 1, stations: [] }));
+  const config = largeBuilding(ZONES);
+  const answers: ApPollResult[] = config.accessPoints.map((ap) => ({ ap: ap.name, zone: ap.zone, ok: true, durationMs: 1, stations: [] }));
   const poller: Poller = { pollAll: async () => answers, close: async () => undefined };
   const poster = createBatchPoster({ url: ingest.url, secret: SECRET, timeoutMs: 2000 });
   t.teardown(() => poster.close());

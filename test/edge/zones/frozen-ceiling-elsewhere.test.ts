@@ -4,10 +4,9 @@
  * new zone neither beat the margin nor had it for switchPolls polls).
  */
 import t from 'tap';
-import { join } from 'node:path';
-import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
 import { applyPoll, transitionWindow, zoneCounts } from '../../../edge/src/zones/tracker.js';
 import { ZONES, config, heard, run, silent } from './support/polls.js';
+import { reopenedAfter } from './support/stored-run.js';
 
 const repeat = <T>(n: number, item: T): T[] => Array.from({ length: n }, () => item);
 
@@ -39,22 +38,11 @@ t.test('a device heard elsewhere by the margin while frozen still moves, a trans
 });
 
 t.test('the re-admitted device survives a restart where it is heard', async (t) => {
-  const path = join(t.testdir({}), 'zones.sqlite');
-  const store = openSqliteZoneStore(path);
-  let state = store.load();
-  const polls = [
+  const again = reopenedAfter(t, [
     [heard('ap-l', 'lobby', { d1: -55 }), heard('ap-c', 'cafe', {})],
     ...repeat(config.frozenPolls - 1, [silent('ap-l', 'lobby'), heard('ap-c', 'cafe', {})]),
     faintInCafe,
-  ];
-  for (const aps of polls) {
-    const outcome = applyPoll(state, { aps }, config);
-    store.save(outcome);
-    state = outcome.state;
-  }
-  store.close();
-  const again = openSqliteZoneStore(path);
-  t.teardown(() => again.close());
+  ]);
   const loaded = again.load();
   t.same(zoneCounts(loaded, ZONES), { lobby: 0, cafe: 1 });
   t.same(loaded.transitions, [], 'no transition stored');

@@ -4,14 +4,13 @@
  * holds is reported once with 0, as a pair leaving an unchanged window is, never silently dropped.
  */
 import t from 'tap';
-import { join } from 'node:path';
 import type { DaemonConfig } from '../../../edge/src/daemon.js';
 import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
-import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
 import { applyPoll, transitionWindow } from '../../../edge/src/zones/tracker.js';
 import type { TrackerConfig, TrackerState } from '../../../edge/src/zones/types.js';
 import { setupDaemon } from '../support/daemon.js';
 import { config, heard, run } from './support/polls.js';
+import { reopenedAfter } from './support/stored-run.js';
 
 const wide: TrackerConfig = { ...config, transitionWindowPolls: 4 };
 const narrow: TrackerConfig = { ...config, transitionWindowPolls: 1 };
@@ -58,17 +57,7 @@ t.test('a wider window reports as before, with nothing brought back', async (t) 
 });
 
 t.test('a restart with a shorter window still reports the pair once with 0', async (t) => {
-  const path = join(t.testdir({}), 'zones.sqlite');
-  const store = openSqliteZoneStore(path);
-  let state = store.load();
-  for (const aps of [home, d1InCafe, d1InCafe, d1InCafe]) {
-    const outcome = applyPoll(state, { aps }, wide);
-    store.save(outcome);
-    state = outcome.state;
-  }
-  store.close();
-  const again = openSqliteZoneStore(path);
-  t.teardown(() => again.close());
+  const again = reopenedAfter(t, [home, d1InCafe, d1InCafe, d1InCafe], wide);
   const loaded = again.load();
   t.equal(loaded.transitionWindowPolls, 4, 'the store keeps the window its state was counted under');
   const first = applyPoll(loaded, { aps: d1InCafe }, narrow);
