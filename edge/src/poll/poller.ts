@@ -249,6 +249,8 @@ export function createPoller(options: PollerOptions): Poller {
     const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs, cells });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
+    // Only a result holds the walked values to the end of the poll: a failure drops them.
+    let succeeded = false;
     try {
       // the status walk shares the session and the deadline; its failure is the controller's failure
       const [decoded, status] = await Promise.all([
@@ -272,7 +274,10 @@ export function createPoller(options: PollerOptions): Poller {
       if (rows > 0 && converted.sightings.length === 0 && unreadable > 0) {
         throw new PollFailure('bad_output', `${rows} station rows, none readable with dialect ${dialect.name}`);
       }
-      if (!byAp) return { kind: 'single', stations: loudestPerMac(converted.sightings) };
+      if (!byAp) {
+        succeeded = true;
+        return { kind: 'single', stations: loudestPerMac(converted.sightings) };
+      }
       const perAp = new Map<string, StationSighting[]>();
       for (const row of raw) {
         if (row.apIdentity === undefined) continue;
@@ -283,12 +288,13 @@ export function createPoller(options: PollerOptions): Poller {
         perAp.set(row.apIdentity, list);
       }
       const stations = new Map([...perAp].map(([id, list]) => [id, loudestPerMac(list)]));
+      succeeded = true;
       // no row at all: not served here (or nothing joined, which the station table then shows as empty)
       if (!statusSpec || !status || status.rows === 0) return { kind: 'byAp', stations };
       return { kind: 'byAp', stations, apStatus: { spec: statusSpec, aps: status.aps } };
     } finally {
       signal.removeEventListener('abort', abort);
-      session.close();
+      session.close(succeeded);
     }
   }
 

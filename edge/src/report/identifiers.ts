@@ -17,25 +17,36 @@ export const IDENTIFIER_WORDS: Readonly<Record<IdentifierKind, string>> = {
   hostname: 'a local host name',
 };
 
-/** A decimal octet, zero-padded or not (`60`, `060`, `010`, `000`), as tools print an SNMP index or an address. */
-const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|0?\\d?\\d)';
+/** A decimal octet as printed without padding (`60`, `0`). */
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+/** A decimal octet, zero-padded or not (`60`, `060`, `010`, `000`): six in a row spell a MAC either way. */
+const ANY_OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|0?\\d?\\d)';
+/** A decimal octet padded to three digits (`010`, `000`). */
+const PADDED_OCTET = '(?:25[0-5]|2[0-4]\\d|[01]\\d\\d)';
 
 const PATTERNS: ReadonlyArray<readonly [IdentifierKind, RegExp]> = [
   ['uuid', /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i],
   // Six hex pairs joined by one repeated separator of any kind, or by none (aa:bb:…, aa-bb-…, aabbcc…).
   ['mac', /(?<![0-9a-f])[0-9a-f]{2}([^0-9a-z]?)[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?![0-9a-f])/i],
-  // Octets without their leading zero, as some tools print them (3c:22:fb:1:2:3).
-  ['mac', /(?<![0-9a-f:-])[0-9a-f]{1,2}([:-])[0-9a-f]{1,2}(?:\1[0-9a-f]{1,2}){4}(?![0-9a-f:-])/i],
+  // Octets without their leading zero, as some tools print them (3c:22:fb:1:2:3), also joined to a word
+  // (`ap-3c-22-fb-1-2-3`, `ap_3c_22_fb_1_2_3`), but not as a part of a longer run of such groups.
+  ['mac', /(?<![0-9a-f]|[0-9a-f][:_-])[0-9a-f]{1,2}([:_-])[0-9a-f]{1,2}(?:\1[0-9a-f]{1,2}){4}(?![0-9a-f]|[:_-][0-9a-f])/i],
   // Three groups of four (Cisco's aabb.ccdd.eeff, the same with - or :, or with those mixed), or two of six
   // (aabbcc-ddeeff).
   ['mac', /(?<![0-9a-f])[0-9a-f]{4}[.:-][0-9a-f]{4}[.:-][0-9a-f]{4}(?![0-9a-f])/i],
   ['mac', /(?<![0-9a-f])[0-9a-f]{6}[.:-][0-9a-f]{6}(?![0-9a-f])/i],
-  // Six pairs with any of : . - between them, mixed too (`3c:22:fb-01-02-03`, as a tool that rewrites half
-  // an address leaves it), anywhere: also run into the letters of a name (`3c:22:fb:01:02:03e`).
-  ['mac', /[0-9a-f]{2}(?:[.:-][0-9a-f]{2}){5}/i],
-  // Six decimal octets: the MAC as an SNMP table index spells it, alone or at the end of an OID.
-  ['mac', new RegExp(`(?<!\\d)(?:${OCTET}\\.){5}${OCTET}(?!\\d)`)],
-  ['ip', new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?![\\d.])`)],
+  // Six pairs with any of : _ - between them, mixed too (`3c:22:fb-01-02-03`, as a tool that rewrites half
+  // an address leaves it), anywhere: also run into the letters of a name (`3c:22:fb:01:02:03e`). Not `.`:
+  // dotted pairs with one separator are found above, and mixed with dots they are dates and times
+  // (`2026-11-27-10.30.00`).
+  ['mac', /[0-9a-f]{2}(?:[:_-][0-9a-f]{2}){5}/i],
+  // Six decimal octets, zero-padded or not: the MAC as an SNMP table index spells it, alone or at the end
+  // of an OID.
+  ['mac', new RegExp(`(?<!\\d)(?:${ANY_OCTET}\\.){5}${ANY_OCTET}(?!\\d)`)],
+  // Four octets, also after a word and a dot (`ap.10.20.0.11`), but not inside a longer dotted run (an OID).
+  ['ip', new RegExp(`(?<!\\d|\\d\\.)(?:${OCTET}\\.){3}${OCTET}(?!\\d|\\.\\d)`)],
+  // Four octets each padded to three digits (`010.020.000.011`); a room number such as `2.01.03.12` is not.
+  ['ip', new RegExp(`(?<!\\d|\\d\\.)(?:${PADDED_OCTET}\\.){3}${PADDED_OCTET}(?!\\d|\\.\\d)`)],
   // A host name on the local network (mDNS .local, a home router's .lan), where devices name themselves.
   ['hostname', /[a-z0-9-]\.(?:local|lan|localdomain|internal|home\.arpa)(?![a-z0-9-])/i],
   // A hash or key in hex: 16 hex characters or more in a row.
@@ -59,30 +70,20 @@ function containsIPv6(s: string): boolean {
   return false;
 }
 
-/** A word of a name: capitalised or lowercase (`North`, `wing`), in capitals (`HQ`), or a number. */
-const WORD = /[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+/g;
-
 /**
- * Whether a run reads as a name: every piece between its dashes and underscores holds at most three
- * words (`North-Wing-2F`, `MeetingRoom3`, `iPhone_Lab`). Random base64 almost never does: its pieces are
- * long, and switch case and class every character or two.
- */
-function readsAsWords(run: string): boolean {
-  return run.split(/[-_]+/).every((piece) => (piece.match(WORD)?.length ?? 0) <= 3);
-}
-
-/**
- * Base64 of 16 bytes or more (22 characters unpadded), standard or URL-safe (`-_`), padded or not: a run
- * of base64 characters holding a digit that is padded or holds + or /, or that mixes both cases and does
- * not read as words. A name mixing cases that does read as words passes (`North-Wing-Second-Floor-2`);
- * one long piece of run-together words with a digit (`Floor3MeetingRoomNorthWing`) is taken for base64:
- * dashes between its words make it a name. Whole runs, each scanned once: linear in the text.
+ * Base64 of 16 bytes or more: a long run that is padded or holds + or /, or a long unbroken alphanumeric
+ * stretch mixing both cases with several digits (names people choose break at words, or lack digits).
+ * Not found: base64url (`-`, `_`) without padding, and unpadded base64 under 24 characters without + or
+ * /. Neither can be told from names people choose (`HQ-Lobby-WiFi6E-Ceiling-AP`, `Campus_B12L3R04_Lab`)
+ * well enough to refuse such names; the collector exports none of either.
  */
 function looksLikeBase64(s: string): boolean {
-  for (const [match] of s.matchAll(/[A-Za-z0-9+/_-]{22,}={0,2}/g)) {
-    if (!/\d/.test(match)) continue;
-    if (/[+/]|=$/.test(match)) return true;
-    if (/[a-z]/.test(match) && /[A-Z]/.test(match) && !readsAsWords(match)) return true;
+  for (const m of s.matchAll(/[A-Za-z0-9+/_-]{22,}={0,2}/g)) {
+    if (/[+/]|=$/.test(m[0]) && /\d/.test(m[0])) return true;
+  }
+  for (const m of s.matchAll(/[A-Za-z0-9]{24,}/g)) {
+    const run = m[0];
+    if ((run.match(/\d/g)?.length ?? 0) >= 2 && /[a-z]/.test(run) && /[A-Z]/.test(run)) return true;
   }
   return false;
 }

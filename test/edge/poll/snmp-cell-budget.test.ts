@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { createPoller } from '../../../edge/src/poll/poller.js';
+import { CellBudget } from '../../../edge/src/poll/snmp/session.js';
 import type { AccessPoint } from '../../../edge/src/poll/types.js';
 import { recording, startSnmpd } from '../../support/peers/snmpd.js';
 import { edgeRecording } from '../support/recordings.js';
@@ -79,4 +80,22 @@ t.test('two controllers polled together draw on one budget: each fits it alone; 
     'two (1,204 values) do not: the controller holding the most when the budget is passed gives way, the other reads',
   );
   t.match(await poller.pollAll([wlc('two', second.port)], 30_000), [{ ok: true }], 'each poll has a budget of its own');
+});
+
+t.test('the budget keeps the values of a poll that succeeded and counts out those of one that failed', async (t) => {
+  const gaveWay: string[] = [];
+  const run = (keptFirst: boolean) => {
+    const budget = new CellBudget(100);
+    const first = {};
+    const second = {};
+    budget.join(first, () => gaveWay.push('first'));
+    budget.join(second, () => gaveWay.push('second'));
+    budget.take(first, 80);
+    budget.closed(first, keptFirst);
+    budget.take(second, 30);
+  };
+  run(false);
+  t.same(gaveWay, [], 'a failed poll dropped its 80 values: 30 more fit');
+  run(true);
+  t.same(gaveWay, ['second'], 'a poll that succeeded holds its 80 to the end of the poll: the one still walking gives way');
 });

@@ -1,10 +1,10 @@
 /**
  * Identifier spellings `ledger audit` once let through, though it promises to find a MAC in any
- * spelling, an IP address and base64 of 16 bytes or more: a MAC with mixed separators, zero-padded
- * decimal octets (a MAC as an SNMP index, an IPv4 address), and base64url or unpadded base64 (a 16-byte
- * key URL-safe was nearly always missed, unpadded half the time). Each is found in a real ledger file and
- * refused as a zone name by the config, which refuses what the audit would flag; names people choose,
- * mixed case and digits included, still pass both.
+ * spelling and an IP address: a MAC with mixed separators or joined to a word, zero-padded decimal
+ * octets (a MAC as an SNMP index, an IPv4 address padded to three digits), and an IPv4 address after a
+ * word and a dot. Each is found in a real ledger file and refused as a zone name by the config, which
+ * refuses what the audit would flag. Names people choose (codes such as `WiFi6E` or `B12L3R04`, dates,
+ * times, room numbers with dots) still pass both.
  */
 import t from 'tap';
 import { join } from 'node:path';
@@ -21,16 +21,36 @@ const body = (roomId: string) =>
 /** Fixed values, so a run is repeatable: each was missed before (random keys of each form, drawn once). */
 const MISSED: ReadonlyArray<readonly [string, string, string]> = [
   ['a MAC with mixed separators', '3c:22:fb-01-02-03', 'a MAC'],
+  ['a MAC with underscores', 'ap_3c_22_fb_01_02_03', 'a MAC'],
+  ['a MAC without leading zeros, joined to a word', 'ap-3c-22-fb-1-2-3', 'a MAC'],
   ['a MAC as zero-padded decimal octets (an SNMP index)', '060.034.251.001.002.003', 'a MAC'],
   ['an IPv4 address with zero-padded octets', '010.020.000.011', 'an IP address'],
-  ['16 bytes in base64url', 'LYp9IbqYsAMCd_C5ppqY2g', 'base64'],
-  ['16 bytes in unpadded base64, without + or /', 'AJEK7qTPuEA3k9TZslQMuQ', 'base64'],
-  ['32 bytes in base64url', 'PNei9tok-62q-8s1igBIP-Gs0KYicdUA8OEQybIUtG0', 'base64'],
+  ['an IPv4 address after a word and a dot', 'ap.10.20.0.11', 'an IP address'],
 ];
 
-/** Names that must stay sendable: lowercase with dashes, and mixed case that reads as words. */
-const NAMES = ['floor-2-east-wing-lobby', 'North-Wing-Second-Floor-Open-Office-2', 'Building-North-Wing-2F', 'HQ-Floor2-Reception-Desk', 'MeetingRoom-3-EastWing', 'London-HQ-Floor-12-Kitchen', 'iPhone-Lab-3rd-Floor-West'];
-
+/** Names that must stay sendable: lowercase with dashes, mixed case, codes with digits, dates and room numbers. */
+const NAMES = [
+  'floor-2-east-wing-lobby',
+  'North-Wing-Second-Floor-Open-Office-2',
+  'Building-North-Wing-2F',
+  'HQ-Floor2-Reception-Desk',
+  'MeetingRoom-3-EastWing',
+  'London-HQ-Floor-12-Kitchen',
+  'iPhone-Lab-3rd-Floor-West',
+  'HQ-Lobby-WiFi6E-Ceiling-AP',
+  '3F-EastWing-AP01-WiFi6E',
+  'AP-2F-MeetingRm3B-Ceiling',
+  'Main-Campus-B1F2R305-Lab',
+  'Campus_North_B12L3R04_Lab',
+  'Office-SW1A2AA-Reception',
+  'AP-NorthWingSecondFloor-03',
+  'SmartLab2-OpenSpaceNorthEast',
+  'Room 2.01.03.12',
+  'Raum 3.2.01.05',
+  'Event-2026-11-27-10.30.00',
+  'Slots 08.00-10.30-12.00',
+  'Building-A_Floor-3_Room-12',
+];
 const dialects = new Map<string, DialectInfo>([['aruba-aos', { transport: 'snmp' }]]);
 
 /** A config whose one zone is `zone`, as parseConfig reads it (the AP's secret file is never reached). */

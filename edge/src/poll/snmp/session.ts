@@ -18,13 +18,18 @@ export interface SnmpCell {
 export interface SnmpSession {
   /** Every varbind under `oid`, in order, fetched with GETBULK (`maxRepetitions` per request). */
   walk(oid: string, maxRepetitions: number): Promise<SnmpCell[]>;
-  /** Closes the socket; walks still running reject. Safe to call twice. */
-  close(): void;
+  /**
+   * Closes the socket; walks still running reject. Safe to call twice. `kept`: the values it returned
+   * stay in use until the poll is done (decoded into a result), so they stay counted in the poll's
+   * budget; by default they are dropped, and counted out.
+   */
+  close(kept?: boolean): void;
 }
 
 /**
  * The SNMP values the walks of one poll may return together, shared by every session of the poll: the APs
- * are walked at once, and their answers, walked or decoded, stay in the heap until the poll is done. When
+ * are walked at once, and the answers of those that succeed, walked or decoded, stay in the heap until the
+ * poll is done (a failed AP's are dropped and counted out). When
  * a value takes the total past the limit, the session still walking that holds the most gives way (its
  * walks fail with {@link TooManyValuesError}, and its values are counted out, as they are dropped): the
  * runaway agent, not whichever AP answered last.
@@ -39,9 +44,15 @@ export class CellBudget {
     this.walking.set(holder, { cells: 0, giveWay });
   }
 
-  /** A session closed: its values stay counted, but it can no longer give way. */
-  closed(holder: object): void {
+  /**
+   * A session closed: it can no longer give way. Its values stay counted when `kept` (its poll's result
+   * holds them until the poll is done), and are counted out otherwise (a failed poll dropped them).
+   */
+  closed(holder: object, kept: boolean): void {
+    const held = this.walking.get(holder);
+    if (held === undefined) return;
     this.walking.delete(holder);
+    if (!kept) this.used -= held.cells;
   }
 
   /** Counts `cells` more for a session; past the limit, the session still walking that holds the most gives way. */
@@ -200,10 +211,10 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
         }
       });
     },
-    close() {
+    close(kept = false) {
       if (closed) return;
       closed = true;
-      budget.closed(holder);
+      budget.closed(holder, kept);
       for (const fail of failWalks) fail(new Error('session closed'));
       try {
         session.close();
