@@ -297,8 +297,8 @@ export class BreachHandler {
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
     const owners: number[] = [];
-    // The seen key of each record, on its last notification.
-    const alertEnds: Array<string | undefined> = [];
+    // The seen key of each notification's record.
+    const alertOf: Array<string | undefined> = [];
     const events: Array<AlertFanOut | undefined> = [];
     let outcomes: Array<Error | undefined>;
     try {
@@ -308,7 +308,7 @@ export class BreachHandler {
         if (domains.length === 0) {
           notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
           owners.push(w);
-          alertEnds.push(p.keys.seen);
+          alertOf.push(p.keys.seen);
           events.push(undefined);
           return;
         }
@@ -319,14 +319,13 @@ export class BreachHandler {
           byDomain.set(domainName, notification);
           notifications.push(notification);
           owners.push(w);
-          alertEnds.push(undefined);
+          alertOf.push(p.keys.seen);
         }
-        alertEnds[alertEnds.length - 1] = p.keys.seen;
         events.push({ byDomain, metric: p.alert.type, topicSource: p.keys.cooldown });
       });
       await after;
       try {
-        outcomes = await delivery.publishEach(notifications, alertEnds);
+        outcomes = await delivery.publishEach(notifications, alertOf);
       } catch (err) {
         outcomes = notifications.map(() => (err instanceof Error ? err : new Error(describeError(err))));
       }

@@ -123,11 +123,11 @@ export class Delivery {
 
   /**
    * Publishes in-app notifications in one round trip per thousand and counts those published.
-   * `alertEnds` marks, on each alert's last notification, the seen key the publish sets published
+   * `alertOf` gives, per notification, the seen key of its alert, which the publish sets published
    * (see {@link Publisher.publishAll}). Per notification: undefined when published, or why not.
    */
-  async publishEach(notifications: readonly Notification[], alertEnds?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
-    const errors = await this.deps.publisher.publishAll(notifications, alertEnds);
+  async publishEach(notifications: readonly Notification[], alertOf?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
+    const errors = await this.deps.publisher.publishAll(notifications, alertOf);
     const published = { alert: 0, manual: 0 };
     errors.forEach((error, i) => {
       if (error === undefined) published[(notifications[i] as Notification).kind] += 1;

@@ -75,18 +75,46 @@ end
 return out`;
 
 /**
- * ARGV[1] the channel, then two arguments per message, published in order: the message, and the index
- * in KEYS of the seen key of the alert it completes (0 for none). Once an alert's last message is
- * published its pending mark `{token}:P:{record}` becomes `{token}:1`, in the same call: an alert is
- * marked published exactly when all of it was. Answers how many messages.
+ * ARGV[1] the channel, then two arguments per message, in order: the message, and the index in KEYS of
+ * the seen key of the alert it belongs to (0 for none). An alert already marked published
+ * (`{token}:1`) is skipped: this very call resent by the client after a lost reply, or a second replica
+ * that read the same record. Once an alert's last message is published, its pending mark
+ * (`{token}:P:{record}`) becomes published, in the same call.
+ *
+ * Before anything is published, the call writes once: the first pending mark, rewritten as it is. A Redis
+ * that refuses writes (out of memory, read-only, a failing save) refuses a script's first write, so the
+ * call fails there with nothing of it sent, and read again it cannot publish twice; past a first write,
+ * Redis lets a script finish. A message that cannot be published (the channel refused) fails the call
+ * before its alert is marked published, so that alert is delivered when read again. Answers how many
+ * messages.
  */
 const PUBLISH_ALL = `
+local last = {}
 for i = 2, #ARGV, 2 do
-  redis.call('PUBLISH', ARGV[1], ARGV[i])
   local k = tonumber(ARGV[i + 1])
+  if k > 0 then last[k] = i end
+end
+for k = 1, #KEYS do
+  local mark = redis.call('GET', KEYS[k])
+  if mark and string.match(mark, '^[^:]*:P:') then
+    redis.call('SET', KEYS[k], mark, 'KEEPTTL')
+    break
+  end
+end
+local go = {}
+for i = 2, #ARGV, 2 do
+  local k = tonumber(ARGV[i + 1])
+  local publish = true
   if k > 0 then
-    local holder = string.match(redis.call('GET', KEYS[k]) or '', '^([^:]*):P:')
-    if holder then redis.call('SET', KEYS[k], holder .. ':1', 'KEEPTTL') end
+    if go[k] == nil then go[k] = string.match(redis.call('GET', KEYS[k]) or '', '^[^:]*:1$') == nil end
+    publish = go[k]
+  end
+  if publish then
+    redis.call('PUBLISH', ARGV[1], ARGV[i])
+    if k > 0 and last[k] == i then
+      local holder = string.match(redis.call('GET', KEYS[k]) or '', '^([^:]*):P:')
+      if holder then redis.call('SET', KEYS[k], holder .. ':1', 'KEEPTTL') end
+    end
   end
 end
 return (#ARGV - 1) / 2`;
@@ -156,14 +184,15 @@ export interface Cooldown {
 export interface Publisher {
   publish(notification: Notification): Promise<void>;
   /**
-   * Publishes several in order, with one script call per thousand at most. `alertEnds[i]`, when set,
-   * is the seen key of the alert whose last notification is the i-th: its mark is set published in the
-   * call that publishes it, and a call is never cut inside an alert (an alert of more than a thousand
-   * goes alone). Without `alertEnds` every notification stands alone. Per notification: undefined when
-   * published; when a call fails, why, for its notifications and every later one (not sent). Never
-   * rejects.
+   * Publishes several in order, with one script call per thousand at most. `alertOf[i]`, when set, is
+   * the seen key of the alert the i-th notification belongs to (an alert's notifications are
+   * consecutive): its mark is set published in the call that publishes it, an alert already marked
+   * published is not published again (counted published), and a call is never cut inside an alert (an
+   * alert of more than a thousand goes alone). Without `alertOf` every notification stands alone. Per
+   * notification: undefined when published; when a call fails, why, for its notifications and every
+   * later one (not sent). Never rejects.
    */
-  publishAll(notifications: readonly Notification[], alertEnds?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>>;
+  publishAll(notifications: readonly Notification[], alertOf?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>>;
 }
 
 export interface RedisAdapterOptions {
@@ -324,22 +353,23 @@ export class RedisPublisher implements Publisher {
     await this.redis.publish(this.channel, JSON.stringify(notification));
   }
 
-  async publishAll(notifications: readonly Notification[], alertEnds?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
+  async publishAll(notifications: readonly Notification[], alertOf?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
     const outcomes = new Array<Error | undefined>(notifications.length).fill(undefined);
-    const endsAlert = alertEnds ? (i: number) => alertEnds[i] !== undefined : () => true;
+    const endsAlert = alertOf ? (i: number) => alertOf[i] === undefined || alertOf[i + 1] !== alertOf[i] : () => true;
     for (const [start, end] of callsOf(notifications.length, endsAlert)) {
       const keys: string[] = [];
       const args: string[] = [this.channel];
       for (let i = start; i < end; i++) {
-        const seen = alertEnds?.[i];
-        if (seen !== undefined) keys.push(`${this.prefix}${seen}`);
+        const seen = alertOf?.[i];
+        if (seen !== undefined && (i === start || alertOf?.[i - 1] !== seen)) keys.push(`${this.prefix}${seen}`);
         args.push(JSON.stringify(notifications[i]), seen !== undefined ? String(keys.length) : '0');
       }
       try {
         await this.scripts.notificationPublishAll(keys.length, ...keys, ...args);
       } catch (err) {
-        // This call's alerts may be partly published (each one is marked published once all of it
-        // is); the later ones are not sent, so notifications keep their order.
+        // A call refused at its first write sent nothing; one that failed later sent whole alerts,
+        // marked published (skipped when read again), and at most part of the alert it failed on, which
+        // stays pending. The later calls are not sent, so notifications keep their order.
         outcomes.fill(err instanceof Error ? err : new Error('redis refused the publish'), start);
         break;
       }
