@@ -10,7 +10,7 @@ import '../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
-import { settlesWithin } from './concurrency.js';
+import { settlesWithin } from '../../shared/lifecycle.js';
 import type { NotificationMetrics } from './metrics.js';
 import type { AlertRecord, RecordSource, Settlement } from './breach.js';
 

@@ -10,6 +10,7 @@ import '../../../shared/kafkajs-idle-loop.js';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../../shared/errors.js';
+import { settlesWithin } from '../../../shared/lifecycle.js';
 import { parseRegistration } from '../domain/registration.js';
 import type { TelemetryMetrics } from '../metrics.js';
 import type { BuildingStore } from '../store/buildings.js';
@@ -24,7 +25,12 @@ export interface RegistrationConsumerOptions {
   retryMs?: number;
   /** The group session timeout (kafkajs default 30000 ms); a restarted member may wait this long to rejoin. */
   sessionTimeoutMs?: number;
+  /** How long a stop waits for the consumer to disconnect. Default {@link DISCONNECT_WITHIN_MS}. */
+  disconnectWithinMs?: number;
 }
+
+/** How long a stop waits for the consumer to disconnect: well inside the service's 5 s stop deadline. */
+export const DISCONNECT_WITHIN_MS = 1500;
 
 export class RegistrationConsumer {
   private consumer: Consumer | undefined;
@@ -53,7 +59,14 @@ export class RegistrationConsumer {
     clearTimeout(this.timer);
     const consumer = this.consumer;
     this.consumer = undefined;
-    await consumer?.disconnect().catch(() => undefined);
+    if (consumer === undefined) return;
+    // kafkajs disconnects once the fetch in flight returns: within maxWaitTimeInMs from a broker that
+    // answers, after its request timeout (30 s) from one gone silent. Offsets not committed are read
+    // again at the next start (the apply is idempotent), so the stop waits a bounded time and the
+    // disconnect goes on by itself.
+    if (!(await settlesWithin(consumer.disconnect(), this.options.disconnectWithinMs ?? DISCONNECT_WITHIN_MS))) {
+      this.options.logger.warn('the registration consumer did not disconnect in time; its uncommitted messages will be read again');
+    }
   }
 
   /** Handles one message value; exported through the class for tests of the message path. */
@@ -94,6 +107,8 @@ export class RegistrationConsumer {
       // kafkajs restarts a crashed consumer on its own; once we are stopping it must not (a crash during
       // disconnect would otherwise restart it behind our back and keep the process alive).
       retry: { retries: 5, initialRetryTime: 300, restartOnFailure: async () => !this.stopped },
+      // A stop waits for the fetch in flight, which an idle broker holds this long (kafkajs: 5 s).
+      maxWaitTimeInMs: 1000,
     });
     try {
       await consumer.connect();
