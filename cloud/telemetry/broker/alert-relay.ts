@@ -2,11 +2,15 @@
  * The relay loop: drains the alert outbox to Kafka. Ingest only writes the outbox and nudges the loop,
  * so it never waits on Kafka. While Kafka is unreachable the loop retries every `retryMs` and the
  * alerts wait in PostgreSQL; none is lost, and each is marked sent only once Kafka acknowledged it.
+ * A send is given up on after `sendWithinMs`, so a Kafka that stops answering holds neither the outbox
+ * rows nor a stop for longer than that.
  */
 import type { Logger } from 'pino';
+import type { SafeMessageError } from '../../../shared/describe-error.js';
 import { describeError } from '../../../shared/errors.js';
+import { settlesWithin } from '../../../shared/lifecycle.js';
 import type { TelemetryMetrics } from '../metrics.js';
-import type { OutboxStore } from '../store/outbox.js';
+import type { OutboxMessage, OutboxStore } from '../store/outbox.js';
 import type { AlertSink } from './kafka-alerts.js';
 
 export interface AlertRelayOptions {
@@ -19,6 +23,30 @@ export interface AlertRelayOptions {
   /** Wait after a failure before trying again (the seed's broker reconnect: 5 s). */
   retryMs?: number;
   batchSize?: number;
+  /**
+   * How long a send to Kafka may take before the pass gives up on it. Default 2000 ms. The send runs
+   * inside the PostgreSQL transaction that holds its rows, and a Kafka that stops answering without
+   * closing the connection (a partition, a blackholing balancer) keeps kafkajs waiting its request
+   * timeout (30 s) on each retry: unbounded, that wait held the rows and every stop past the service's
+   * stop deadline. A send given up on rolls the rows back to unsent; if it lands anyway, the next pass
+   * sends them again, a duplicate that consumers drop by alertId (at-least-once, seed 002).
+   */
+  sendWithinMs?: number;
+  /**
+   * How long a disconnect from Kafka is waited for. Default 500 ms. kafkajs's waits for every request
+   * still unanswered, which after a send given up on is the silent broker's request timeout; the
+   * producer left behind closes on its own once kafkajs gives up on it.
+   */
+  disconnectWithinMs?: number;
+}
+
+/** A send to Kafka that got no answer in time; its alerts stay unsent. */
+export class AlertSendTimedOut extends Error implements SafeMessageError {
+  readonly messageIsSafe = true;
+  constructor(ms: number) {
+    super(`no acknowledgement from Kafka within ${ms} ms`);
+    this.name = 'AlertSendTimedOut';
+  }
 }
 
 export class AlertRelay {
@@ -46,9 +74,10 @@ export class AlertRelay {
   }
 
   /**
-   * Waits for a pass that is relaying (it holds a PostgreSQL transaction), but not for one still
-   * connecting to Kafka: while Kafka is unreachable kafkajs retries a connect for longer than a stop may
-   * take. That pass ends on its own and closes what it connected (connectSink).
+   * Waits for a pass that is relaying (it holds a PostgreSQL transaction), at most `sendWithinMs` for
+   * its send and `disconnectWithinMs` for the disconnect after a send given up on, but not for one
+   * still connecting to Kafka: while Kafka is unreachable kafkajs retries a connect for longer than a
+   * stop may take. That pass ends on its own and closes what it connected (connectSink).
    */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -57,7 +86,7 @@ export class AlertRelay {
     if (!this.connecting) await this.running;
     if (this.connected) {
       this.connected = false;
-      await this.options.sink.disconnect().catch(() => undefined);
+      await this.disconnectSink();
     }
   }
 
@@ -72,7 +101,7 @@ export class AlertRelay {
   }
 
   private async tick(): Promise<void> {
-    const { outbox, sink, logger, metrics } = this.options;
+    const { outbox, logger, metrics } = this.options;
     const batchSize = this.options.batchSize ?? 500;
     let delay = this.options.idleMs ?? 1000;
     let kafkaFailed = false;
@@ -86,7 +115,7 @@ export class AlertRelay {
       for (;;) {
         const sent = await outbox.relay(batchSize, async (messages) => {
           try {
-            await sink.send(messages);
+            await this.sendInTime(messages);
           } catch (err) {
             kafkaFailed = true;
             throw err;
@@ -104,7 +133,7 @@ export class AlertRelay {
       logger.warn({ error: describeError(err), kafka: kafkaFailed, retryMs: delay }, 'alert relay failed; alerts stay in the outbox');
       if (kafkaFailed && this.connected) {
         this.connected = false;
-        await sink.disconnect().catch(() => undefined);
+        await this.disconnectSink();
       }
       // An outage is when the backlog matters most: the gauge must follow it, not keep the last
       // count a successful pass saw (PostgreSQL may be the part that is down, so best effort).
@@ -114,6 +143,19 @@ export class AlertRelay {
     const again = this.wakeAgain && this.healthy;
     this.wakeAgain = false;
     this.schedule(again ? 0 : delay);
+  }
+
+  /** Sends, or throws AlertSendTimedOut once `sendWithinMs` have passed without an answer. */
+  private async sendInTime(messages: OutboxMessage[]): Promise<void> {
+    const ms = this.options.sendWithinMs ?? 2000;
+    const send = this.options.sink.send(messages);
+    if (!(await settlesWithin(send, ms))) throw new AlertSendTimedOut(ms);
+    await send;
+  }
+
+  /** Disconnects the sink, waiting at most `disconnectWithinMs`; a failure is not the relay's concern. */
+  private async disconnectSink(): Promise<void> {
+    await settlesWithin(this.options.sink.disconnect(), this.options.disconnectWithinMs ?? 500);
   }
 
   /**

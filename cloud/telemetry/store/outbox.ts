@@ -3,7 +3,8 @@
  * Kafka by the relay. One replica relays at a time (RELAY_LOCK; the others find it taken and send
  * nothing), and ingest commits rows in seq order (OUTBOX_LOCK, readings.ts), so rows reach Kafka in
  * outbox order. A batch of unsent rows is sent and marked sent in the same transaction; a failed send
- * leaves them unsent for the next attempt.
+ * leaves them unsent for the next attempt. The transaction, its rows' locks and its pooled client last
+ * as long as the send: `send` must give up in bounded time (the relay's `sendWithinMs`).
  */
 import type { Pool } from 'pg';
 import type { AlertEvent } from '../../../shared/alert-event.js';
@@ -16,7 +17,10 @@ export interface OutboxMessage {
 }
 
 export interface OutboxStore {
-  /** Sends up to `limit` unsent alerts, oldest first, with `send`; returns how many were sent. */
+  /**
+   * Sends up to `limit` unsent alerts, oldest first, with `send`; returns how many were sent. A `send`
+   * that throws leaves them unsent; it is waited for with the rows locked, so it must not wait forever.
+   */
   relay(limit: number, send: (messages: OutboxMessage[]) => Promise<void>): Promise<number>;
   /** How many alerts wait to be sent. */
   unsent(): Promise<number>;
