@@ -8,6 +8,11 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SERVICES = ['relay', 'chat', 'tenancy', 'registry', 'notification', 'telemetry'] as const;
+/** Required variables left unset in these runs that a service names beside LOG_LEVEL: it reads them all at once. */
+const ALSO_NAMED: Partial<Record<(typeof SERVICES)[number], string[]>> = {
+  tenancy: ['DATABASE_URL', 'INTERNAL_SIGNING_SECRET'],
+  registry: ['DATABASE_URL', 'INTERNAL_SIGNING_SECRET'],
+};
 
 function run(service: string, env: Record<string, string>): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((resolve, reject) => {
@@ -30,6 +35,7 @@ for (const service of SERVICES) {
     const { code, stderr, stdout } = await run(service, { LOG_LEVEL: 'verbose' });
     t.equal(code, 2);
     t.match(stderr, 'LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got "verbose"');
+    for (const name of ALSO_NAMED[service] ?? []) t.match(stderr, `${name}: required but not set`, `${name} is named with it, not on a second start`);
     t.notMatch(stderr, /\n\s+at /, 'no stack trace');
     t.equal(stdout, '', 'nothing started, nothing logged');
   });

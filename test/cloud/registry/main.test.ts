@@ -35,14 +35,6 @@ t.test('refuses to start without its required variables, naming each', async (t)
   t.notMatch(partial.stderr(), /DATABASE_URL/);
 });
 
-t.test('a bad LOG_LEVEL is reported with every other problem, not on its own first', async (t) => {
-  const run = runMain(t, { LOG_LEVEL: 'loud' });
-  t.equal(await run.code, 2);
-  t.match(run.stderr(), /LOG_LEVEL: /);
-  t.match(run.stderr(), /DATABASE_URL: required but not set/);
-  t.match(run.stderr(), /INTERNAL_SIGNING_SECRET: required but not set/);
-});
-
 t.test('starts, migrates, serves signup and the signed routes, and stops on SIGTERM', async (t) => {
   const port = await freePort();
   const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'prov-secret', ADDR: `127.0.0.1:${port}` });

@@ -41,14 +41,6 @@ t.test('refuses to start without its required variables, naming each', async (t)
   t.notMatch(run.stderr(), /\n\s+at /, 'no stack trace');
 });
 
-t.test('a bad LOG_LEVEL is reported with every other problem, not on its own first', async (t) => {
-  const run = runMain(t, { LOG_LEVEL: 'loud' });
-  t.equal(await run.code, 2);
-  t.match(run.stderr(), /LOG_LEVEL: /);
-  t.match(run.stderr(), /DATABASE_URL: required but not set/);
-  t.match(run.stderr(), /INTERNAL_SIGNING_SECRET: required but not set/);
-});
-
 t.test('names every malformed variable at once', async (t) => {
   const run = runMain(t, { DATABASE_URL: 'mysql://x/y', INTERNAL_SIGNING_SECRET: 's', REDIS_URL: 'http://127.0.0.1', ADDR: 'nope' });
   t.equal(await run.code, 2);
