@@ -140,9 +140,7 @@ export class ConversationLock {
       // Gave up before holding the lock: a holder ahead may still be working, so the entry stays until
       // the queue up to here is through, and settled() still waits for that holder.
       release();
-      void tail.then(() => {
-        if (this.queues.get(key) === tail) this.queues.delete(key);
-      });
+      void tail.then(done);
       throw err;
     }
     const stopRenewing = this.keepRenewed(lease);

@@ -297,8 +297,6 @@ export class BreachHandler {
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
     const owners: number[] = [];
-    // The seen key of each notification's record.
-    const alertOf: Array<string | undefined> = [];
     const events: Array<AlertFanOut | undefined> = [];
     let outcomes: Array<Error | undefined>;
     try {
@@ -308,7 +306,6 @@ export class BreachHandler {
         if (domains.length === 0) {
           notifications.push(alertNotification(p.alert, { id: this.newId(), createdAt }));
           owners.push(w);
-          alertOf.push(p.keys.seen);
           events.push(undefined);
           return;
         }
@@ -319,16 +316,15 @@ export class BreachHandler {
           byDomain.set(domainName, notification);
           notifications.push(notification);
           owners.push(w);
-          alertOf.push(p.keys.seen);
         }
         events.push({ byDomain, metric: p.alert.type, topicSource: p.keys.cooldown });
       });
       await after;
-      try {
-        outcomes = await delivery.publishEach(notifications, alertOf);
-      } catch (err) {
-        outcomes = notifications.map(() => (err instanceof Error ? err : new Error(describeError(err))));
-      }
+      // Each notification with the seen key of its record; never rejects.
+      outcomes = await delivery.publishEach(
+        notifications,
+        owners.map((w) => won[w]!.keys.seen),
+      );
     } catch (err) {
       // Not reached in practice (lookups and publishes answer errors); the records stay unsettled.
       for (const p of won) {

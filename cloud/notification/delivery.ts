@@ -126,7 +126,7 @@ export class Delivery {
    * `alertOf` gives, per notification, the seen key of its alert, which the publish sets published
    * (see {@link Publisher.publishAll}). Per notification: undefined when published, or why not.
    */
-  async publishEach(notifications: readonly Notification[], alertOf?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
+  async publishEach(notifications: readonly Notification[], alertOf: readonly string[]): Promise<Array<Error | undefined>> {
     const errors = await this.deps.publisher.publishAll(notifications, alertOf);
     const published = { alert: 0, manual: 0 };
     errors.forEach((error, i) => {

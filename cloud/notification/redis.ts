@@ -76,7 +76,7 @@ return out`;
 
 /**
  * ARGV[1] the channel, then two arguments per message, in order: the message, and the index in KEYS of
- * the seen key of the alert it belongs to (0 for none). An alert already marked published
+ * the seen key of the alert it belongs to (0 for none). Each mark is read once, at the start. An alert already marked published
  * (`{token}:1`) is skipped: this very call resent by the client after a lost reply, or a second replica
  * that read the same record. Once an alert's last message is published, its pending mark
  * (`{token}:P:{record}`) becomes published, in the same call.
@@ -94,25 +94,22 @@ for i = 2, #ARGV, 2 do
   local k = tonumber(ARGV[i + 1])
   if k > 0 then last[k] = i end
 end
+local marks = {}
 for k = 1, #KEYS do
-  local mark = redis.call('GET', KEYS[k])
-  if mark and string.match(mark, '^[^:]*:P:') then
-    redis.call('SET', KEYS[k], mark, 'KEEPTTL')
+  marks[k] = redis.call('GET', KEYS[k]) or ''
+end
+for k = 1, #KEYS do
+  if string.match(marks[k], '^[^:]*:P:') then
+    redis.call('SET', KEYS[k], marks[k], 'KEEPTTL')
     break
   end
 end
-local go = {}
 for i = 2, #ARGV, 2 do
   local k = tonumber(ARGV[i + 1])
-  local publish = true
-  if k > 0 then
-    if go[k] == nil then go[k] = string.match(redis.call('GET', KEYS[k]) or '', '^[^:]*:1$') == nil end
-    publish = go[k]
-  end
-  if publish then
+  if k == 0 or string.match(marks[k], '^[^:]*:1$') == nil then
     redis.call('PUBLISH', ARGV[1], ARGV[i])
     if k > 0 and last[k] == i then
-      local holder = string.match(redis.call('GET', KEYS[k]) or '', '^([^:]*):P:')
+      local holder = string.match(marks[k], '^([^:]*):P:')
       if holder then redis.call('SET', KEYS[k], holder .. ':1', 'KEEPTTL') end
     end
   end
@@ -184,15 +181,14 @@ export interface Cooldown {
 export interface Publisher {
   publish(notification: Notification): Promise<void>;
   /**
-   * Publishes several in order, with one script call per thousand at most. `alertOf[i]`, when set, is
-   * the seen key of the alert the i-th notification belongs to (an alert's notifications are
-   * consecutive): its mark is set published in the call that publishes it, an alert already marked
-   * published is not published again (counted published), and a call is never cut inside an alert (an
-   * alert of more than a thousand goes alone). Without `alertOf` every notification stands alone. Per
-   * notification: undefined when published; when a call fails, why, for its notifications and every
-   * later one (not sent). Never rejects.
+   * Publishes several in order, with one script call per thousand at most. `alertOf[i]` is the seen key
+   * of the alert the i-th notification belongs to (an alert's notifications are consecutive): its mark
+   * is set published in the call that publishes it, an alert already marked published is not published
+   * again (counted published), and a call is never cut inside an alert (an alert of more than a
+   * thousand goes alone). Per notification: undefined when published; when a call fails, why, for its
+   * notifications and every later one (not sent). Never rejects.
    */
-  publishAll(notifications: readonly Notification[], alertOf?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>>;
+  publishAll(notifications: readonly Notification[], alertOf: readonly string[]): Promise<Array<Error | undefined>>;
 }
 
 export interface RedisAdapterOptions {
@@ -353,16 +349,15 @@ export class RedisPublisher implements Publisher {
     await this.redis.publish(this.channel, JSON.stringify(notification));
   }
 
-  async publishAll(notifications: readonly Notification[], alertOf?: ReadonlyArray<string | undefined>): Promise<Array<Error | undefined>> {
+  async publishAll(notifications: readonly Notification[], alertOf: readonly string[]): Promise<Array<Error | undefined>> {
     const outcomes = new Array<Error | undefined>(notifications.length).fill(undefined);
-    const endsAlert = alertOf ? (i: number) => alertOf[i] === undefined || alertOf[i + 1] !== alertOf[i] : () => true;
+    const endsAlert = (i: number) => alertOf[i + 1] !== alertOf[i];
     for (const [start, end] of callsOf(notifications.length, endsAlert)) {
       const keys: string[] = [];
       const args: string[] = [this.channel];
       for (let i = start; i < end; i++) {
-        const seen = alertOf?.[i];
-        if (seen !== undefined && (i === start || alertOf?.[i - 1] !== seen)) keys.push(`${this.prefix}${seen}`);
-        args.push(JSON.stringify(notifications[i]), seen !== undefined ? String(keys.length) : '0');
+        if (i === start || alertOf[i - 1] !== alertOf[i]) keys.push(`${this.prefix}${alertOf[i]}`);
+        args.push(JSON.stringify(notifications[i]), String(keys.length));
       }
       try {
         await this.scripts.notificationPublishAll(keys.length, ...keys, ...args);

@@ -421,7 +421,7 @@ export class PgReadingsStore implements ReadingsStore {
       return { outcome: { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length }, committed: false };
     }
     const raised = alertsInOutboxOrder(batch, state?.thresholds ?? []);
-    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised), committed: false };
+    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised), committed: true };
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
     const closing = closingSql(
       raised.map((r) => r.alert),
@@ -436,7 +436,7 @@ export class PgReadingsStore implements ReadingsStore {
 
   /**
    * The batch again, in a transaction whose claim is already made, keeping the stored copy of every
-   * reading it repeats.
+   * reading it repeats; commits it.
    */
   private async writeKeepingFirst(
     client: PoolClient,
@@ -466,8 +466,10 @@ export class PgReadingsStore implements ReadingsStore {
     const stored = new Set(storedIndexes);
     const alerts = raised.filter((r) => stored.has(r.reading)).map((r) => r.alert);
     let queued = 0;
-    if (alerts.length > 0) {
-      const results = (await client.query(outboxSql(alerts))) as unknown as pg.QueryResult[];
+    if (alerts.length === 0) await client.query('COMMIT');
+    else {
+      // The lock, the insert and COMMIT in one message: no round trip while the lock is held.
+      const results = (await client.query(`${outboxSql(alerts)};\nCOMMIT`)) as unknown as pg.QueryResult[];
       queued = results[1]?.rowCount ?? 0;
     }
     return { kind: 'stored', accepted: batch.rows.length, inserted: outcome?.inserted ?? 0, alerts: queued, storedIndexes };

@@ -279,14 +279,14 @@ export function createPoller(options: PollerOptions): Poller {
         return { kind: 'single', stations: loudestPerMac(converted.sightings) };
       }
       const perAp = new Map<string, StationSighting[]>();
-      for (const row of raw) {
-        if (row.apIdentity === undefined) continue;
-        // As in toSightings: a station whose signal is no reading is still associated, at -Infinity.
-        const rssiDbm = toDbm(row.signal, dialect.signal) ?? Number.NEGATIVE_INFINITY;
+      // toSightings keeps every row, in order (an answer with none readable has thrown above): the i-th
+      // sighting is the i-th row's.
+      raw.forEach((row, i) => {
+        if (row.apIdentity === undefined) return;
         const list = perAp.get(row.apIdentity) ?? [];
-        list.push({ mac: row.mac, rssiDbm });
+        list.push(converted.sightings[i]!);
         perAp.set(row.apIdentity, list);
-      }
+      });
       const stations = new Map([...perAp].map(([id, list]) => [id, loudestPerMac(list)]));
       succeeded = true;
       // no row at all: not served here (or nothing joined, which the station table then shows as empty)

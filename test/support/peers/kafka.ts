@@ -37,10 +37,6 @@ export interface OwnKafka {
   start(): Promise<void>;
   /** SIGTERM (SIGKILL after a grace period); resolves once the process has exited. */
   stop(): Promise<void>;
-  /** Freezes the broker (SIGSTOP): connections stay open and nothing answers, as a partition does. */
-  pause(): void;
-  /** Thaws a paused broker (SIGCONT). */
-  resume(): void;
 }
 
 /**
@@ -129,8 +125,6 @@ export async function startOwnKafka(t: Teardown): Promise<OwnKafka> {
     stop: async () => {
       await peer?.stop(STOP_GRACE_MS);
     },
-    pause: () => void peer?.child.kill('SIGSTOP'),
-    resume: () => void peer?.child.kill('SIGCONT'),
   };
 }
 
