@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import type { Teardown } from '../support/stack.js';
 
-function runTests(t: Teardown, ...files: string[]): { lastLine: string; status: number | null } {
+function runTests(t: Teardown, ...files: string[]): { lastLine: string; status: number | null; tail: string } {
   const dir = mkdtempSync(join(tmpdir(), 'lintel-test-runner-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const result = spawnSync('bash', ['tools/test', ...files], {
@@ -18,17 +18,19 @@ function runTests(t: Teardown, ...files: string[]): { lastLine: string; status: 
     env: { ...process.env, LINTEL_TAP_OUTPUT: join(dir, 'tap-output.txt') },
   });
   const lines = result.stdout.trimEnd().split('\n');
-  return { lastLine: lines[lines.length - 1] ?? '', status: result.status };
+  // What the run printed last, stderr (tools/stack's log) included, names the cause when a check fails.
+  const tail = `${lines.slice(-12).join('\n')}\n--- stderr ---\n${result.stderr.trimEnd().split('\n').slice(-12).join('\n')}`;
+  return { lastLine: lines[lines.length - 1] ?? '', status: result.status, tail };
 }
 
 t.test('a passing file is counted, and the run exits 0', async (t) => {
   const run = runTests(t, 'test/tools/fixtures/one-pass.fixture.ts');
-  t.equal(run.lastLine, '1 passed, 0 failed');
-  t.equal(run.status, 0);
+  t.equal(run.lastLine, '1 passed, 0 failed', run.tail);
+  t.equal(run.status, 0, run.tail);
 });
 
 t.test('a file that runs no test is counted failed, and the run exits non-zero', async (t) => {
   const run = runTests(t, 'test/tools/fixtures/one-pass.fixture.ts', 'test/tools/fixtures/no-tests.fixture.ts');
-  t.equal(run.lastLine, '1 passed, 1 failed');
-  t.not(run.status, 0);
+  t.equal(run.lastLine, '1 passed, 1 failed', run.tail);
+  t.not(run.status, 0, run.tail);
 });
