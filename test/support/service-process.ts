@@ -67,13 +67,17 @@ export async function startServiceProcess(t: Teardown, options: ServiceProcessOp
     }
     for (const listener of listeners) listener();
   });
+  // 'close', not 'exit': at 'exit' the last lines a service wrote before it ended (`stopped`) may still
+  // be in the pipe.
+  let closed = false;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => {
+    child.once('close', (code, signal) => {
+      closed = true;
       for (const listener of listeners) listener();
       resolve({ code, signal });
     }),
   );
-  const running = () => child.exitCode === null && child.signalCode === null;
+  const running = () => !closed;
   t.teardown(async () => {
     if (!running()) return;
     child.kill('SIGTERM');
