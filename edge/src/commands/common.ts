@@ -14,17 +14,45 @@ export interface CommandIo {
   isTty?: boolean;
   /** The terminal's width, when `out` is one. */
   readonly columns?: number | undefined;
+  /**
+   * Aborted when `out` can no longer be written: its reader has gone (`lintel-edge simulate | head -3`
+   * once head has its lines). A command that runs until interrupted ends its run, as on Ctrl-C.
+   */
+  readonly gone?: AbortSignal;
 }
 
-export const processIo: CommandIo = {
-  out: (text) => void process.stdout.write(text),
-  err: (text) => void process.stderr.write(text),
-  isTty: process.stdout.isTTY === true,
-  // Read at each redraw: the terminal may be resized while the table runs.
-  get columns() {
-    return process.stdout.columns;
-  },
-};
+/**
+ * The process's stdout and stderr. A write to a pipe whose reader has closed fails (EPIPE) with an
+ * 'error' event that, unheard, ends the process with a stack trace and skips every cleanup (simulate's
+ * temporary directory of keys stays behind). Here it is heard: that stream's later writes are dropped,
+ * and a stdout gone aborts `gone`. The listeners stay for the life of the process: the EPIPE of a last
+ * write is emitted after the command has returned.
+ */
+export function openProcessIo(): CommandIo {
+  const gone = new AbortController();
+  return {
+    out: writerTo(process.stdout, () => gone.abort()),
+    err: writerTo(process.stderr),
+    isTty: process.stdout.isTTY === true,
+    // Read at each redraw: the terminal may be resized while the table runs.
+    get columns() {
+      return process.stdout.columns;
+    },
+    gone: gone.signal,
+  };
+}
+
+/** Writes to `stream` until it fails (any error leaves it destroyed), then drops what follows. */
+function writerTo(stream: NodeJS.WriteStream, onGone?: () => void): (text: string) => void {
+  let open = true;
+  stream.on('error', () => {
+    open = false;
+    onGone?.();
+  });
+  return (text) => {
+    if (open) stream.write(text);
+  };
+}
 
 /** The shipped dialects, or undefined after printing every problem in them. */
 export function loadShippedDialects(io: CommandIo): DialectCatalog | undefined {

@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
 import { KEY_ID } from '../../../shared/hmac.js';
-import { processIo, defaultStateDir, type CommandIo } from './common.js';
+import { openProcessIo, defaultStateDir, type CommandIo } from './common.js';
 import { VERSION } from '../version.js';
 import { stateDirOf } from '../config/index.js';
 import { loadDialects } from '../poll/dialects.js';
@@ -27,7 +27,7 @@ Usage:
         --zones <n>               zones (default 3)
         --seed <n>                deterministic randomness
         --reboot-rate <x>         fraction of steps in which some AP reboots (default 0.02)
-        --pace lively|realistic   lively (default): people stay 3-12 ticks, then mostly walk to another
+        --pace lively|realistic   lively (default): people stay 3-10 ticks, then mostly walk to another
                                   zone, so moves show within seconds; realistic: they stay 5-40 ticks
         --dialects <a,b,...>      AP dialects to serve (default: a mix of SNMP and SSH)
         --interval-ms <ms>        tick interval (default 1000)
@@ -290,12 +290,16 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // Nobody left to read the table (`simulate | head`): the run ends as on Ctrl-C, and cleans up.
+  io.gone?.addEventListener('abort', onSignal, { once: true });
+  if (io.gone?.aborted) stop.abort();
   try {
     const { exitCode } = await simulate(options, io, { signal: stop.signal });
     return exitCode;
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    io.gone?.removeEventListener('abort', onSignal);
   }
 }
 
@@ -303,8 +307,8 @@ function defined<K extends string, V>(key: K, value: V | undefined): { [P in K]?
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
-/** Runs the command line; resolves with the exit code. */
-export async function main(argv: string[], io: CommandIo = processIo): Promise<number> {
+/** Runs the command line; resolves with the exit code. Without `io`, on the process's stdout and stderr. */
+export async function main(argv: string[], io: CommandIo = openProcessIo()): Promise<number> {
   try {
     return await runCommand(argv, io);
   } catch (err) {

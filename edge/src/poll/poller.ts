@@ -32,6 +32,7 @@ import { CellBudget, openNetSnmpSession, TooManyValuesError, type OpenSnmpSessio
 import { decodeApStatusTable, decodeStationTable, walkApStatusTable, walkStationTable, type ApState } from './snmp/table.js';
 import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
 import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
+import { printableLine } from '../ui/printable.js';
 
 export interface PollerOptions {
   /** The dialects the APs name (see `loadDialects`). */
@@ -183,7 +184,10 @@ function toSightings(raw: Iterable<{ mac: string; signal: number }>, dialect: Di
   return { sightings: unusable === sightings.length ? [] : sightings, unusable };
 }
 
-/** The first line of an AP's stderr for a failure reason: 200 characters at most, MACs blanked. */
+/**
+ * The first line of an AP's stderr for a failure reason: 200 characters at most, MACs blanked (made
+ * printable with every failure's text, in `resultsOf`).
+ */
 function firstLineOf(stderr: string): string {
   const text = stderr.trimStart();
   const end = text.indexOf('\n');
@@ -346,11 +350,16 @@ export function createPoller(options: PollerOptions): Poller {
     }
   }
 
-  /** Expands one AP's outcome into results: one for a plain AP, one per mapped AP behind a controller. */
+  /**
+   * Expands one AP's outcome into results: one for a plain AP, one per mapped AP behind a controller.
+   * A failure's text is made one printable line here: it may quote the AP (a line of its stderr, an SSH
+   * server's disconnect message), and doctor shows it on the installer's terminal, which would obey a
+   * control character in it.
+   */
   function resultsOf(ap: AccessPoint, dialect: Dialect | undefined, outcome: Grouped | PollFailure, durationMs: number): ApPollResult[] {
     const mapped = dialect && splitsByAp(ap, dialect) && ap.apZones ? normalizedApZones(ap.apZones, dialect) : undefined;
     if (outcome instanceof PollFailure) {
-      const failure = { ok: false as const, error: outcome.message, reason: outcome.reason, durationMs };
+      const failure = { ok: false as const, error: printableLine(outcome.message), reason: outcome.reason, durationMs };
       if (!mapped || mapped.size === 0) return [{ ap: ap.name, zone: ap.zone, ...failure }];
       return [...mapped.values()].map(({ name, zone }) => ({ ap: name, zone, ...failure }));
     }

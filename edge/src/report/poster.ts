@@ -10,6 +10,7 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { KEY_ID_HEADER, SIGNATURE_HEADER, sign } from '../../../shared/hmac.js';
+import { printableLine } from '../ui/printable.js';
 
 export type PostOutcome =
   | { outcome: 'accepted'; status: number; serverDate?: string }
@@ -32,7 +33,11 @@ export interface PosterOptions {
 
 const MAX_REASON = 200;
 
-/** A short, single-line reason from an error body: its `message` when JSON, else the text. */
+/**
+ * A short, single-line reason from an error body: its `message` when JSON, else the text. Printable: it
+ * is shown on the installer's terminal (doctor, simulate), where a control character from the ingest
+ * would be obeyed, not read.
+ */
 function reasonOf(text: string): string {
   let reason = text;
   try {
@@ -41,7 +46,7 @@ function reasonOf(text: string): string {
   } catch {
     // not JSON: the text itself (e.g. `invalid signature`)
   }
-  const line = reason.replace(/\s+/g, ' ').trim();
+  const line = printableLine(reason);
   return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON)}…` : line || 'no reason given';
 }
 

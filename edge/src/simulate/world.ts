@@ -61,7 +61,7 @@ export const REALISTIC_MOTION: MotionModel = {
 };
 
 /**
- * A busier building for a live demo: everyone starts walking within a few steps, stays 3–12 steps and
+ * A busier building for a live demo: everyone starts walking within a few steps, stays 3–10 steps and
  * mostly heads for another zone, so zone changes show within seconds of starting.
  */
 export const LIVELY_MOTION: MotionModel = {
