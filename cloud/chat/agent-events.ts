@@ -12,6 +12,7 @@ import { TextDecoder } from 'node:util';
 import * as t from 'io-ts';
 import { decode } from '../../shared/kinds.js';
 import { AgentReportedError, AgentStreamError, type AgentEvent, type FinalAnswer } from './agent.js';
+import { AgentWireError } from './agent-wire.js';
 import type { Citation } from './conversation.js';
 
 const CitationCodec = t.type({
@@ -321,8 +322,15 @@ export class AnswerReader {
   }
 }
 
-/** What a failing answer body means for the stream. */
+/**
+ * What a failing answer body means for the stream: broken HTTP framing (a bad chunk size, a chunk
+ * longer than its size) is the agent's malformed answer, like a broken event; anything else is the
+ * connection breaking.
+ */
 export function streamFailureOf(err: unknown): AgentStreamError {
   if (err instanceof AgentStreamError) return err;
+  if (err instanceof AgentWireError && err.code === 'malformed') {
+    return new AgentStreamError('malformed', 'agent broke the HTTP framing in the middle of the answer');
+  }
   return new AgentStreamError('interrupted', 'agent connection broke in the middle of the answer');
 }

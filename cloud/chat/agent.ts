@@ -41,8 +41,11 @@ export interface AgentPort {
   ask(question: AgentQuestion): Promise<AgentAnswer>;
 }
 
-/** Why the agent could not be used before its stream began. */
-export type UnavailableReason = 'unreachable' | 'timeout' | 'bad_status' | 'not_event_stream';
+/**
+ * Why the agent could not be used before its stream began. `bad_response`: it answered, but not in HTTP
+ * this client can read (a bad status line, header or Content-Length), so the agent is up but broken.
+ */
+export type UnavailableReason = 'unreachable' | 'timeout' | 'bad_status' | 'not_event_stream' | 'bad_response';
 
 export class AgentUnavailableError extends Error {
   readonly reason: UnavailableReason;

@@ -39,7 +39,10 @@ export interface ConversationLockOptions {
    * The holder renews it every third of this while its work runs.
    */
   leaseMs: number;
-  /** How long a writer waits for the lease before giving up. */
+  /**
+   * How long a writer waits for the lock before giving up with {@link LockTimeoutError}, counted from
+   * the call: the writers ahead of it in this process and then the lease share it.
+   */
   waitMs: number;
   /** Base pause between attempts while another replica holds the lease. */
   pollMs: number;
@@ -47,7 +50,7 @@ export interface ConversationLockOptions {
 
 export const DEFAULT_LOCK_OPTIONS: ConversationLockOptions = { leaseMs: 10_000, waitMs: 15_000, pollMs: 5 };
 
-/** The lease stayed taken for longer than the wait allows. */
+/** The lock stayed taken (by writers of this process or another replica's lease) longer than the wait allows. */
 export class LockTimeoutError extends Error {
   constructor(key: string) {
     super(`conversation ${key} is busy`);
@@ -118,9 +121,13 @@ export class ConversationLock {
   /**
    * Runs `work` while holding the conversation's lock. The result is returned as soon as the work is
    * done; the lease is released right after, in the background, and the next writer of this process
-   * waits for that release. Released on failure too.
+   * waits for that release. Released on failure too. Throws {@link LockTimeoutError} when the lock is
+   * not held within `waitMs` of this call.
    */
   async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+    // Fixed now, not once the writers ahead are through: the k-th writer queued behind a slow holder
+    // would otherwise answer after k waits, and one behind a holder that never ends, never.
+    const giveUpAt = Date.now() + this.options.waitMs;
     const previous = this.queues.get(key) ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((resolve) => {
@@ -134,11 +141,12 @@ export class ConversationLock {
     };
     let lease: string;
     try {
-      await this.waitFor(key, previous);
-      lease = await this.acquire(key);
+      await this.waitFor(key, previous, giveUpAt);
+      lease = await this.acquire(key, giveUpAt);
     } catch (err) {
       // Gave up before holding the lock: a holder ahead may still be working, so the entry stays until
-      // the queue up to here is through, and settled() still waits for that holder.
+      // the queue up to here is through, the writers behind still wait for that holder, and settled()
+      // still waits for it too.
       release();
       void tail.then(done);
       throw err;
@@ -190,22 +198,35 @@ export class ConversationLock {
     while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
   }
 
-  /** Waits for `step`, or throws {@link LockAbandonedError} once waits are abandoned. */
-  private async waitFor<T>(key: string, step: Promise<T>): Promise<T> {
+  /**
+   * Waits for `step`, or throws {@link LockAbandonedError} once waits are abandoned, or
+   * {@link LockTimeoutError} at `giveUpAt` when given.
+   */
+  private async waitFor<T>(key: string, step: Promise<T>, giveUpAt?: number): Promise<T> {
     if (this.waitsAbandoned) throw new LockAbandonedError(key);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const racers: Array<Promise<T>> = [step, this.abandoned];
+    if (giveUpAt !== undefined) {
+      racers.push(
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new LockTimeoutError(key)), Math.max(0, giveUpAt - Date.now()));
+        }),
+      );
+    }
     try {
-      return await Promise.race([step, this.abandoned]);
+      return await Promise.race(racers);
     } catch (err) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);
       throw err;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
-  /** Takes the conversation's lease; returns the `_id` of this taking. */
-  private async acquire(key: string): Promise<string> {
+  /** Takes the conversation's lease by `giveUpAt`; returns the `_id` of this taking. */
+  private async acquire(key: string, giveUpAt: number): Promise<string> {
     await this.ensureIndex();
     const lease = randomUUID();
-    const giveUpAt = Date.now() + this.options.waitMs;
     let attempt = 0;
     for (;;) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);

@@ -39,6 +39,8 @@ function unavailable(err: unknown): AgentUnavailableError {
   const code = err instanceof AgentWireError ? err.code : undefined;
   if (code === 'connect_timeout') return new AgentUnavailableError('timeout', 'agent did not accept the connection in time');
   if (code === 'headers_timeout') return new AgentUnavailableError('timeout', 'agent did not answer in time');
+  // The agent is up and answered: reporting it unreachable would send the reader to the network.
+  if (code === 'malformed') return new AgentUnavailableError('bad_response', 'agent answered with a malformed HTTP response');
   return new AgentUnavailableError('unreachable', 'agent is unreachable');
 }
 

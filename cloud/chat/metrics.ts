@@ -18,7 +18,7 @@ export const STREAM_FAILURES = [
 export type StreamFailureReason = (typeof STREAM_FAILURES)[number];
 
 /** Why the agent could not be used, before or during a stream. */
-export const AGENT_ERRORS = ['unreachable', 'timeout', 'bad_status', 'not_event_stream', 'stream_error', 'stream_broken'] as const;
+export const AGENT_ERRORS = ['unreachable', 'timeout', 'bad_status', 'not_event_stream', 'bad_response', 'stream_error', 'stream_broken'] as const;
 export type AgentErrorReason = (typeof AGENT_ERRORS)[number];
 
 /** Why a send was refused before the agent was called. */
