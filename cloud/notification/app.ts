@@ -27,7 +27,10 @@ export interface AppDeps {
   logger: Logger;
   /** The VAPID public key browsers subscribe with; absent when push is not configured. */
   vapidPublicKey?: string | undefined;
-  /** Accept plain-http push endpoints (local push services). Default false: https only. */
+  /**
+   * Accept plain-http push endpoints (local push services). Default false: https only. The push sender
+   * checks every push again (its `allowHttp`): an endpoint stored while this was on stays stored.
+   */
   allowHttpPushEndpoints?: boolean;
   /**
    * Accept push endpoints on private IP literals (local push services). Default false: /subscribe

@@ -11,7 +11,8 @@
  * On the breach path a record is settled once its in-app notification is published; its push fan-out
  * then runs in the background. Waiting would add no guarantee, since a failed push is never retried
  * and a redelivered record is a duplicate of its alertId. The background is bounded (a new fan-out
- * waits for room) and `drain()` waits for all of it at shutdown.
+ * waits for room) and `drain()` waits for all of it at shutdown, and for the fan-outs the /trigger route
+ * waits for itself.
  */
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
@@ -152,6 +153,9 @@ export class Delivery {
     const report: DeliveryReport = { inApp, push: 0, pushFailed: 0, pushRemoved: 0 };
     const pushes = this.pushAll(byDomain, recipients, report, options.topicOf);
     if (options.waitForPushes) {
+      // Tracked, without taking room from the background, so that a stop drains these pushes too
+      // rather than closing the sender under them; the caller waits for them anyway.
+      this.track(pushes.catch(() => undefined), 0);
       await pushes;
       return report;
     }
@@ -207,17 +211,23 @@ export class Delivery {
 
   /** Tracks background work worth `weight` fan-outs; waits while more than the bound are running. */
   private async inBackground(work: Promise<void>, weight: number): Promise<void> {
+    this.track(work, weight);
+    while (this.backgroundWeight > (this.deps.maxBackground ?? 10_000) && this.background.size > 1) await Promise.race(this.background);
+  }
+
+  /** Counts `work` as running until it settles, for {@link drain}; `weight` counts against the bound. */
+  private track(work: Promise<void>, weight: number): void {
     this.background.add(work);
     this.backgroundWeight += weight;
     void work.finally(() => {
       this.background.delete(work);
       this.backgroundWeight -= weight;
     });
-    while (this.backgroundWeight > (this.deps.maxBackground ?? 10_000) && this.background.size > 1) await Promise.race(this.background);
   }
 
   /**
-   * Waits for every background push fan-out, or at most `timeoutMs`. True when nothing is left running.
+   * Waits for every push fan-out, in the background or waited for by a caller (the /trigger route), or
+   * at most `timeoutMs`. True when nothing is left running.
    */
   async drain(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     const deadline = performance.now() + timeoutMs;

@@ -117,7 +117,7 @@ async function main(): Promise<void> {
   const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, lazyConnect: true });
   redis.on('error', (err: Error) => logger.error({ error: err.name }, 'redis connection error'));
   const store = new MongoNotificationStore(mongo.db(config.database));
-  const push = new WebPushSender({ vapid: config.vapid, allowPrivateDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS });
+  const push = new WebPushSender({ vapid: config.vapid, allowHttp: config.WEB_PUSH_ALLOW_HTTP, allowPrivateDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS });
   const delivery = new Delivery({
     publisher: new RedisPublisher(redis, { channel: config.NOTIFICATIONS_CHANNEL }),
     store,

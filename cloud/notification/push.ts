@@ -2,7 +2,8 @@
  * The Web Push adapter. The web-push library encrypts the payload (RFC 8291) and signs the VAPID JWT;
  * the request itself goes out with undici, with a whole-request timeout, so an endpoint that never
  * answers costs one timeout and nothing more. Private destinations (loopback, the private network, cloud
- * metadata) are refused when the socket is opened, unless explicitly allowed for local push services.
+ * metadata) are refused when the socket is opened, and plain-http endpoints before anything is encrypted,
+ * unless explicitly allowed for local push services.
  */
 import { createECDH } from 'node:crypto';
 import { Agent, request, type Dispatcher } from 'undici';
@@ -56,6 +57,13 @@ export interface WebPushSenderOptions {
    * Default false: such a push fails with `forbidden_destination` and nothing is sent.
    */
   allowPrivateDestinations?: boolean;
+  /**
+   * Push to `http:` endpoints (local push services in development and tests). Default false: only
+   * `https:` endpoints are pushed to; any other fails with `forbidden_destination` and nothing is sent.
+   * Checked on every push, since an endpoint stored while this was on (or before /subscribe checked it)
+   * stays stored after it is turned off.
+   */
+  allowHttp?: boolean;
 }
 
 /**
@@ -103,6 +111,17 @@ export function endpointOrigin(endpoint: string): string {
   }
 }
 
+/** The scheme of an endpoint a push must not go to, or undefined when it may (or is no URL at all). */
+function refusedScheme(endpoint: string, allowHttp: boolean): string | undefined {
+  let protocol: string;
+  try {
+    protocol = new URL(endpoint).protocol;
+  } catch {
+    return undefined; // web-push refuses it as it encrypts: `rejected`
+  }
+  return protocol === 'https:' || (allowHttp && protocol === 'http:') ? undefined : protocol;
+}
+
 export class WebPushSender implements PushSender {
   private readonly timeoutMs: number;
   private readonly ttlSeconds: number;
@@ -120,6 +139,11 @@ export class WebPushSender implements PushSender {
   async send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult> {
     const vapid = this.options.vapid;
     if (!vapid) return { kind: 'failed', reason: 'not_configured', detail: 'VAPID keys are not configured' };
+    const scheme = refusedScheme(subscription.endpoint, this.options.allowHttp ?? false);
+    if (scheme !== undefined) {
+      const allowance = scheme === 'http:' ? ' (WEB_PUSH_ALLOW_HTTP is off)' : '';
+      return { kind: 'failed', reason: 'forbidden_destination', detail: `${scheme} endpoints are refused: pushes go over https only; nothing was sent${allowance}` };
+    }
     let details: webpush.RequestDetails;
     try {
       details = webpush.generateRequestDetails(subscription, message.payload, {

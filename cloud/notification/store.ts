@@ -395,19 +395,43 @@ export class MongoNotificationStore implements NotificationStore {
   /** Takes the lock `id` in `locks`; `extra` rides along on a new lock document (the migration's state). */
   private async claimIn(locks: Collection<LockDoc>, id: string, owner: string, leaseMs: number, extra: Partial<MigrationDoc>): Promise<LockClaim> {
     const now = new Date(this.clock());
-    try {
-      await locks.insertOne({ ...extra, _id: id, owner, claimedAt: now });
-      return 'claimed';
-    } catch (err) {
-      if (!isDuplicateKey(err)) throw err;
-    }
+    if (await this.insertLock(locks, { ...extra, _id: id, owner, claimedAt: now })) return 'claimed';
     const lock = await locks.findOne({ _id: id });
     if (!lock) return this.claimIn(locks, id, owner, leaseMs, extra);
     if (now.getTime() - lock.claimedAt.getTime() < leaseMs) return 'held';
-    // The holder stopped without releasing: take the lock over, then check we are the one holding it.
-    await locks.updateOne({ _id: id, owner: lock.owner }, { $set: { owner, claimedAt: now } });
-    const after = await locks.findOne({ _id: id });
-    return after?.owner === owner ? 'claimed' : 'held';
+    return this.takeOver(locks, lock, owner, leaseMs, extra);
+  }
+
+  /** Inserts a lock document; false when one with its `_id` exists (the unique `_id` is what is exclusive). */
+  private async insertLock(locks: Collection<LockDoc>, lock: LockDoc & Partial<MigrationDoc>): Promise<boolean> {
+    try {
+      await locks.insertOne(lock);
+      return true;
+    } catch (err) {
+      if (isDuplicateKey(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Takes over a lock whose holder stopped without releasing it. Replicas polling the same expired lock
+   * all try at once, and FerretDB 1.x makes neither an update nor a delete exclusive: each checks its
+   * filter on a read and then writes by `_id`, so two replicas could both set themselves as the owner,
+   * or one delete the lock the other had just inserted. So the takeover of this one expired lock (its
+   * owner and claim time) is itself a lock, taken like any other: only its holder deletes the expired
+   * lock and inserts its own; the others answer `held` and keep waiting. A takeover lock left by a
+   * replica that stopped mid-takeover expires the same way.
+   */
+  private async takeOver(locks: Collection<LockDoc>, expired: LockDoc, owner: string, leaseMs: number, extra: Partial<MigrationDoc>): Promise<LockClaim> {
+    const takeoverId = `takeover:${JSON.stringify([expired._id, expired.owner, expired.claimedAt.getTime()])}`;
+    if ((await this.claimIn(locks, takeoverId, owner, leaseMs, {})) === 'held') return 'held';
+    try {
+      await locks.deleteOne({ _id: expired._id, owner: expired.owner, claimedAt: expired.claimedAt });
+      // A replica that found no lock at all may have inserted its own meanwhile: then it holds it.
+      return (await this.insertLock(locks, { ...extra, _id: expired._id, owner, claimedAt: new Date(this.clock()) })) ? 'claimed' : 'held';
+    } finally {
+      await locks.deleteOne({ _id: takeoverId, owner });
+    }
   }
 
   async releaseLock(id: string, owner: string): Promise<void> {

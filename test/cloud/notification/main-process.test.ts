@@ -4,6 +4,7 @@
  * and consumes its alerts topic end to end (looking buildings up with the system identity), it keeps
  * serving HTTP while Kafka is unreachable, and it stops on SIGTERM with exit 0: also while joining a
  * broker that never answers, and while pushes are held by a slow push service, keeping what it settled.
+ * A /trigger push still held when the HTTP server has closed is waited for and sent, not dropped.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -268,6 +269,47 @@ t.test('SIGTERM while joining a broker that never answers, with a /trigger push 
   t.equal(code, 0, 'SIGTERM stops it cleanly');
   t.ok(service.logs.some((l) => l.msg === 'stopped'));
   await trigger;
+});
+
+t.test('SIGTERM with a /trigger push held: the push answered after the HTTP server closed is still sent', async (t) => {
+  const keys = webpush.generateVAPIDKeys();
+  const host = await startFakePushHost(t, { vapidPublicKey: keys.publicKey });
+  const directory = await startFakeDirectory(t);
+  const { uri } = await freshMongo(t);
+  const service = await startService(t, {
+    MONGO_URI: uri,
+    REDIS_URL: STACK.redisUrl,
+    KAFKA_BROKERS: `127.0.0.1:${await closedPort()}`,
+    DIGITAL_TWIN_URL: directory.url,
+    VAPID_PUBLIC_KEY: keys.publicKey,
+    VAPID_PRIVATE_KEY: keys.privateKey,
+    WEB_PUSH_ALLOW_HTTP: 'true',
+    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    ALERTS_TOPIC: uniqueName('alerts'),
+  });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const header = await slowDevice(service.url, host.subscribe('/push/held', 201, { answerWhen: released }), acme);
+  const trigger = call(service.url, 'POST', '/trigger', { claims: header, body: { buildingId: building } }).catch((err: unknown) => err);
+  await waitFor('the push to be held by the push service', () => host.calls.length === 1);
+
+  service.child.kill('SIGTERM');
+  t.type(await trigger, Error, 'the stopping HTTP server closed the /trigger connection without an answer');
+  release();
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.match(
+    service.logs.find((l) => l.msg === 'manual alert delivered'),
+    { buildingId: building, push: 1 },
+    'the push service answered the push 201 after the HTTP server closed, and the push counted as sent',
+  );
+  t.same(service.logs.filter((l) => l.msg === 'push failed; subscription kept'), [], 'the push was not cut off as unreachable');
+  t.notOk(service.logs.some((l) => /push fan-outs still running/.test(String(l.msg))), 'nothing was left to drop');
+  t.same(host.calls, ['/push/held'], 'one push, not retried');
 });
 
 t.test('SIGTERM mid-slice, with a breach push and a /trigger push held by a slow push service: exits 0, every settled record committed', async (t) => {

@@ -1,7 +1,8 @@
 /**
  * Wires the notification service the way main.ts does, on the local stack, with isolated names: a fresh
  * database, a unique channel and cooldown prefix, and the given directory and push keys. Plain-http push
- * endpoints are accepted, and so are private destinations unless a test turns them off.
+ * endpoints are accepted (at /subscribe and by the push sender), and so are private destinations, unless
+ * a test turns them off.
  */
 import { createECDH, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -62,6 +63,8 @@ export interface HarnessOptions {
    * tests listen on loopback.
    */
   allowPrivateDestinations?: boolean;
+  /** WEB_PUSH_ALLOW_HTTP. Default true: the push services of the tests listen on plain http. */
+  allowHttp?: boolean;
 }
 
 export async function startHarness(t: Teardown, options: HarnessOptions): Promise<Harness> {
@@ -76,7 +79,8 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
   await store.start();
   const allowPrivateDestinations = options.allowPrivateDestinations ?? true;
-  const push = new WebPushSender({ vapid, timeoutMs: 2000, allowPrivateDestinations });
+  const allowHttp = options.allowHttp ?? true;
+  const push = new WebPushSender({ vapid, timeoutMs: 2000, allowHttp, allowPrivateDestinations });
   t.teardown(() => push.close());
   const delivery = new Delivery({ publisher: new RedisPublisher(options.publishWith ?? redis, { channel, keyPrefix }), store, push, pushPool: new Semaphore(8), metrics, logger });
   t.teardown(() => delivery.drain());
@@ -96,7 +100,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
     metrics,
     logger,
     vapidPublicKey: vapid?.publicKey,
-    allowHttpPushEndpoints: true,
+    allowHttpPushEndpoints: allowHttp,
     allowPrivatePushDestinations: allowPrivateDestinations,
   });
   const server = createServer(app);
