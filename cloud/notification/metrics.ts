@@ -9,7 +9,8 @@ export type AlertOutcome = (typeof ALERT_OUTCOMES)[number];
 
 /**
  * Why a push attempt failed and the subscription was kept. `forbidden_destination`: the endpoint's host
- * is or resolves to a private address, and nothing was sent.
+ * is or resolves to a private address, or it is `http:` while WEB_PUSH_ALLOW_HTTP is off, and nothing
+ * was sent.
  */
 export const PUSH_FAILURES = ['not_configured', 'rejected', 'unreachable', 'timeout', 'forbidden_destination'] as const;
 export type PushFailure = (typeof PUSH_FAILURES)[number];
