@@ -106,7 +106,7 @@ t.test('a device answering 500, or nothing listening, is 502 without the device 
   t.same(metric.values.filter((v) => v.value > 0).map((v) => [v.labels.outcome, v.value]).sort(), [['device_rejected', 1], ['device_unreachable', 1]]);
 });
 
-t.test('the order of checks: 401, 403, 404/400, 404, 500', async (t) => {
+t.test('the order of checks: 401, 403, 404, 400, 404, 500', async (t) => {
   const { h, ok } = await setup(t);
   h.directory.set('b-nodomain', []);
   const noClaims = await fetch(`${h.url}/executeAction`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(act('stat-ok')) });
@@ -117,13 +117,13 @@ t.test('the order of checks: 401, 403, 404/400, 404, 500', async (t) => {
   t.equal((await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), buildingId: 'b-nodomain' })).status, 403, 'a building in no domain');
   t.equal((await callAs(h, viewer, 'POST', '/executeAction', { ...act('stat-ok'), metric: 'radiation' })).status, 403, 'the edit check comes before the metric check');
   t.equal((await callAs(h, viewer, 'POST', '/executeAction', { ...act('stat-ok'), arguments: 'warm' })).status, 403, 'and before the arguments check');
-  const notAnObject = await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), arguments: 'warm' });
-  t.equal(notAnObject.status, 400, 'arguments that are not an object, for a caller who may edit');
-  t.same((notAnObject.json as { errors: unknown }).errors, [{ field: 'arguments', message: 'expected an object of named arguments, got "warm"' }]);
-
   const unknownMetric = await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), metric: 'radiation' });
   t.equal(unknownMetric.status, 404);
   t.same((await callAs(h, manager, 'POST', '/executeAction', act('stat-ok', 'fly'))).status, 404, 'an action the metric does not declare');
+  t.equal((await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), metric: 'radiation', arguments: 'warm' })).status, 404, 'the metric check comes before the arguments check');
+  const notAnObject = await callAs(h, manager, 'POST', '/executeAction', { ...act('stat-ok'), arguments: 'warm' });
+  t.equal(notAnObject.status, 400, 'arguments that are not an object, for a caller who may edit and a known action');
+  t.same(notAnObject.json, { errors: [{ field: 'arguments', message: 'expected an object of named arguments, got "warm"' }], type: 'Validation Error', message: 'arguments must be an object' });
   const badArgs = await callAs(h, manager, 'POST', '/executeAction', act('stat-ok', 'setTarget', { target: 'warm' }));
   t.equal(badArgs.status, 400);
   t.same(badArgs.json, { errors: [{ field: 'target', message: 'expected a finite number, got "warm"' }], type: 'Validation Error', message: 'invalid action arguments' });
