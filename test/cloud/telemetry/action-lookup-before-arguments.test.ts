@@ -3,24 +3,13 @@
  * kernel finds the metric and the action before it checks the arguments. An unknown metric or action is
  * 404 whatever the arguments are, arguments that are not an object 400 only for a known action.
  */
-import t, { type Test } from 'tap';
-import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
-import { callAs, startHarness, type Harness } from './support/harness.js';
-import { startFakeDevice, type FakeDevice } from '../../support/fake-device.js';
+import t from 'tap';
+import { callAs } from './support/harness.js';
+import { startThermostatBuilding } from './support/thermostat-building.js';
 
 const manager = { sub: 'u-fm', accountName: 'fm@acme.test', memberships: [{ domainName: 'acme', role: 'facility_manager' }] };
 
 const command = { metric: 'temperature', buildingId: 'b1', roomId: 'r1', sensorId: 'stat-ok', action: 'setTarget' };
-
-async function setup(t: Test): Promise<{ h: Harness; device: FakeDevice }> {
-  const h = await startHarness(t);
-  h.directory.set('b1', ['acme']);
-  const device = await startFakeDevice(t);
-  const parsed = parseRegistration({ buildingId: 'b1', rooms: ['r1'], sensors: [{ sensorId: 'stat-ok', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: device.url }] });
-  if (!parsed.ok) throw new Error(parsed.errors.join('; '));
-  await h.buildings.applyRegistration(parsed.value);
-  return { h, device };
-}
 
 const NOT_OBJECTS: Array<[string, unknown]> = [
   ['a string', 'warm'],
@@ -29,7 +18,7 @@ const NOT_OBJECTS: Array<[string, unknown]> = [
 ];
 
 t.test('an unknown metric or action is 404 even when the arguments are not an object', async (t) => {
-  const { h, device } = await setup(t);
+  const { h, device } = await startThermostatBuilding(t);
   for (const [what, args] of NOT_OBJECTS) {
     const metric = await callAs(h, manager, 'POST', '/executeAction', { ...command, metric: 'radiation', arguments: args });
     t.equal(metric.status, 404, `unknown metric, arguments ${what}`);
@@ -42,7 +31,7 @@ t.test('an unknown metric or action is 404 even when the arguments are not an ob
 });
 
 t.test('a known action with arguments that are not an object is 400, naming the arguments', async (t) => {
-  const { h, device } = await setup(t);
+  const { h, device } = await startThermostatBuilding(t);
   for (const [what, args] of NOT_OBJECTS) {
     const answer = await callAs(h, manager, 'POST', '/executeAction', { ...command, arguments: args });
     t.equal(answer.status, 400, `arguments ${what}`);

@@ -4,10 +4,9 @@
  * fields, which are refused before the edit check, nor for undeclared arguments the kernel refuses.
  */
 import t, { type Test } from 'tap';
-import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
 import { MAX_REPORTED_PROBLEMS } from '../../../shared/errors.js';
-import { callAs, startHarness, type Harness } from './support/harness.js';
-import { startFakeDevice, type FakeDevice } from '../../support/fake-device.js';
+import { callAs } from './support/harness.js';
+import { startThermostatBuilding } from './support/thermostat-building.js';
 
 const manager = { sub: 'u-fm', accountName: 'fm@acme.test', memberships: [{ domainName: 'acme', role: 'facility_manager' }] };
 const viewer = { sub: 'u-v', accountName: 'v@acme.test', memberships: [{ domainName: 'acme', role: 'viewer' }] };
@@ -20,16 +19,6 @@ function manyUnknownKeys(): Record<string, number> {
   const keys: Record<string, number> = { [LONG_KEY]: 1 };
   for (let i = 1; i < 5000; i++) keys[`extra-${i}`] = i;
   return keys;
-}
-
-async function setup(t: Test): Promise<{ h: Harness; device: FakeDevice }> {
-  const h = await startHarness(t);
-  h.directory.set('b1', ['acme']);
-  const device = await startFakeDevice(t);
-  const parsed = parseRegistration({ buildingId: 'b1', rooms: ['r1'], sensors: [{ sensorId: 'stat-ok', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: device.url }] });
-  if (!parsed.ok) throw new Error(parsed.errors.join('; '));
-  await h.buildings.applyRegistration(parsed.value);
-  return { h, device };
 }
 
 interface Problem {
@@ -51,7 +40,7 @@ function checkCapped(t: Test, answer: { status: number; text: string; json: unkn
 }
 
 t.test('5,000 unknown command fields: a short 400, for any caller with claims', async (t) => {
-  const { h, device } = await setup(t);
+  const { h, device } = await startThermostatBuilding(t);
   const body = { ...manyUnknownKeys(), ...command };
   const bytes = JSON.stringify(body).length;
   for (const caller of [manager, viewer]) {
@@ -61,7 +50,7 @@ t.test('5,000 unknown command fields: a short 400, for any caller with claims', 
 });
 
 t.test("5,000 undeclared arguments of an editor's command: a short 400", async (t) => {
-  const { h, device } = await setup(t);
+  const { h, device } = await startThermostatBuilding(t);
   const body = { ...command, arguments: { ...manyUnknownKeys(), target: 21.5 } };
   const answer = await callAs(h, manager, 'POST', '/executeAction', body);
   checkCapped(t, answer, JSON.stringify(body).length, 'invalid action arguments');
@@ -70,7 +59,7 @@ t.test("5,000 undeclared arguments of an editor's command: a short 400", async (
 });
 
 t.test('a few problems are all listed, as before', async (t) => {
-  const { h } = await setup(t);
+  const { h } = await startThermostatBuilding(t);
   const answer = await callAs(h, manager, 'POST', '/executeAction', { ...command, endpoint: 'http://127.0.0.1:1', sensorId: '' });
   t.equal(answer.status, 400);
   t.same((answer.json as { errors: Problem[] }).errors, [
