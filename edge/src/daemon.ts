@@ -163,8 +163,11 @@ export class EdgeDaemon {
   /** Whether the last tick's wall clock was past {@link CLOCK_FLOOR_MS}; undefined before the first. */
   private clockSet: boolean | undefined;
   private readonly apDown = new Map<string, boolean>();
-  /** Removals of polls whose save failed, written by the next save that succeeds. */
-  private unsavedRemovals: PollOutcome['removed'] = [];
+  /**
+   * Whether the last save of the zone state failed: the next one is then complete (it also removes the
+   * stored devices that left meanwhile), so nothing of the failed polls is kept in memory to replay.
+   */
+  private saveFailed = false;
 
   constructor(private readonly deps: DaemonDeps) {
     this.config = deps.config;
@@ -222,10 +225,21 @@ export class EdgeDaemon {
   private load(): TrackerState {
     if (!this.state) {
       const { state, rezoned } = rezoneToConfig(this.deps.zones.load(), zoneOfEachAp(this.config));
+      this.noteSetAside();
       if (rezoned > 0) this.deps.logger.info({ devices: rezoned }, 'devices follow their AP to the zone the configuration gives it now');
       this.state = state;
     }
     return this.state;
+  }
+
+  /** Logs each unreadable zone file the store set aside when opening or loading (no device in it is named). */
+  private noteSetAside(): void {
+    for (const file of this.deps.zones.takeSetAside()) {
+      this.deps.logger.warn(
+        { setAsideAs: file.path, reason: file.reason },
+        'the zone state file was unreadable (not a database, or corrupt): it was set aside and counting starts over; devices are found again within a few polls',
+      );
+    }
   }
 
   /**
@@ -407,17 +421,18 @@ export class EdgeDaemon {
 
   /**
    * Saves one poll. Every device of the state is in each poll's `changed`, so the next save rewrites
-   * what a failed one missed, except its removals: those are carried over, or a device gone during the
-   * failure would come back at the next start (unless it has since returned).
+   * what a failed one missed, except its removals. The first save after a failure is therefore complete:
+   * the store drops every stored device the state no longer holds, or a device gone during the failure
+   * would come back at the next start. Nothing of the failed polls is held meanwhile, however long the
+   * store stays unwritable and however many devices come and go.
    */
   private save(outcome: PollOutcome): void {
-    const carried = this.unsavedRemovals.filter(({ device }) => !outcome.state.devices.has(device));
-    const removed = carried.length === 0 ? outcome.removed : [...carried, ...outcome.removed];
     try {
-      this.deps.zones.save(removed === outcome.removed ? outcome : { ...outcome, removed });
-      this.unsavedRemovals = [];
+      this.deps.zones.save(outcome, { complete: this.saveFailed });
+      if (this.saveFailed) this.deps.logger.info({ devices: outcome.state.devices.size }, 'the zone state is saved again');
+      this.saveFailed = false;
     } catch (err) {
-      this.unsavedRemovals = removed;
+      this.saveFailed = true;
       this.deps.logger.error({ error: describeError(err) }, 'cannot save the zone state; counting continues in memory');
     }
   }

@@ -2,6 +2,8 @@
  * `lintel-edge doctor --config <yaml>`: what an installer checks before leaving the building. For each AP:
  * reachable, authenticated, walkable, and its station count; for the ingest: reachable, and a signed probe
  * batch (no readings) accepted; the clock; the state directory and the ledger. Exits 1 on any failure.
+ * Run it as the state directory's owner (the service user): in another user's state directory, root's
+ * say, it reads and writes nothing, and says whom to run as.
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -15,6 +17,7 @@ import { createLocalDevices, unknownDrivers } from '../actions/index.js';
 import { loadShippedBindings } from './action.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { statePaths } from './gateway.js';
+import { currentUid, describeUser, userNameOf } from '../storage/ownership.js';
 
 const MAX_CLOCK_SKEW_S = 60;
 const OK = 'ok  ';
@@ -56,7 +59,7 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
   const year = new Date(now).getUTCFullYear();
   if (year < 2024 || year >= 2100) check.line(FAIL, `clock     the gateway's clock says ${new Date(now).toISOString()}; set the time (NTP) before counting`);
 
-  checkState(config, check);
+  const mayWriteState = checkState(config, options.config, check);
   if (config.sensors.length > 0) await checkSensors(config, io, check);
 
   const poller = options.poller ?? createPoller({ dialects });
@@ -67,8 +70,9 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
   }
 
   let serverDate: string | undefined;
-  if (config.ingest) serverDate = await checkIngest(config, now, check);
-  else check.line(WARN, 'ingest    none configured: batches are kept in the ledger only');
+  if (!config.ingest) check.line(WARN, 'ingest    none configured: batches are kept in the ledger only');
+  else if (!mayWriteState) check.line(WARN, `ingest    not probed: the probe is recorded in the ledger first, and this user must not write ${config.stateDir} (see state above)`);
+  else serverDate = await checkIngest(config, now, check);
 
   if (year >= 2024 && year < 2100) {
     if (serverDate) {
@@ -84,22 +88,43 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
   return check.problems === 0 ? 0 : 1;
 }
 
-function checkState(config: EdgeConfig, check: Check): void {
+/**
+ * Another user's state directory: doctor run as root (`sudo lintel-edge doctor`) would create
+ * ledger.sqlite as root, which the service user could then open only read-only, and the collector
+ * would not start. So nothing in it is read or written, and the line says whom to run as.
+ */
+function foreignStateDir(dir: string, configPath: string): string | undefined {
+  const uid = currentUid();
+  if (uid === undefined || !existsSync(dir)) return undefined;
+  const owner = statSync(dir).uid;
+  if (owner === uid) return undefined;
+  const name = userNameOf(owner);
+  const runAs = name ? `runuser -u ${name} -- env STATE_DIRECTORY=${dir} lintel-edge doctor --config ${configPath}` : `run doctor as uid ${owner}`;
+  return `${dir} belongs to ${describeUser(owner)}, not to this user, ${describeUser(uid)}: a ledger doctor made there would be this user's, and the collector could not write it. Run doctor as its owner: ${runAs} (nothing in it was read or written)`;
+}
+
+/** Checks the state directory; answers whether doctor may write in it (the ingest probe's ledger entry). */
+function checkState(config: EdgeConfig, configPath: string, check: Check): boolean {
   const dir = config.stateDir;
   const paths = statePaths(dir);
+  const foreign = foreignStateDir(dir, configPath);
+  if (foreign) {
+    check.line(FAIL, `state     ${foreign}`);
+    return false;
+  }
   try {
     if (existsSync(dir)) accessSync(dir, constants.W_OK);
     else accessSync(dirname(dir), constants.W_OK);
   } catch {
     check.line(FAIL, `state     ${dir} is not writable by this user (run doctor as the service user, or fix StateDirectory)`);
-    return;
+    return true;
   }
   const parts: string[] = [`${dir} writable`];
   if (existsSync(paths.deviceKey)) {
     const mode = statSync(paths.deviceKey).mode & 0o777;
     if ((mode & 0o077) !== 0) {
       check.line(FAIL, `state     device key ${paths.deviceKey} is mode ${mode.toString(8)}; chmod 600 it`);
-      return;
+      return true;
     }
     parts.push('device key 600');
   } else {
@@ -112,7 +137,7 @@ function checkState(config: EdgeConfig, check: Check): void {
         const verdict = ledger.verify();
         if (!verdict.ok) {
           check.line(FAIL, `state     ledger chain broken at seq ${verdict.problems[0]?.seq}: run lintel-edge ledger verify`);
-          return;
+          return true;
         }
         parts.push(`ledger ${verdict.entries} entries, chain intact`);
       } finally {
@@ -120,10 +145,11 @@ function checkState(config: EdgeConfig, check: Check): void {
       }
     } catch (err) {
       check.line(FAIL, `state     cannot read the ledger ${paths.ledger}: ${(err as Error).message}`);
-      return;
+      return true;
     }
   }
   check.line(OK, `state     ${parts.join('; ')}`);
+  return true;
 }
 
 /** The configured sensors name drivers the shipped bindings know (no command is sent to them). */

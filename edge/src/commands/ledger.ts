@@ -58,9 +58,11 @@ export function ledgerCommand(action: LedgerAction, path: string, io: CommandIo,
 }
 
 function verify(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | undefined): number {
-  const start = ledger.start();
-  const anchor = fromSeq === undefined ? start : ledger.anchorOf(fromSeq);
-  const verdict = ledger.verify(fromSeq);
+  // One snapshot: the collector may prune meanwhile, and what is printed must be what was checked.
+  const { start, anchor, verdict } = ledger.snapshot(() => {
+    const start = ledger.start();
+    return { start, anchor: fromSeq === undefined ? start : ledger.anchorOf(fromSeq), verdict: ledger.verify(fromSeq) };
+  });
   if (verdict.ok) {
     const from =
       anchor && anchor.seq !== start.seq

@@ -1,5 +1,11 @@
 /**
  * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT. SIGHUP reloads the config.
+ *
+ * Exit codes: 0 after a clean stop; 1 when it cannot start or stop (a port in use, a state file another
+ * process kept locked, a stop that hung), which a restart may cure; 2 when the config is invalid or the
+ * state cannot be opened (a ledger another user owns, a ledger that is not a database), which a restart
+ * never cures: the unit does not restart on it (RestartPreventExitStatus=2), so the problem is fixed
+ * first instead of retried every few seconds.
  */
 import type { Logger } from 'pino';
 import { createLogger } from '../../../shared/logger.js';
@@ -14,6 +20,7 @@ import { openGateway } from './gateway.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { createReloader, type Reloader } from './reload.js';
 import { endHangupHold } from '../hangup-hold.js';
+import { sqliteCodeOf } from '../storage/sqlite.js';
 
 export interface RunOptions {
   config: string;
@@ -76,6 +83,14 @@ function listenForHangup(logger: Logger): HangupListener {
   };
 }
 
+/**
+ * Whether opening the state failed only because another process held a file's lock past the busy
+ * timeout (a long `ledger export`, say): that passes, so it is exit 1, which the unit restarts.
+ */
+function isLockedOut(err: unknown): boolean {
+  return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCodeOf(err) ?? '');
+}
+
 /** Runs until a signal; resolves with the exit code. */
 export async function runCollector(options: RunOptions, io: CommandIo): Promise<number> {
   const loaded = loadCheckedConfig(options.config, options.frozenPolls, io);
@@ -111,7 +126,7 @@ async function collect(
   } catch (err) {
     await poller.close();
     io.err(`lintel-edge: cannot open the state in ${config.stateDir}: ${(err as Error).message}\n`);
-    return 2;
+    return isLockedOut(err) ? 1 : 2;
   }
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
   try {

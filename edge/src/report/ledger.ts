@@ -14,7 +14,7 @@
  * - null: its post is still in flight, or the process stopped mid-post and the ledger was not opened
  *   for writing since.
  */
-import { openDatabase, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
+import { explainStorageFailure, openDatabase, sqliteCodeOf, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
 import { chainHash, GENESIS, verifyChain, type ChainStart, type ChainVerdict, type LedgerEntry } from './chain.js';
 import { ledgerMigrations } from './migrations.js';
 
@@ -50,8 +50,20 @@ export interface Ledger {
    * `fromSeq` (undefined when that entry is missing), or the head when `fromSeq` is past it.
    */
   anchorOf(fromSeq: number): ChainStart | undefined;
-  /** Checks the whole chain, or the entries from `fromSeq` on against their anchor (see anchorOf). */
+  /**
+   * Checks the whole chain, or the entries from `fromSeq` on against their anchor (see anchorOf). Anchor
+   * and entries are read in one snapshot: a prune committed by another process between the two reads
+   * would otherwise leave entries that do not follow the anchor read, a chain reported broken.
+   */
   verify(fromSeq?: number): ChainVerdict;
+  /**
+   * Runs `read` in one read transaction: every read in it sees the same state of the file, whatever
+   * another process commits meanwhile.
+   *
+   * @example
+   * const { start, verdict } = ledger.snapshot(() => ({ start: ledger.start(), verdict: ledger.verify() }));
+   */
+  snapshot<T>(read: () => T): T;
   /**
    * Removes entries created before `before` (epoch ms), keeping the chain verifiable; how many went.
    * The newest `keepNewest` entries stay whatever their time says (see the daemon's pruneLedger).
@@ -96,7 +108,7 @@ function markInterrupted(db: SqliteDatabase, path: string): InterruptedEntries {
     return mark.immediate();
   } catch (err) {
     db.close();
-    throw new StorageError(`cannot mark the interrupted entries of ${path}: ${(err as Error).message}`);
+    throw new StorageError(`cannot mark the interrupted entries of ${path}: ${explainStorageFailure(path, err)}`, sqliteCodeOf(err));
   }
 }
 
@@ -153,12 +165,18 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     return db.prepare('SELECT seq, hash FROM ledger_entries WHERE seq = ?').get(fromSeq - 1) as ChainStart | undefined;
   };
 
-  const verify = (fromSeq?: number): ChainVerdict => {
-    if (fromSeq === undefined) return verifyChain(entries(), start());
-    const anchor = anchorOf(fromSeq);
-    if (!anchor) return { ok: false, entries: 0, problems: [{ seq: fromSeq - 1, problem: `missing, so the chain cannot be checked from seq ${fromSeq} (deleted?)` }] };
-    return verifyChain(entries(fromSeq), anchor);
-  };
+  // A deferred transaction: its snapshot is taken at its first read and held to its end (WAL), so a
+  // read-only connection can take one too. Nested in another, it is a savepoint of that one's snapshot.
+  const snapshot = <T>(read: () => T): T => db.transaction(read)();
+
+  const verify = (fromSeq?: number): ChainVerdict =>
+    snapshot(() => {
+      // verifyChain consumes the entries before the transaction ends.
+      if (fromSeq === undefined) return verifyChain(entries(), start());
+      const anchor = anchorOf(fromSeq);
+      if (!anchor) return { ok: false, entries: 0, problems: [{ seq: fromSeq - 1, problem: `missing, so the chain cannot be checked from seq ${fromSeq} (deleted?)` }] };
+      return verifyChain(entries(fromSeq), anchor);
+    });
 
   return {
     interrupted,
@@ -177,6 +195,7 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     count: () => (db.prepare('SELECT COUNT(*) AS n FROM ledger_entries').get() as { n: number }).n,
     anchorOf,
     verify,
+    snapshot,
     prune(before, keepNewest = 0) {
       if (options.readonly) throw new Error('the ledger was opened read-only');
       // IMMEDIATE: a deferred transaction that read the head would fail at once (SQLITE_BUSY, no wait)

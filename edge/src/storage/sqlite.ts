@@ -3,10 +3,11 @@
  * one module applied in order, each in its own transaction.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nativeBindingForSea } from './native-addon.js';
+import { describeOwnership } from './ownership.js';
 
 export type SqliteDatabase = Database.Database;
 
@@ -49,11 +50,79 @@ export interface OpenOptions {
  */
 export const BUSY_TIMEOUT_MS = 5_000;
 
-/** A database file that cannot be opened or migrated; the message names the file and the step. */
+/**
+ * A database file that cannot be opened or migrated; the message names the file and the step. `code` is
+ * SQLite's (`SQLITE_NOTADB`, `SQLITE_READONLY`, …), or the one it would give for a file refused before
+ * opening, so a caller can tell a file that is not a database from one it may not write.
+ */
 export class StorageError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
     super(message);
     this.name = 'StorageError';
+  }
+}
+
+/** SQLite's error code of `err`, if it has one. */
+export function sqliteCodeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+/**
+ * Whether `err` says the file is not a SQLite database, or a damaged one (SQLITE_NOTADB, SQLITE_CORRUPT
+ * and its extended codes): no retry or permission change will make it readable.
+ */
+export function isUnreadableDatabase(err: unknown): boolean {
+  return /^SQLITE_(NOTADB|CORRUPT)/.test(sqliteCodeOf(err) ?? '');
+}
+
+/**
+ * Why `path` could not be opened, from SQLite's error and what the filesystem says: SQLite answers
+ * SQLITE_CANTOPEN alike for a missing file and one this user may not read.
+ */
+function whyCannotOpen(path: string, err: unknown, mustExist: boolean): string {
+  const message = (err as Error).message;
+  if (sqliteCodeOf(err) !== 'SQLITE_CANTOPEN' && !/does not exist/.test(message)) return message;
+  if (!existsSync(path)) {
+    if (mustExist || !existsSync(dirname(path))) return 'no such database file';
+    return `cannot create it: ${dirname(path)} is ${describeOwnership(dirname(path))}`;
+  }
+  try {
+    accessSync(path, constants.R_OK);
+  } catch {
+    return `permission denied: it is ${describeOwnership(path)} (run as the file's owner, or chown it to the service user)`;
+  }
+  return `${message} (missing, or permission denied)`;
+}
+
+/**
+ * `err`, explained for an operator: a write refused as read-only names the file's owner and mode, since
+ * that is nearly always a file another user created (a root `lintel-edge doctor`).
+ */
+export function explainStorageFailure(path: string, err: unknown): string {
+  const message = (err as Error).message;
+  if (!/^SQLITE_READONLY/.test(sqliteCodeOf(err) ?? '')) return message;
+  return `${message}: ${path} is ${describeOwnership(path)}; run as the file's owner, or chown it (and any -wal and -shm beside it) to the service user`;
+}
+
+/**
+ * Refuses, before SQLite opens it, a file (or its -wal or -shm) that exists and this user may not write.
+ * SQLite would quietly open it read-only and fail only at the first write, mid-start or mid-poll.
+ */
+function refuseUnwritable(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    if (!existsSync(file)) continue;
+    try {
+      accessSync(file, constants.W_OK);
+    } catch {
+      throw new StorageError(
+        `cannot write ${file}: it is ${describeOwnership(file)}; run as the file's owner, or chown it to the service user (root leaves such files, e.g. \`sudo lintel-edge doctor\`)`,
+        'SQLITE_READONLY',
+      );
+    }
   }
 }
 
@@ -65,6 +134,7 @@ export class StorageError extends Error {
  */
 export function openDatabase(path: string, migrations: readonly Migration[], options: OpenOptions = {}): SqliteDatabase {
   if (!options.readonly && !options.mustExist) mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  if (!options.readonly) refuseUnwritable(path);
   let db: SqliteDatabase;
   try {
     const nativeBinding = nativeBindingForSea();
@@ -77,8 +147,7 @@ export function openDatabase(path: string, migrations: readonly Migration[], opt
     } as Database.Options;
     db = new Database(path, openOptions);
   } catch (err) {
-    const code = (err as { code?: string }).code;
-    throw new StorageError(`cannot open ${path}: ${code === 'SQLITE_CANTOPEN' || /does not exist/.test((err as Error).message) ? 'no such database file' : (err as Error).message}`);
+    throw new StorageError(`cannot open ${path}: ${whyCannotOpen(path, err, options.readonly === true || options.mustExist === true)}`, sqliteCodeOf(err));
   }
   if (options.readonly) return db;
   try {
@@ -88,7 +157,7 @@ export function openDatabase(path: string, migrations: readonly Migration[], opt
     applyMigrations(db, migrations);
   } catch (err) {
     db.close();
-    throw err instanceof StorageError ? err : new StorageError(`cannot prepare ${path}: ${(err as Error).message}`);
+    throw err instanceof StorageError ? err : new StorageError(`cannot prepare ${path}: ${explainStorageFailure(path, err)}`, sqliteCodeOf(err));
   }
   return db;
 }

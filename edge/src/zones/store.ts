@@ -2,20 +2,39 @@
  * Where the tracker's state lives between polls and across restarts. The port is what the daemon needs;
  * the SQLite adapter is the gateway's.
  */
-import { openDatabase, type SqliteDatabase } from '../storage/sqlite.js';
+import { existsSync, renameSync } from 'node:fs';
+import { isUnreadableDatabase, openDatabase, type SqliteDatabase } from '../storage/sqlite.js';
 import { zoneMigrations } from './migrations.js';
 import type { PollOutcome, TrackedDevice, TrackerState, TransitionEntry } from './types.js';
+
+export interface SaveOptions {
+  /**
+   * Also remove every stored device the state no longer holds. For the first save after failed ones:
+   * the devices that left during those polls were never removed from the file.
+   */
+  complete?: boolean;
+}
+
+/** A state file found unreadable and renamed, so that the store could start over on a new one. */
+export interface SetAsideFile {
+  /** Where the unreadable file is now. */
+  path: string;
+  /** What SQLite said of it. */
+  reason: string;
+}
 
 export interface ZoneStore {
   /** The state saved last, or an empty state. */
   load(): TrackerState;
   /** Persists what one poll changed, atomically. */
-  save(outcome: PollOutcome): void;
+  save(outcome: PollOutcome, options?: SaveOptions): void;
   /**
    * Binds the stored ids to the device key by a fingerprint of it. On a new key the stored devices are
    * meaningless (their ids cannot recur), so they are cleared; answers whether that happened.
    */
   bindKey(fingerprint: string): 'kept' | 'cleared';
+  /** The files set aside as unreadable since the last call, for the caller to log (see openSqliteZoneStore). */
+  takeSetAside(): SetAsideFile[];
   close(): void;
 }
 
@@ -31,16 +50,26 @@ interface DeviceRow {
   last_heard_poll: number;
 }
 
-/**
- * The SQLite zone store (WAL, migrations). Each save is one transaction, so a crash leaves the state of
- * one poll or the next, never half of one.
- *
- * @example
- * const store = openSqliteZoneStore('/var/lib/lintel-edge/zones.sqlite');
- * let state = store.load();
- */
-export function openSqliteZoneStore(path: string): ZoneStore {
+/** The statements of one open zone file. */
+interface ZoneTables {
+  db: SqliteDatabase;
+  load(): TrackerState;
+  save(outcome: PollOutcome, options: SaveOptions): void;
+  bindKey(fingerprint: string): 'kept' | 'cleared';
+}
+
+/** Opens the file and prepares every statement, so that a damaged schema is found here, not mid-poll. */
+function openTables(path: string): ZoneTables {
   const db: SqliteDatabase = openDatabase(path, zoneMigrations());
+  try {
+    return prepareTables(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
+function prepareTables(db: SqliteDatabase): ZoneTables {
   const upsert = db.prepare(
     `INSERT INTO tracked_devices (device_id, zone, ap, rssi_dbm, challenger_zone, challenger_polls, frozen_polls, absent_polls, last_heard_poll)
      VALUES (@device_id, @zone, @ap, @rssi_dbm, @challenger_zone, @challenger_polls, @frozen_polls, @absent_polls, @last_heard_poll)
@@ -49,12 +78,29 @@ export function openSqliteZoneStore(path: string): ZoneStore {
        frozen_polls = excluded.frozen_polls, absent_polls = excluded.absent_polls, last_heard_poll = excluded.last_heard_poll`,
   );
   const remove = db.prepare('DELETE FROM tracked_devices WHERE device_id = ?');
+  // This connection's own scratch table, in memory (never in the file): the ids a complete save keeps.
+  db.pragma('temp_store = MEMORY');
+  db.exec('CREATE TEMP TABLE IF NOT EXISTS live_devices (device_id TEXT PRIMARY KEY) WITHOUT ROWID');
+  const clearLive = db.prepare('DELETE FROM temp.live_devices');
+  const addLive = db.prepare('INSERT INTO temp.live_devices (device_id) VALUES (?)');
+  const removeNotLive = db.prepare('DELETE FROM tracked_devices WHERE device_id NOT IN (SELECT device_id FROM temp.live_devices)');
   const clearTransitions = db.prepare('DELETE FROM zone_transitions');
   const addTransition = db.prepare('INSERT INTO zone_transitions (poll, from_zone, to_zone, count) VALUES (?, ?, ?, ?)');
   const setMeta = db.prepare('INSERT INTO tracker_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
   const getMeta = db.prepare('SELECT value FROM tracker_meta WHERE key = ?');
+  const allDevices = db.prepare('SELECT * FROM tracked_devices');
+  const allTransitions = db.prepare('SELECT poll, from_zone, to_zone, count FROM zone_transitions ORDER BY poll, from_zone, to_zone');
+  const countDevices = db.prepare('SELECT COUNT(*) AS n FROM tracked_devices');
 
-  const save = db.transaction((outcome: PollOutcome) => {
+  /** Removes, in one statement, every stored device not in `devices`. */
+  const keepOnly = (devices: ReadonlyMap<string, TrackedDevice>) => {
+    clearLive.run();
+    for (const id of devices.keys()) addLive.run(id);
+    removeNotLive.run();
+    clearLive.run();
+  };
+
+  const save = db.transaction((outcome: PollOutcome, options: SaveOptions) => {
     const { devices, transitions, poll, transitionWindowPolls } = outcome.state;
     for (const id of outcome.changed) {
       const d = devices.get(id);
@@ -71,7 +117,8 @@ export function openSqliteZoneStore(path: string): ZoneStore {
         last_heard_poll: d.lastHeardPoll,
       });
     }
-    for (const { device } of outcome.removed) remove.run(device);
+    if (options.complete) keepOnly(devices);
+    else for (const { device } of outcome.removed) remove.run(device);
     clearTransitions.run();
     for (const t of transitions) addTransition.run(t.poll, t.from, t.to, t.count);
     setMeta.run('poll', String(poll));
@@ -86,12 +133,13 @@ export function openSqliteZoneStore(path: string): ZoneStore {
   });
 
   return {
+    db,
     load() {
       const poll = Number((getMeta.get('poll') as { value: string } | undefined)?.value ?? 0);
       // 0 for a state saved before the window was recorded: a shrink at its first start goes unseen
       const transitionWindowPolls = Number((getMeta.get('transition_window_polls') as { value: string } | undefined)?.value ?? 0);
       const devices = new Map<string, TrackedDevice>();
-      for (const row of db.prepare('SELECT * FROM tracked_devices').iterate() as IterableIterator<DeviceRow>) {
+      for (const row of allDevices.iterate() as IterableIterator<DeviceRow>) {
         devices.set(row.device_id, {
           zone: row.zone,
           ap: row.ap,
@@ -104,7 +152,7 @@ export function openSqliteZoneStore(path: string): ZoneStore {
         });
       }
       const transitions = (
-        db.prepare('SELECT poll, from_zone, to_zone, count FROM zone_transitions ORDER BY poll, from_zone, to_zone').all() as Array<{
+        allTransitions.all() as Array<{
           poll: number;
           from_zone: string;
           to_zone: string;
@@ -113,17 +161,86 @@ export function openSqliteZoneStore(path: string): ZoneStore {
       ).map((r): TransitionEntry => ({ poll: r.poll, from: r.from_zone, to: r.to_zone, count: r.count }));
       return { poll, devices, transitions, transitionWindowPolls };
     },
-    save: (outcome) => save(outcome),
+    save: (outcome, options) => save(outcome, options),
     bindKey(fingerprint) {
       const stored = (getMeta.get('key_fingerprint') as { value: string } | undefined)?.value;
       if (stored === fingerprint) return 'kept';
-      const hadDevices = (db.prepare('SELECT COUNT(*) AS n FROM tracked_devices').get() as { n: number }).n > 0;
+      const hadDevices = (countDevices.get() as { n: number }).n > 0;
       if (stored !== undefined || hadDevices) clear();
       setMeta.run('key_fingerprint', fingerprint);
       return stored !== undefined || hadDevices ? 'cleared' : 'kept';
     },
+  };
+}
+
+/**
+ * Renames an unreadable zone file and its -wal and -shm, keeping them together under one timestamped
+ * name (`zones.sqlite.unreadable-2025-11-22T19-04-14-000Z`, `…-wal`) for whoever wants to look at it.
+ */
+function setAside(path: string, err: unknown): SetAsideFile {
+  const aside = `${path}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  for (const suffix of ['', '-wal', '-shm']) {
+    if (existsSync(`${path}${suffix}`)) renameSync(`${path}${suffix}`, `${aside}${suffix}`);
+  }
+  return { path: aside, reason: (err as Error).message };
+}
+
+/**
+ * The SQLite zone store (WAL, migrations). Each save is one transaction, so a crash leaves the state of
+ * one poll or the next, never half of one.
+ *
+ * A file that is not a database or is corrupt (SQLITE_NOTADB, SQLITE_CORRUPT) when it is opened,
+ * loaded or bound to the key is set aside (see setAside) and the store starts over on a new, empty
+ * one: the zone state is rebuilt from the APs within a few polls (docs/decisions/002), and a gateway
+ * that would not start over it counts nothing at all. The export ledger is never treated so (see
+ * report/ledger.ts): it is audit evidence.
+ *
+ * @example
+ * const store = openSqliteZoneStore('/var/lib/lintel-edge/zones.sqlite');
+ * let state = store.load();
+ */
+export function openSqliteZoneStore(path: string): ZoneStore {
+  const setAsideFiles: SetAsideFile[] = [];
+  let fingerprint: string | undefined;
+
+  const startOver = (err: unknown): ZoneTables => {
+    setAsideFiles.push(setAside(path, err));
+    const fresh = openTables(path);
+    if (fingerprint !== undefined) fresh.bindKey(fingerprint);
+    return fresh;
+  };
+
+  let tables: ZoneTables;
+  try {
+    tables = openTables(path);
+  } catch (err) {
+    if (!isUnreadableDatabase(err)) throw err;
+    tables = startOver(err);
+  }
+
+  /** Runs `use` over the file, or, when the file turns out unreadable, over a new one. */
+  const recovering = <T>(use: (t: ZoneTables) => T): T => {
+    try {
+      return use(tables);
+    } catch (err) {
+      if (!isUnreadableDatabase(err)) throw err;
+      tables.db.close();
+      tables = startOver(err);
+      return use(tables);
+    }
+  };
+
+  return {
+    load: () => recovering((t) => t.load()),
+    save: (outcome, options = {}) => tables.save(outcome, options),
+    bindKey(value) {
+      const bound = recovering((t) => t.bindKey(value));
+      fingerprint = value;
+      return bound;
+    },
+    takeSetAside: () => setAsideFiles.splice(0),
     close() {
-      if (db.open) db.close();
+      if (tables.db.open) tables.db.close();
     },
   };
 }

@@ -80,7 +80,7 @@ t.test('a write lock held past the busy timeout: a clear error at open; the audi
   t.equal(await main(['ledger', 'verify', '--ledger', path], verified.io), 0, `verify reads past the lock (${verified.err.join('')})`);
   t.match(verified.out.join(''), /1 entries, chain intact/);
 
-  t.throws(() => openLedger(path), new StorageError(`cannot mark the interrupted entries of ${path}: database is locked`), 'the gateway cannot start on it, and says why');
+  t.throws(() => openLedger(path), new StorageError(`cannot mark the interrupted entries of ${path}: database is locked`, 'SQLITE_BUSY'), 'the gateway cannot start on it, and says why');
 
   holder.child.stdin!.end('release\n');
   t.equal(await holder.exited, 0);
