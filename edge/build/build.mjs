@@ -3,7 +3,8 @@
  * application). Steps:
  *   1. esbuild bundles edge/src/cli.ts and everything it imports into one CommonJS file. `import.meta.url`
  *      (used to find data files beside the code) is rewritten to a path inside the data the executable
- *      carries; ssh2's optional native modules are left out (it falls back to JavaScript).
+ *      carries, which the banner (banner.mjs) unpacks at start; ssh2's optional native modules are left out
+ *      (it falls back to JavaScript).
  *   2. Node writes the SEA blob with the bundle and the assets: better-sqlite3's addon, the AP dialects and
  *      device bindings, and the SQL migrations.
  *   3. postject injects the blob into a copy of the local node binary.
@@ -16,6 +17,7 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import postject from 'postject';
+import { BANNER } from './banner.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const DIST = join(ROOT, 'dist');
@@ -73,50 +75,6 @@ function inputsDigest() {
   }
   return hash.digest('hex');
 }
-
-/** Runs before anything else in the bundle: where `import.meta.url` of each module points. */
-const BANNER = `var __lintelFileUrl = (() => {
-  const path = require("node:path");
-  const url = require("node:url");
-  let root;
-  function extract(sea) {
-    const fs = require("node:fs");
-    const os = require("node:os");
-    const manifest = JSON.parse(sea.getAsset("lintel-manifest.json", "utf8"));
-    const base = (process.env.CACHE_DIRECTORY || "").split(":")[0] || path.join(os.tmpdir(), "lintel-edge-" + (process.getuid ? process.getuid() : "user"));
-    fs.mkdirSync(base, { recursive: true, mode: 0o700 });
-    const st = fs.lstatSync(base);
-    if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
-      throw new Error("refusing to unpack data into " + base + ": it must be a directory owned by this user and writable by no one else");
-    }
-    const dir = path.join(base, "data-" + manifest.digest.slice(0, 16));
-    if (!fs.existsSync(path.join(dir, ".complete"))) {
-      const tmp = dir + "." + process.pid + ".tmp";
-      fs.rmSync(tmp, { recursive: true, force: true });
-      for (const file of manifest.files) {
-        const dest = path.join(tmp, file);
-        fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o700 });
-        fs.writeFileSync(dest, Buffer.from(sea.getAsset(file)), { mode: 0o600 });
-      }
-      fs.writeFileSync(path.join(tmp, ".complete"), "");
-      try {
-        fs.renameSync(tmp, dir);
-      } catch (err) {
-        fs.rmSync(tmp, { recursive: true, force: true });
-        if (!fs.existsSync(path.join(dir, ".complete"))) throw err;
-      }
-    }
-    return dir;
-  }
-  return (file) => {
-    if (!root) {
-      const sea = require("node:sea");
-      root = sea.isSea() ? extract(sea) : process.env.LINTEL_EDGE_ROOT || path.resolve(__dirname, "..", "..");
-    }
-    return url.pathToFileURL(path.join(root, file)).href;
-  };
-})();
-`;
 
 /** esbuild plugin: `import.meta.url` in our own modules becomes the file's place in the carried data. */
 const importMetaUrl = {

@@ -1,12 +1,15 @@
 /**
  * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT. SIGHUP reloads the config.
  *
- * Exit codes: 0 after a clean stop; 1 when it cannot start or stop (a port in use, a state file another
- * process kept locked, a stop that hung), which a restart may cure; 2 when the config is invalid or the
- * state cannot be opened (a ledger another user owns, a ledger that is not a database), which a restart
- * never cures: the unit does not restart on it (RestartPreventExitStatus=2), so the problem is fixed
- * first instead of retried every few seconds.
+ * Exit codes: 0 after a clean stop; 1 when it cannot start or stop for a reason a restart may cure (a
+ * port in use, a state file another process kept locked, a full disk, an I/O error, a stop that hung);
+ * 2 when the config is invalid or the state cannot be opened as it is (a ledger another user owns, a
+ * ledger that is not a database, a device key that is not one, a stateDir the unit may not write), which
+ * a restart never cures: the unit does not restart on it (RestartPreventExitStatus=2), so the problem is
+ * fixed first instead of retried every few seconds. {@link startFailureExitCode} tells the two apart.
  */
+import { accessSync, constants, existsSync } from 'node:fs';
+import { dirname, isAbsolute, relative } from 'node:path';
 import type { Logger } from 'pino';
 import { createLogger } from '../../../shared/logger.js';
 import { describeError } from '../../../shared/describe-error.js';
@@ -20,7 +23,9 @@ import { openGateway } from './gateway.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { createReloader, type Reloader } from './reload.js';
 import { endHangupHold } from '../hangup-hold.js';
+import { NativeAddonError, nativeBindingForSea } from '../storage/native-addon.js';
 import { sqliteCodeOf } from '../storage/sqlite.js';
+import { DeviceKeyError } from '../zones/device-key.js';
 
 export interface RunOptions {
   config: string;
@@ -84,17 +89,89 @@ function listenForHangup(logger: Logger): HangupListener {
 }
 
 /**
- * Whether opening the state failed only because another process held a file's lock past the busy
- * timeout (a long `ledger export`, say): that passes, so it is exit 1, which the unit restarts.
+ * Errnos of a state that stays broken until someone fixes it: a permission, a read-only mount, a file
+ * where a directory belongs (a device.key that is a directory: EISDIR) or the reverse, a symlink loop.
+ * Any other (ENOSPC, EIO, EDQUOT, EMFILE, …) may clear by itself.
  */
-function isLockedOut(err: unknown): boolean {
-  return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCodeOf(err) ?? '');
+const LASTING_ERRNOS = new Set(['EACCES', 'EPERM', 'EROFS', 'EISDIR', 'ENOTDIR', 'ELOOP']);
+
+/** The errno behind `err`: its code, or, for a device key error (which carries none), its message's last word. */
+function errnoOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return code;
+  if (err instanceof DeviceKeyError) return /: (E[A-Z0-9]+)$/.exec(err.message)?.[1];
+  return undefined;
+}
+
+/**
+ * The exit code of a start that could not open the state: 2 when only a fix cures it (the file is
+ * read-only to this user, not a database or damaged, not this user's to create, an invalid device key, a
+ * cache directory refused as another user's), else 1, which the unit restarts: a lock held past the busy
+ * timeout (a long `ledger export`), a full disk (SQLITE_FULL, ENOSPC), an I/O error (SQLITE_IOERR_*, EIO).
+ *
+ * @example
+ * startFailureExitCode(new StorageError('cannot open …: file is not a database', 'SQLITE_NOTADB')); // 2
+ * startFailureExitCode(new StorageError('cannot prepare …: database or disk is full', 'SQLITE_FULL')); // 1
+ */
+export function startFailureExitCode(err: unknown): 1 | 2 {
+  const sqlite = sqliteCodeOf(err);
+  if (sqlite !== undefined) {
+    if (/^SQLITE_(READONLY|NOTADB|CORRUPT)/.test(sqlite)) return 2;
+    // SQLite answers CANTOPEN alike for every cause; openDatabase names a permission in the message.
+    if (sqlite === 'SQLITE_CANTOPEN' && /: (permission denied|cannot create it): /.test((err as Error).message)) return 2;
+    return 1;
+  }
+  if (err instanceof NativeAddonError) return err.code === 'LINTEL_ADDON_DIR_REFUSED' ? 2 : 1;
+  const errno = errnoOf(err);
+  if (errno !== undefined) return LASTING_ERRNOS.has(errno) ? 2 : 1;
+  // A device key error with no errno is a key file of the wrong length.
+  return err instanceof DeviceKeyError ? 2 : 1;
+}
+
+function isWithin(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !isAbsolute(rel));
+}
+
+/** The errno that refuses writing `path`, or its nearest existing ancestor while it does not exist. */
+function writeRefusal(path: string): string | undefined {
+  let probe = path;
+  while (!existsSync(probe) && dirname(probe) !== probe) probe = dirname(probe);
+  try {
+    accessSync(probe, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code ?? 'error';
+  }
+}
+
+/**
+ * Under the unit (`stateDirectory` is its $STATE_DIRECTORY), a stateDir outside that directory is
+ * read-only, as ProtectSystem=strict makes every path the unit does not name in ReadWritePaths=. The
+ * first write would fail with a bare EROFS; this says at start what to change. Answers the problem, or
+ * undefined (outside the unit, inside its state directory, or writable through a drop-in).
+ */
+export function sandboxedStateDirProblem(stateDir: string, stateDirectory: string | undefined, configPath: string): string | undefined {
+  const unitDirs = (stateDirectory ?? '').split(':').filter((dir) => dir !== '');
+  if (unitDirs.length === 0 || unitDirs.some((dir) => isWithin(stateDir, dir))) return undefined;
+  if (writeRefusal(stateDir) !== 'EROFS') return undefined;
+  return (
+    `stateDir ${stateDir} (set in ${configPath}) is outside the unit's state directory ${unitDirs[0]} ($STATE_DIRECTORY), ` +
+    `and the unit's ProtectSystem=strict makes it read-only (EROFS). Remove stateDir from the config to keep the state in ${unitDirs[0]}, ` +
+    `or keep ${stateDir}: create it, owned by the service user with mode 700, and let the unit write there with a drop-in ` +
+    `(systemctl edit lintel-edge): [Service] ReadWritePaths=${stateDir}`
+  );
 }
 
 /** Runs until a signal; resolves with the exit code. */
 export async function runCollector(options: RunOptions, io: CommandIo): Promise<number> {
   const loaded = loadCheckedConfig(options.config, options.frozenPolls, io);
   if (!loaded) return 2;
+  const sandboxed = sandboxedStateDirProblem(loaded.config.stateDir, process.env.STATE_DIRECTORY, options.config);
+  if (sandboxed) {
+    io.err(`lintel-edge: ${sandboxed}\n`);
+    return 2;
+  }
   const logger = createLogger('lintel-edge', { level: loaded.config.logLevel });
   const hangups = listenForHangup(logger);
   try {
@@ -122,11 +199,13 @@ async function collect(
   const poller = createPoller({ dialects });
   let gateway;
   try {
+    // Loaded first, so that a refusal reaches the exit code as itself rather than as a file that cannot be opened.
+    nativeBindingForSea();
     gateway = openGateway({ config, stateDir: config.stateDir, poller, ...(config.ingest ? { ingest: config.ingest } : {}), logger, ledgerRetentionMs: config.ledgerRetentionMs });
   } catch (err) {
     await poller.close();
     io.err(`lintel-edge: cannot open the state in ${config.stateDir}: ${(err as Error).message}\n`);
-    return isLockedOut(err) ? 1 : 2;
+    return startFailureExitCode(err);
   }
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
   try {

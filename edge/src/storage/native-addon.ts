@@ -2,6 +2,10 @@
  * better-sqlite3's native addon inside the single executable: it travels as a SEA asset, is written once
  * to a private cache file (named by its SHA-256, so a stale or altered copy is never loaded) and loaded
  * with process.dlopen. Outside the executable, better-sqlite3 finds its addon in node_modules itself.
+ *
+ * The cache is $CACHE_DIRECTORY (the unit's CacheDirectory=, /var/cache/lintel-edge), else
+ * `<tmpdir>/lintel-edge-<uid>` (TMPDIR, else /tmp): a command run from a shell unpacks there, and a /tmp
+ * mounted noexec cannot load it.
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -14,29 +18,54 @@ export const SQLITE_ADDON_ASSET = 'better_sqlite3.node';
 /** The addon's exports, as better-sqlite3's `nativeBinding` option accepts them. */
 type Addon = object;
 
+/**
+ * Why the SQLite addon cannot be used. `LINTEL_ADDON_DIR_REFUSED`: the cache directory cannot be made or
+ * is not this user's alone, which stays so until someone fixes it. `LINTEL_ADDON_UNLOADABLE`: the file
+ * was written but the loader refused it (a noexec mount, most often).
+ */
+export class NativeAddonError extends Error {
+  constructor(
+    message: string,
+    readonly code: 'LINTEL_ADDON_DIR_REFUSED' | 'LINTEL_ADDON_UNLOADABLE',
+  ) {
+    super(message);
+    this.name = 'NativeAddonError';
+  }
+}
+
+/** How to unpack the addon elsewhere, for a message. */
+const REDIRECT_HINT =
+  'unpack it elsewhere: set CACHE_DIRECTORY=/var/cache/lintel-edge (as the unit does; a directory this user owns, mode 700), or TMPDIR to a directory on a filesystem that allows executables';
+
 // The addon can be loaded into a process only once, so the loaded module is remembered for the process.
 const loaded: { addon?: Addon } = {};
 
 function privateCacheDir(): string {
   const fromSystemd = process.env.CACHE_DIRECTORY?.split(':')[0];
   const dir = fromSystemd || join(tmpdir(), `lintel-edge-${process.getuid?.() ?? 'user'}`);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new NativeAddonError(`cannot create ${dir} to unpack the SQLite addon into (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); ${REDIRECT_HINT}`, 'LINTEL_ADDON_DIR_REFUSED');
+  }
   const stat = lstatSync(dir);
   if (!stat.isDirectory() || (process.getuid && stat.uid !== process.getuid()) || (stat.mode & 0o022) !== 0) {
-    throw new Error(`refusing to load the SQLite addon from ${dir}: it must be a directory owned by this user and writable by no one else`);
+    throw new NativeAddonError(`refusing to load the SQLite addon from ${dir}: it must be a directory owned by this user and writable by no one else`, 'LINTEL_ADDON_DIR_REFUSED');
   }
   return dir;
 }
 
 /**
- * The addon to pass as `nativeBinding` when running as the single executable, else undefined.
+ * Writes `bytes` into `dir` under their digest (unless an intact copy is there) and loads them. A loader
+ * refusal names the directory and the usual cause: a filesystem mounted noexec (/tmp often is), which
+ * lets the file be written but not mapped ("failed to map segment from shared object").
+ *
+ * @example
+ * loadAddonFrom(Buffer.from(sea.getAsset(SQLITE_ADDON_ASSET)), '/var/cache/lintel-edge');
  */
-export function nativeBindingForSea(): Addon | undefined {
-  if (!sea.isSea()) return undefined;
-  if (loaded.addon) return loaded.addon;
-  const bytes = Buffer.from(sea.getAsset(SQLITE_ADDON_ASSET));
+export function loadAddonFrom(bytes: Buffer, dir: string): Addon {
   const digest = createHash('sha256').update(bytes).digest('hex');
-  const file = join(privateCacheDir(), `better_sqlite3-${digest.slice(0, 16)}.node`);
+  const file = join(dir, `better_sqlite3-${digest.slice(0, 16)}.node`);
   const intact = existsSync(file) && createHash('sha256').update(readFileSync(file)).digest('hex') === digest;
   if (!intact) {
     const partial = `${file}.${process.pid}.tmp`;
@@ -45,7 +74,23 @@ export function nativeBindingForSea(): Addon | undefined {
     renameSync(partial, file);
   }
   const module = { exports: {} as Addon };
-  process.dlopen(module, file);
-  loaded.addon = module.exports;
+  try {
+    process.dlopen(module, file);
+  } catch (err) {
+    throw new NativeAddonError(
+      `cannot load the SQLite addon unpacked to ${file} (${(err as Error).message.trim()}). ${dir} may be on a filesystem mounted noexec, as /tmp often is; ${REDIRECT_HINT}`,
+      'LINTEL_ADDON_UNLOADABLE',
+    );
+  }
   return module.exports;
+}
+
+/**
+ * The addon to pass as `nativeBinding` when running as the single executable, else undefined.
+ */
+export function nativeBindingForSea(): Addon | undefined {
+  if (!sea.isSea()) return undefined;
+  if (loaded.addon) return loaded.addon;
+  loaded.addon = loadAddonFrom(Buffer.from(sea.getAsset(SQLITE_ADDON_ASSET)), privateCacheDir());
+  return loaded.addon;
 }

@@ -2,14 +2,18 @@
  * The single executable: built offline from the local Node (reused when up to date), it runs `version`
  * (which opens SQLite through the addon it carries), honours the systemd unit's NODE_OPTIONS heap bound,
  * and runs a short `simulate` under that bound, from a directory with no source tree; its ledger verifies
- * and audits.
+ * and audits. It starts over carried data that systemd-tmpfiles half aged away (no `.complete` marker,
+ * some files left), and where a noexec temporary directory refuses its SQLite addon, it says so and how to
+ * unpack elsewhere.
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { heapLimitMbOf, unitEnvironment } from './unit-file.js';
+import { openLedger } from '../../../edge/src/report/ledger.js';
+import { noexecTmpfs } from '../support/private-mount.js';
 
 const run = promisify(execFile);
 const REPO = new URL('../../../', import.meta.url).pathname;
@@ -83,4 +87,35 @@ sensors:
   t.match(verify.stdout, /3 entries, chain intact/);
   const audit = await run(EXE, ['ledger', 'audit', '--state-dir', state], { cwd: elsewhere, env });
   t.match(audit.stdout, /^audit passed: 3 entries/);
+});
+
+t.test('the executable over a cache tmpfiles half aged, and on a noexec temporary directory', async (t) => {
+  t.ok(existsSync(EXE), 'built above');
+  // The data directory's name comes from the digest of the build's inputs, which the build stamps.
+  const digest = readFileSync(join(REPO, 'dist/.sea/inputs.sha256'), 'utf8').trim();
+  const elsewhere = t.testdir({});
+
+  const cache = join(elsewhere, 'cache');
+  const data = join(cache, `data-${digest.slice(0, 16)}`);
+  mkdirSync(join(data, 'firmware-bindings'), { recursive: true, mode: 0o700 });
+  writeFileSync(join(data, 'firmware-bindings', 'survivor.json'), '{}');
+  const version = await run(EXE, ['version'], { cwd: elsewhere, env: { PATH: '/usr/bin:/bin', CACHE_DIRECTORY: cache, HOME: elsewhere }, timeout: 30_000 });
+  t.match(version.stdout, /^lintel-edge \d+\.\d+\.\d+ /, 'a data directory without its marker does not stop a command');
+  t.ok(existsSync(join(data, '.complete')), 'it was unpacked again, whole');
+
+  const state = join(elsewhere, 'state');
+  const ledger = openLedger(join(state, 'ledger.sqlite'));
+  ledger.append('{"batchId":"b1","readings":[]}', Date.now());
+  ledger.close();
+  const tmp = join(elsewhere, 'tmp');
+  mkdirSync(tmp, { mode: 0o700 });
+  const [command, ...args] = [...noexecTmpfs(tmp), '/usr/bin/env', '-i', 'PATH=/usr/bin:/bin', `TMPDIR=${tmp}`, `HOME=${elsewhere}`, EXE, 'ledger', 'verify', '--state-dir', state];
+  const refused = await run(command, args, { cwd: elsewhere, timeout: 30_000 }).then(
+    () => ({ code: 0, stderr: '' }),
+    (err: { code?: number; stderr?: string }) => ({ code: err.code, stderr: err.stderr ?? '' }),
+  );
+  t.equal(refused.code, 2, `the ledger cannot be read (stderr: ${refused.stderr.slice(0, 600)})`);
+  t.match(refused.stderr, new RegExp(`cannot load the SQLite addon unpacked to ${tmp}/lintel-edge-0/better_sqlite3-[0-9a-f]{16}\\.node \\(.*failed to map segment from shared object\\)`), 'the file and the loader’s words');
+  t.match(refused.stderr, `${tmp}/lintel-edge-0 may be on a filesystem mounted noexec`, 'the likely cause');
+  t.match(refused.stderr, 'set CACHE_DIRECTORY=/var/cache/lintel-edge', 'and the way out');
 });

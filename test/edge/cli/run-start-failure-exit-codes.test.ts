@@ -1,0 +1,116 @@
+/**
+ * The exit code of a start that cannot open the state: 2 (the unit does not restart) only for what a
+ * fix alone cures (a file read-only to the service user, not a database or damaged, an invalid device
+ * key, a permission), 1 (restarted) for what may clear by itself: a lock held past the busy timeout, a
+ * full disk, an I/O error. A device.key that is a directory (EISDIR) is a state to fix: exit 2.
+ */
+import t from 'tap';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startFailureExitCode } from '../../../edge/src/commands/run.js';
+import { openLedger } from '../../../edge/src/report/ledger.js';
+import { NativeAddonError } from '../../../edge/src/storage/native-addon.js';
+import { StorageError } from '../../../edge/src/storage/sqlite.js';
+import { DeviceKeyError, loadOrCreateDeviceKey } from '../../../edge/src/zones/device-key.js';
+import { freePort, startCli } from './building-config.js';
+import { fullTmpfs } from '../support/private-mount.js';
+
+/** Through env(1) without NODE_OPTIONS: the test runner's process-info hook stays out of the child. */
+const WITHOUT_TEST_HOOK = ['/usr/bin/env', '-u', 'NODE_OPTIONS'];
+
+const errno = (code: string) => Object.assign(new Error(`${code}: failed, open '/var/lib/lintel-edge/zones.sqlite'`), { code });
+const thrownBy = (fn: () => unknown): unknown => {
+  try {
+    fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('it did not throw');
+};
+
+t.test('what only a fix cures: exit 2', async (t) => {
+  const dir = t.testdir({ 'not-a-ledger.sqlite': 'not a ledger\n'.repeat(100), 'short.key': 'too short', 'device.key': {} });
+  const cases: Array<[string, unknown]> = [
+    ['a ledger that is not a database', thrownBy(() => openLedger(join(dir, 'not-a-ledger.sqlite')))],
+    ['a file this user may not write', new StorageError('cannot write /s/ledger.sqlite: it is owned by root (uid 0), mode 644; …', 'SQLITE_READONLY')],
+    ['a file moved away while open', new StorageError('cannot prepare /s/ledger.sqlite: attempt to write a readonly database', 'SQLITE_READONLY_DBMOVED')],
+    ['a damaged database', new StorageError('cannot prepare /s/zones.sqlite: database disk image is malformed', 'SQLITE_CORRUPT')],
+    ['a damaged index', new StorageError('cannot prepare /s/zones.sqlite: database disk image is malformed', 'SQLITE_CORRUPT_INDEX')],
+    ['a file this user may not read', new StorageError('cannot open /s/ledger.sqlite: permission denied: it is owned by root (uid 0), mode 600; this process runs as nobody (uid 65534) (run as …)', 'SQLITE_CANTOPEN')],
+    ['a directory this user may not create files in', new StorageError('cannot open /s/ledger.sqlite: cannot create it: /s is owned by root (uid 0), mode 755; …', 'SQLITE_CANTOPEN')],
+    ['a device key of the wrong length', thrownBy(() => loadOrCreateDeviceKey(join(dir, 'short.key')))],
+    ['a device.key that is a directory', thrownBy(() => loadOrCreateDeviceKey(join(dir, 'device.key')))],
+    ['a device key this user may not create', new DeviceKeyError('cannot create the device key file /s/device.key: EACCES')],
+    ['a state directory on a read-only mount', errno('EROFS')],
+    ['a state directory this user may not write', errno('EACCES')],
+    ['a state path through a file', errno('ENOTDIR')],
+    ['an addon cache directory another user owns', new NativeAddonError('refusing to load the SQLite addon from /tmp/lintel-edge-998: …', 'LINTEL_ADDON_DIR_REFUSED')],
+  ];
+  for (const [what, err] of cases) t.equal(startFailureExitCode(err), 2, what);
+});
+
+t.test('what may clear by itself: exit 1, which the unit restarts', async (t) => {
+  const cases: Array<[string, unknown]> = [
+    ['a lock held past the busy timeout', new StorageError('cannot prepare /s/ledger.sqlite: database is locked', 'SQLITE_BUSY')],
+    ['a table lock', new StorageError('cannot prepare /s/ledger.sqlite: database table is locked', 'SQLITE_LOCKED')],
+    ['a full disk, as SQLite says it', new StorageError('cannot prepare /s/ledger.sqlite: database or disk is full', 'SQLITE_FULL')],
+    ['a failed write', new StorageError('cannot prepare /s/ledger.sqlite: disk I/O error', 'SQLITE_IOERR_WRITE')],
+    ['a failed fsync', new StorageError('cannot prepare /s/ledger.sqlite: disk I/O error', 'SQLITE_IOERR_FSYNC')],
+    ['no memory', new StorageError('cannot prepare /s/ledger.sqlite: out of memory', 'SQLITE_NOMEM')],
+    ['a file that cannot be opened for no known lasting reason', new StorageError('cannot open /s/ledger.sqlite: unable to open database file (missing, or permission denied)', 'SQLITE_CANTOPEN')],
+    ['a device key on a full disk', new DeviceKeyError('cannot create the device key file /s/device.key: ENOSPC')],
+    ['a device key read failing', new DeviceKeyError('cannot read the device key file /s/device.key: EIO')],
+    ['a full disk under the addon', errno('ENOSPC')],
+    ['an I/O error', errno('EIO')],
+    ['a quota', errno('EDQUOT')],
+    ['too many open files', errno('EMFILE')],
+    ['an addon the loader refused', new NativeAddonError('cannot load the SQLite addon unpacked to /tmp/lintel-edge-0/better_sqlite3-0123456789abcdef.node (…)', 'LINTEL_ADDON_UNLOADABLE')],
+    ['anything else', new Error('something unforeseen')],
+  ];
+  for (const [what, err] of cases) t.equal(startFailureExitCode(err), 1, what);
+});
+
+/** A collector of one SNMP AP on a port nothing answers, no ingest, its state in `stateDir`. */
+async function writeConfig(dir: string, stateDir: string): Promise<string> {
+  const community = join(dir, 'community');
+  writeFileSync(community, 'public\n', { mode: 0o600 });
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `buildingId: test-building
+pollIntervalS: 1
+requestTimeoutS: 1
+stateDir: ${stateDir}
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${await freePort()}, communityFile: ${community} } }
+`,
+    { mode: 0o600 },
+  );
+  return config;
+}
+
+t.test('run on a full disk: exit 1, so the unit tries again once there is room', async (t) => {
+  const dir = t.testdir({ disk: {} });
+  const stateDir = join(dir, 'disk', 'state');
+  const config = await writeConfig(dir, stateDir);
+  const child = startCli(['run', '--config', config], {}, [...fullTmpfs(join(dir, 'disk')), ...WITHOUT_TEST_HOOK]);
+  t.teardown(() => {
+    if (child.process.exitCode === null) child.process.kill('SIGKILL');
+  });
+  t.equal(await child.exited, 1, `exit 1 (stderr: ${child.stderr().slice(0, 600)})`);
+  t.match(child.stderr(), `cannot open the state in ${stateDir}: cannot create the device key file ${join(stateDir, 'device.key')}: ENOSPC`);
+});
+
+t.test('run with a device.key that is a directory: exit 2, naming it', async (t) => {
+  const dir = t.testdir({});
+  const stateDir = join(dir, 'state');
+  mkdirSync(join(stateDir, 'device.key'), { recursive: true, mode: 0o700 });
+  const config = await writeConfig(dir, stateDir);
+  const child = startCli(['run', '--config', config], {}, WITHOUT_TEST_HOOK);
+  t.teardown(() => {
+    if (child.process.exitCode === null) child.process.kill('SIGKILL');
+  });
+  t.equal(await child.exited, 2, `exit 2, which the unit does not restart (stderr: ${child.stderr().slice(0, 600)})`);
+  t.match(child.stderr(), `cannot open the state in ${stateDir}: cannot read the device key file ${join(stateDir, 'device.key')}: EISDIR`);
+});
