@@ -95,11 +95,10 @@ function listenForHangup(logger: Logger): HangupListener {
  */
 const LASTING_ERRNOS = new Set(['EACCES', 'EPERM', 'EROFS', 'EISDIR', 'ENOTDIR', 'ELOOP']);
 
-/** The errno behind `err`: its code, or, for a device key error (which carries none), its message's last word. */
+/** The errno behind `err`, from its `code`. */
 function errnoOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string' && /^E[A-Z0-9]+$/.test(code)) return code;
-  if (err instanceof DeviceKeyError) return /: (E[A-Z0-9]+)$/.exec(err.message)?.[1];
   return undefined;
 }
 

@@ -11,9 +11,12 @@ export const DEVICE_KEY_BYTES = 32;
 
 /** A key file problem, with a message that says what to do. Never carries key material. */
 export class DeviceKeyError extends Error {
-  constructor(message: string) {
+  /** The errno behind it (`EACCES`, `ENOSPC`, …); undefined for a key file of the wrong length. */
+  readonly code: string | undefined;
+  constructor(message: string, code?: string) {
     super(message);
     this.name = 'DeviceKeyError';
+    this.code = code;
   }
 }
 
@@ -32,14 +35,14 @@ export function loadOrCreateDeviceKey(path: string, onWarning: (message: string)
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   } catch (err) {
-    throw new DeviceKeyError(`cannot create the directory of the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new DeviceKeyError(`cannot create the directory of the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, (err as NodeJS.ErrnoException).code);
   }
   let created = false;
   if (!exists(path)) {
     try {
       created = createWhole(path, randomBytes(DEVICE_KEY_BYTES));
     } catch (err) {
-      throw new DeviceKeyError(`cannot create the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+      throw new DeviceKeyError(`cannot create the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, (err as NodeJS.ErrnoException).code);
     }
   }
   let key: Buffer;
@@ -56,7 +59,7 @@ export function loadOrCreateDeviceKey(path: string, onWarning: (message: string)
     }
     key = readFileSync(path);
   } catch (err) {
-    throw new DeviceKeyError(`cannot read the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new DeviceKeyError(`cannot read the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, (err as NodeJS.ErrnoException).code);
   }
   if (key.length !== DEVICE_KEY_BYTES) {
     throw new DeviceKeyError(
