@@ -69,18 +69,21 @@ t.test('a missing or malformed claims header is refused with unauthorized and co
 t.test('no claims header reaches a log line, accepted or refused', async (t) => {
   const directory = await startFakeDirectory(t);
   const { logger, lines } = capturedLogger('debug');
-  const { url } = await startRelay(t, { directory, logger, maxLifetimeMs: 500 });
+  // Seconds, not milliseconds: the socket must outlast the connect and both subscriptions' lookups on a
+  // busy machine, or its expiry cuts the subscriptions short.
+  const { url } = await startRelay(t, { directory, logger, maxLifetimeMs: 5_000 });
   const accepted = claimsOf({ sub: uniqueName('ana'), accountName: 'ana@acme.test', domains: [uniqueName('acme')] });
   const refused = Buffer.from(JSON.stringify({ accountName: 'eve@acme.test', memberships: [] })).toString('base64');
   t.equal(await rejectionOf(t, url, refused), 'unauthorized');
   const ana = await connectClient(t, url, accepted);
+  const expired = new Promise<void>((resolve) => ana.socket.once('disconnect', () => resolve()));
   const forbidden = uniqueName('b-forbidden');
   const failing = uniqueName('b-500');
   directory.set(forbidden, [uniqueName('globex')]);
   directory.set(failing, { status: 500 });
   t.match(await subscribe(ana, forbidden), { reason: 'forbidden' });
   t.match(await subscribe(ana, failing), { reason: 'lookup_failed' });
-  await new Promise<void>((resolve) => ana.socket.once('disconnect', () => resolve()));
+  await expired;
   await waitFor(() => lines.some((l) => l.msg === 'socket reached its maximum lifetime'), 'the expiry log line');
 
   t.match(lines.find((l) => l.msg === 'handshake rejected'), { reason: 'sub missing or not a string' }, 'a refusal logs why');

@@ -17,7 +17,9 @@ t.test('a socket is dropped up to 10 % of the lifetime early (at most 60 s), nev
 
 t.test('a socket is dropped at its maximum lifetime and counted; the client must handshake again', async (t) => {
   const directory = await startFakeDirectory(t);
-  const relay = await startRelay(t, { directory, maxLifetimeMs: 300, random: () => 0.5 });
+  // Seconds, not milliseconds: a lifetime shorter than a stall of a busy machine can end before the
+  // client has seen its connect, and the disconnect this test waits for would then come unheard.
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 5_000, random: () => 0.5 });
   const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: ['acme'] }));
   const reason = await new Promise<string>((resolve) => ana.socket.once('disconnect', (r) => resolve(r)));
   t.equal(reason, 'io server disconnect', 'a server-side drop, which socket.io-client does not retry by itself');
@@ -34,7 +36,8 @@ t.test('a socket is dropped at its maximum lifetime and counted; the client must
 
 t.test('a socket that leaves first has its timer cleared: no expiry is counted', async (t) => {
   const directory = await startFakeDirectory(t);
-  const relay = await startRelay(t, { directory, maxLifetimeMs: 400, random: () => 0 });
+  // Long enough that the early socket surely leaves before its own deadline, even on a busy machine.
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 5_000, random: () => 0 });
   const early = await connectClient(t, relay.url, claimsOf({ sub: 'early', domains: [] }));
   early.socket.close();
   await waitFor(async () => (await metric(relay.url, 'socket_connected_clients')) === 0, 'the disconnect');

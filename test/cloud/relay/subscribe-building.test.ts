@@ -100,14 +100,17 @@ t.test('a directory that never answers times out (2 s) as lookup_failed, and is 
 t.test('calls still queued when their socket leaves never reach the directory', async (t) => {
   const directory = await startFakeDirectory(t);
   const { logger, lines } = capturedLogger('debug');
-  const relay = await startRelay(t, { directory, logger, directoryTimeoutMs: 300 });
+  // The first lookup must still be in flight when the relay sees the socket leave, however busy the
+  // machine: with a short timeout it could end first, and the next queued call would ask the directory.
+  const relay = await startRelay(t, { directory, logger, directoryTimeoutMs: 10_000 });
   const slow = uniqueName('b-slow');
   directory.set(slow, 'hang');
   const ana = await connectClient(t, relay.url, claimsOf({ sub: uniqueName('ana'), domains: [uniqueName('acme')] }));
   for (let i = 0; i < 3; i++) ana.socket.emit('subscribe_building', slow);
   await waitFor(() => directory.callsFor(slow) === 1, 'the first lookup');
   ana.socket.disconnect();
-  await waitFor(() => lines.filter((l) => l.msg === 'subscription dropped: the socket left before its turn').length === 2, 'both queued calls dropped');
+  // The queued calls get their turn once the first lookup times out.
+  await waitFor(() => lines.filter((l) => l.msg === 'subscription dropped: the socket left before its turn').length === 2, 'both queued calls dropped', 30_000);
   t.equal(directory.callsFor(slow), 1, 'only the call in flight when the socket left asked the directory');
 });
 

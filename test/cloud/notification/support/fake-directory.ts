@@ -1,8 +1,8 @@
 /**
  * A fake building directory: a real HTTP server on 127.0.0.1 answering `GET /domain/{building}` with the
- * domain names it was given. A building set to `hang` never answers. A call for a building nobody set
- * up, or any other route, answers 500, is recorded in `unexpected`, and fails the test at teardown when
- * started with {@link startFakeDirectory}.
+ * domain names it was given. A building set to `hang` never answers, until `dropHanging()` cuts the call.
+ * A call for a building nobody set up, or any other route, answers 500, is recorded in `unexpected`, and
+ * fails the test at teardown when started with {@link startFakeDirectory}.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { CLAIMS_HEADER } from '../../../../shared/claims.js';
@@ -47,8 +47,16 @@ export class FakeDirectory {
     return this;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Cuts every call left hanging, as a directory that went away would: the caller's lookup fails as
+   * unreachable at once instead of waiting out its timeout. Calls made later still hang.
+   */
+  dropHanging(): void {
     for (const res of this.hanging) res.destroy();
+  }
+
+  async stop(): Promise<void> {
+    this.dropHanging();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
