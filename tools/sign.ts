@@ -6,11 +6,13 @@
  *   npm run sign -- --secret-env INTERNAL_SIGNING_SECRET --body-file batch.json
  *
  * The secret is read from a file or an environment variable, never from the command line, so it stays
- * out of shell history and process listings. The body is signed byte for byte: no trimming.
+ * out of shell history and process listings. The body is signed byte for byte: no trimming. A secret is
+ * read as the services read theirs, as a key ring (`new,old`, each key trimmed): the signature is made
+ * with the first, current key, which every service holding the ring accepts.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { sign } from '../shared/hmac.js';
+import { keyRingFromEnv, sign } from '../shared/hmac.js';
 
 function usage(problem: string): never {
   process.stderr.write(
@@ -54,13 +56,15 @@ function main(argv: string[]): void {
     secret = process.env[values['secret-env']];
     if (!secret) usage(`the environment variable ${values['secret-env']} is not set or empty`);
   } else usage('give the secret with --secret-file or --secret-env');
+  const current = keyRingFromEnv(secret)[0];
+  if (current === undefined) usage('the secret holds no key (a ring is comma-separated keys, current first)');
 
   let body: Buffer;
   if (values.body !== undefined) body = Buffer.from(values.body, 'utf8');
   else if (values['body-file']) body = readOrExplain(values['body-file'], '--body-file');
   else body = process.stdin.isTTY ? Buffer.alloc(0) : readFileSync(0);
 
-  process.stdout.write(`${sign(body, secret)}\n`);
+  process.stdout.write(`${sign(body, current)}\n`);
 }
 
 main(process.argv.slice(2));

@@ -25,6 +25,16 @@ t.test('signs stdin, and empty bytes for a GET', async (t) => {
   t.equal(out.trim(), sign('', 's'));
 });
 
+t.test('a key ring signs with its current key, trimmed, as the services verify it', async (t) => {
+  const env = (value: string) => ({ ...process.env, LINTEL_TEST_SECRET: value });
+  const signed = (value: string) => execFileSync(tsx, ['tools/sign.ts', '--secret-env', 'LINTEL_TEST_SECRET', '--body', '{}'], { encoding: 'utf8', env: env(value) }).trim();
+  t.equal(signed('new-key,old-key'), sign('{}', 'new-key'), 'new,old: the new key');
+  t.equal(signed(' new-key , old-key'), sign('{}', 'new-key'), 'spaces around keys are not part of them');
+  const empty = spawnSync(tsx, ['tools/sign.ts', '--secret-env', 'LINTEL_TEST_SECRET', '--body', '{}'], { encoding: 'utf8', env: env(' , ') });
+  t.equal(empty.status, 2);
+  t.match(empty.stderr, /^sign: the secret holds no key/m);
+});
+
 t.test('refuses a secret on the command line or none at all', async (t) => {
   const r = spawnSync(tsx, ['tools/sign.ts', '--secret', 'x', '--body', '{}'], { encoding: 'utf8' });
   t.equal(r.status, 2);
