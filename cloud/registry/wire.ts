@@ -123,16 +123,35 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
+/** Invisible format characters (zero-width spaces and joiners, bidi overrides): none belongs in a Name. */
+const FORMAT_CHARACTER = /\p{Cf}/u;
+
+/**
+ * A Name as it is stored and compared: in Unicode compatibility form (NFKC: `Cafe` with a combining
+ * accent is `Café`, fullwidth `ａｃｍｅ` is `acme`), every run of white space (a no-break space too) one
+ * space, trimmed. Two names a reader cannot tell apart are then one name, and the unique index on
+ * `lower(name)` refuses the second.
+ *
+ * @example
+ * canonicalName(' Acme\u00a0 Corp '); // 'Acme Corp'
+ */
+export function canonicalName(name: string): string {
+  return name.normalize('NFKC').replace(/\s+/gu, ' ').trim();
+}
+
 /** Reads a signup body, or throws a 400 naming every problem. */
 export function parseSignup(body: unknown): Signup {
   const input = parse(SignupBody, SIGNUP_KEYS, body);
   const identityMode = input.IdentityMode ?? 'platform';
   const issuer = input.Issuer ?? '';
+  const name = canonicalName(input.Name);
   const problems: string[] = [];
+  if (name === '') problems.push('Name: expected a name, got only white space');
+  if (FORMAT_CHARACTER.test(name)) problems.push('Name: must not hold invisible format characters (zero-width spaces or joiners, bidi controls)');
   if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
   if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL written out in full (http:// or https://, then the host), without spaces or backslashes, got ${JSON.stringify(issuer.slice(0, 40))}`);
   if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });
-  return { name: input.Name.trim(), displayName: input.DisplayName ?? '', tier: input.Tier, identityMode, issuer };
+  return { name, displayName: input.DisplayName ?? '', tier: input.Tier, identityMode, issuer };
 }
 
 /** Reads a status report `{status, detail}`; anything but ready or failed is a 400. */

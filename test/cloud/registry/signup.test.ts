@@ -90,6 +90,39 @@ t.test('a duplicate Name is 409, whatever its case', async (t) => {
   t.equal(await app.rowCount(), 2);
 });
 
+t.test('names a reader cannot tell apart are one Name: the second is 409', async (t) => {
+  const app = await startRegistry(t);
+  const pairs: Array<[string, string, string]> = [
+    ['Café', 'Cafe\u0301', 'a combining accent'],
+    ['acme', '\uff41\uff43\uff4d\uff45', 'fullwidth letters'],
+    ['Acme Corp', 'Acme\u00a0Corp', 'a no-break space'],
+    ['Umbrella  Inc', 'Umbrella Inc', 'a run of spaces'],
+  ];
+  for (const [first, second, what] of pairs) {
+    const created = await app.signup({ Name: first, Tier: 'pooled' });
+    t.equal(created.status, 201, `${what}: the first`);
+    const again = await app.signup({ Name: second, Tier: 'pooled' });
+    t.equal(again.status, 409, `${what}: the second is the same name`);
+  }
+  t.match((await app.signup({ Name: 'Cafe\u0301 Noir', Tier: 'pooled' })).json, { Name: 'Café Noir' }, 'stored in its composed form');
+  t.equal(await app.rowCount(), 5);
+});
+
+t.test('a Name with invisible format characters, or only white space, is 400 and stores nothing', async (t) => {
+  const app = await startRegistry(t);
+  const refusedNames: Array<[string, string]> = [
+    ['ac\u200bme', 'a zero-width space'],
+    ['acme\u202eevil', 'a bidi override'],
+    ['\u00a0\u2003', 'only white space'],
+  ];
+  for (const [name, what] of refusedNames) {
+    const refused = await app.signup({ Name: name, Tier: 'pooled' });
+    t.equal(refused.status, 400, what);
+    t.match(refused.json, { type: 'Validation Error', message: /^Name: / }, what);
+  }
+  t.equal(await app.rowCount(), 0);
+});
+
 t.test('signup needs no identity, and unknown routes are 404', async (t) => {
   const app = await startRegistry(t);
   t.equal((await app.signup({ Name: 'open', Tier: 'pooled' })).status, 201, 'no claims, no signature');
