@@ -5,8 +5,8 @@
  * CONTRACTS.md, `errors` included. A 403 before the service is a bad signature (text/plain); the
  * service's own 403 (readings outside the key's buildings) is JSON and counted by the service.
  */
-import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { HttpError, invalidUtf8Error } from '../../../shared/errors.js';
+import { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import { errorAnswerOf, HttpError, invalidUtf8Error } from '../../../shared/errors.js';
 import { KEY_ID_HEADER } from '../../../shared/hmac.js';
 import { signedBody, type SignedRequest } from '../../../shared/signed-body.js';
 import type { IngestService } from '../ingest.js';
@@ -40,8 +40,21 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
     sendAccepted(res, await (canonical ?? deps.ingest.ingest(key, parsedBody(req as SignedRequest, deps.metrics))));
   };
 
+  // The body reader's own 400s (a compressed body, one cut short) in the ingest 400 shape, `errors`
+  // included, counted as invalid batches like a body that is not JSON.
+  const bodyRefused: ErrorRequestHandler = (err, _req, _res, next) => {
+    const answer = err instanceof HttpError ? undefined : errorAnswerOf(err);
+    if (answer?.status !== 400) {
+      next(err);
+      return;
+    }
+    deps.metrics.batches.inc({ outcome: 'invalid' });
+    next(new HttpError(400, answer.message, { errors: [{ index: null, field: '(body)', message: answer.message }] }));
+  };
+
   const router = Router();
   router.post(INGEST_PATHS, chooseKey, ...signedBody({ keys: (req) => chosen.get(req)?.ring, limit: deps.limitBytes ?? INGEST_LIMIT_BYTES, parseJson: false }), handle);
+  router.use(INGEST_PATHS, bodyRefused);
   return router;
 }
 

@@ -66,6 +66,19 @@ t.test('a body that is not UTF-8 is a 400, signed as sent, and stores nothing', 
   await stillServing(t, h, 0);
 });
 
+t.test('a compressed body is a 400 in the ingest shape, counted invalid, and stores nothing', async (t) => {
+  const h = await startHarness(t);
+  const body = Buffer.from(JSON.stringify({ readings: [temperatureReading('b1', 'r1', h.clock.now, 21)] }));
+  for (const encoding of ['gzip', 'br']) {
+    const answer = await call(`${h.url}/ingest`, 'POST', body, { 'content-type': 'application/json', 'content-encoding': encoding, 'x-signature': sign(body, SHARED_SECRET) });
+    t.equal(answer.status, 400, encoding);
+    t.same(answer.json, { type: 'Validation Error', message: 'unsupported body encoding', errors: [{ index: null, field: '(body)', message: 'unsupported body encoding' }] }, encoding);
+  }
+  const metrics = await call(`${h.url}/metrics`, 'GET');
+  t.match(metrics.text, /telemetry_ingest_batches_total\{outcome="invalid"[^}]*\} 2\b/, 'both counted as invalid batches');
+  await stillServing(t, h, 0);
+});
+
 t.test('NaN, Infinity, a negative count and a missing field are each a 400 naming the reading and field', async (t) => {
   const h = await startHarness(t);
   const now = h.clock.now;
