@@ -5,7 +5,7 @@
  */
 import * as t from 'io-ts';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
-import { CONTROL_CHARACTERS, decode, NonEmptyString, storableText } from '../../shared/kinds.js';
+import { CONTROL_CHARACTERS, decode, isName, NAME_EXPECTATION, NonEmptyString, storableText } from '../../shared/kinds.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
 
@@ -123,8 +123,12 @@ function isHttpUrl(value: string): boolean {
   }
 }
 
-/** Invisible format characters (zero-width spaces and joiners, bidi overrides): none belongs in a Name. */
-const FORMAT_CHARACTER = /\p{Cf}/u;
+/**
+ * Invisible characters no script needs in a name: the soft hyphen, zero-width space, word joiner and
+ * invisible operators, the byte order mark, and the bidi marks, embeddings, overrides and isolates.
+ * The zero-width non-joiner and joiner stay allowed: Persian and Indic names (and emoji) need them.
+ */
+const INVISIBLE_CHARACTER = /[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/u;
 
 /**
  * A Name as it is stored and compared: in Unicode compatibility form (NFKC: `Cafe` with a combining
@@ -147,7 +151,9 @@ export function parseSignup(body: unknown): Signup {
   const name = canonicalName(input.Name);
   const problems: string[] = [];
   if (name === '') problems.push('Name: expected a name, got only white space');
-  if (FORMAT_CHARACTER.test(name)) problems.push('Name: must not hold invisible format characters (zero-width spaces or joiners, bidi controls)');
+  // Compatibility forms can expand (U+FDFA is 18 letters): the canonical name is held to the same rules.
+  else if (!isName(name)) problems.push(`Name: expected ${NAME_EXPECTATION}, once in its canonical form (NFKC)`);
+  if (INVISIBLE_CHARACTER.test(name)) problems.push('Name: must not hold invisible characters (soft hyphen, zero-width space, word joiner, bidi controls)');
   if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
   if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL written out in full (http:// or https://, then the host), without spaces or backslashes, got ${JSON.stringify(issuer.slice(0, 40))}`);
   if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });

@@ -108,12 +108,13 @@ t.test('names a reader cannot tell apart are one Name: the second is 409', async
   t.equal(await app.rowCount(), 5);
 });
 
-t.test('a Name with invisible format characters, or only white space, is 400 and stores nothing', async (t) => {
+t.test('a Name with invisible characters, only white space, or too long once canonical is 400 and stores nothing', async (t) => {
   const app = await startRegistry(t);
   const refusedNames: Array<[string, string]> = [
     ['ac\u200bme', 'a zero-width space'],
     ['acme\u202eevil', 'a bidi override'],
     ['\u00a0\u2003', 'only white space'],
+    ['\ufdfa'.repeat(256), 'a name NFKC expands past 256 characters'],
   ];
   for (const [name, what] of refusedNames) {
     const refused = await app.signup({ Name: name, Tier: 'pooled' });
@@ -121,6 +122,13 @@ t.test('a Name with invisible format characters, or only white space, is 400 and
     t.match(refused.json, { type: 'Validation Error', message: /^Name: / }, what);
   }
   t.equal(await app.rowCount(), 0);
+  const allowed: Array<[string, string]> = [
+    ['\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645', 'a Persian name with a zero-width non-joiner'],
+    ['\u{1f469}\u200d\u{1f4bb} Labs', 'an emoji joined by a zero-width joiner'],
+  ];
+  for (const [name, what] of allowed) {
+    t.equal((await app.signup({ Name: name, Tier: 'pooled' })).status, 201, what);
+  }
 });
 
 t.test('signup needs no identity, and unknown routes are 404', async (t) => {
