@@ -232,13 +232,17 @@ export class EdgeDaemon {
     return this.state;
   }
 
-  /** Logs each unreadable zone file the store set aside when opening or loading (no device in it is named). */
-  private noteSetAside(): void {
+  /**
+   * Logs each unreadable zone file the store set aside (no device in it is named): when opening or
+   * loading, counting starts over; when saving, the state in memory went whole into the new file.
+   */
+  private noteSetAside(when: 'load' | 'save' = 'load'): void {
+    const outcome =
+      when === 'load'
+        ? 'counting starts over; devices are found again within a few polls'
+        : 'the state in memory was saved whole into a new file, and counting goes on';
     for (const file of this.deps.zones.takeSetAside()) {
-      this.deps.logger.warn(
-        { setAsideAs: file.path, reason: file.reason },
-        'the zone state file was unreadable (not a database, or corrupt): it was set aside and counting starts over; devices are found again within a few polls',
-      );
+      this.deps.logger.warn({ setAsideAs: file.path, reason: file.reason }, `the zone state file was unreadable (not a database, or corrupt): it was set aside and ${outcome}`);
     }
   }
 
@@ -429,6 +433,7 @@ export class EdgeDaemon {
   private save(outcome: PollOutcome): void {
     try {
       this.deps.zones.save(outcome, { complete: this.saveFailed });
+      this.noteSetAside('save');
       if (this.saveFailed) this.deps.logger.info({ devices: outcome.state.devices.size }, 'the zone state is saved again');
       this.saveFailed = false;
     } catch (err) {

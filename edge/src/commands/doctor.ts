@@ -3,7 +3,8 @@
  * reachable, authenticated, walkable, and its station count; for the ingest: reachable, and a signed probe
  * batch (no readings) accepted; the clock; the state directory and the ledger. Exits 1 on any failure.
  * Run it as the state directory's owner (the service user): in another user's state directory, root's
- * say, it reads and writes nothing, and says whom to run as.
+ * say, it reads and writes nothing, and says whom to run as; run as root where the state directory does
+ * not exist yet, it creates nothing, and names the install step that makes it the service user's.
  */
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -103,13 +104,28 @@ function foreignStateDir(dir: string, configPath: string): string | undefined {
   return `${dir} belongs to ${describeUser(owner)}, not to this user, ${describeUser(uid)}: a ledger doctor made there would be this user's, and the collector could not write it. Run doctor as its owner: ${runAs} (nothing in it was read or written)`;
 }
 
+/**
+ * A state directory that does not exist yet, with doctor run as root: the ingest probe would create it,
+ * and the ledger in it, as root's, and the collector, running as the service user, could not write them
+ * (nor could systemd's StateDirectory= make the ledger inside the service user's). So it is not created;
+ * the line names the install step that makes it the service user's, and whom to run doctor as.
+ */
+function missingStateDirAsRoot(dir: string, configPath: string): string | undefined {
+  if (currentUid() !== 0 || existsSync(dir)) return undefined;
+  return (
+    `${dir} does not exist, and doctor run as root does not create it: it and the ledger in it would be root's, which the collector, ` +
+    `running as the service user, could not write. Create it for the service user first: install -d -m 0700 -o lintel-edge -g lintel-edge ${dir}; ` +
+    `then run doctor as that user: runuser -u lintel-edge -- env STATE_DIRECTORY=${dir} lintel-edge doctor --config ${configPath} (nothing was created)`
+  );
+}
+
 /** Checks the state directory; answers whether doctor may write in it (the ingest probe's ledger entry). */
 function checkState(config: EdgeConfig, configPath: string, check: Check): boolean {
   const dir = config.stateDir;
   const paths = statePaths(dir);
-  const foreign = foreignStateDir(dir, configPath);
-  if (foreign) {
-    check.line(FAIL, `state     ${foreign}`);
+  const refused = foreignStateDir(dir, configPath) ?? missingStateDirAsRoot(dir, configPath);
+  if (refused) {
+    check.line(FAIL, `state     ${refused}`);
     return false;
   }
   try {
@@ -226,7 +242,8 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
   const paths = statePaths(config.stateDir);
   let recorded: { seq: number; close(outcome: PostOutcome | undefined): void };
   // The probe leaves the gateway, so it is recorded in the ledger first, like any batch: on a gateway
-  // that never ran, the ledger (and the state directory) are created here, as the collector would.
+  // that never ran, the ledger (and the state directory, but never as root: see checkState) are created
+  // here, as the collector would.
   // What cannot be recorded is not sent.
   try {
     const ledger = openLedger(paths.ledger);

@@ -104,9 +104,10 @@ function errnoOf(err: unknown): string | undefined {
 
 /**
  * The exit code of a start that could not open the state: 2 when only a fix cures it (the file is
- * read-only to this user, not a database or damaged, not this user's to create, an invalid device key, a
- * cache directory refused as another user's), else 1, which the unit restarts: a lock held past the busy
- * timeout (a long `ledger export`), a full disk (SQLITE_FULL, ENOSPC), an I/O error (SQLITE_IOERR_*, EIO).
+ * read-only to this user, not a database or damaged, in a directory that refuses this user the file or
+ * its -wal and -shm, an invalid device key, a cache directory refused as another user's), else 1, which
+ * the unit restarts: a lock held past the busy timeout (a long `ledger export`), a full disk (SQLITE_FULL,
+ * ENOSPC, a file SQLite could not create with no inodes left), an I/O error (SQLITE_IOERR_*, EIO).
  *
  * @example
  * startFailureExitCode(new StorageError('cannot open …: file is not a database', 'SQLITE_NOTADB')); // 2
@@ -116,8 +117,9 @@ export function startFailureExitCode(err: unknown): 1 | 2 {
   const sqlite = sqliteCodeOf(err);
   if (sqlite !== undefined) {
     if (/^SQLITE_(READONLY|NOTADB|CORRUPT)/.test(sqlite)) return 2;
-    // SQLite answers CANTOPEN alike for every cause; openDatabase names a permission in the message.
-    if (sqlite === 'SQLITE_CANTOPEN' && /: (permission denied|cannot create it): /.test((err as Error).message)) return 2;
+    // SQLite answers CANTOPEN alike for every cause; openDatabase names a file or a directory that
+    // refuses this user in the message, and only then (a full disk or no inodes left is exit 1).
+    if (sqlite === 'SQLITE_CANTOPEN' && /: (permission denied|cannot create it|cannot create its -wal or -shm): /.test((err as Error).message)) return 2;
     return 1;
   }
   if (err instanceof NativeAddonError) return err.code === 'LINTEL_ADDON_DIR_REFUSED' ? 2 : 1;

@@ -3,7 +3,7 @@
  * one module applied in order, each in its own transaction.
  */
 import Database from 'better-sqlite3';
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nativeBindingForSea } from './native-addon.js';
@@ -80,31 +80,91 @@ export function isUnreadableDatabase(err: unknown): boolean {
 }
 
 /**
+ * Errnos with which a directory refuses this user new files for good: a permission, a read-only mount.
+ * Any other (ENOSPC with no inodes left, EDQUOT, EMFILE, EIO) may pass, and SQLite's message stands.
+ */
+const DIRECTORY_REFUSALS = new Set(['EACCES', 'EPERM', 'EROFS']);
+
+/** The errno with which `dir` refuses this user new files (see DIRECTORY_REFUSALS), or undefined. */
+function directoryRefusal(dir: string): string | undefined {
+  try {
+    accessSync(dir, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code !== undefined && DIRECTORY_REFUSALS.has(code) ? code : undefined;
+  }
+}
+
+/** `dir`, refusing new files with `errno`, in words an operator can act on. */
+function describeRefusingDirectory(dir: string, errno: string): string {
+  return `${dir} refuses new files to this user (${errno}): it is ${describeOwnership(dir)}; run as the directory's owner, or make it the service user's (install -d -m 0700 -o lintel-edge -g lintel-edge ${dir})`;
+}
+
+/** Why a directory that allows new files could not take one: what its filesystem says, else a guess. */
+function passingCause(dir: string): string {
+  try {
+    const fs = statfsSync(dir);
+    // A count of 0 is a filesystem that keeps none (tmpfs without a limit), not one with none left.
+    if (fs.files > 0 && fs.ffree === 0) return `the filesystem of ${dir} has no free inodes`;
+    if (fs.blocks > 0 && fs.bavail === 0) return `the filesystem of ${dir} is full`;
+  } catch {
+    // the guess below stands
+  }
+  return `${dir} allows new files: a cause that may pass, such as a quota or too many open files`;
+}
+
+/**
  * Why `path` could not be opened, from SQLite's error and what the filesystem says: SQLite answers
- * SQLITE_CANTOPEN alike for a missing file and one this user may not read.
+ * SQLITE_CANTOPEN alike for a missing file, one this user may not read, one it may not create, and one
+ * it could not create for a passing reason (a full disk, no inodes left, a quota, too many open files).
+ * Only a directory that refuses this user (a permission, a read-only mount) is named as the cause; the
+ * messages `startFailureExitCode` (commands/run.ts) reads as lasting are `permission denied: `,
+ * `cannot create it: ` and `cannot create its -wal or -shm: `.
  */
 function whyCannotOpen(path: string, err: unknown, mustExist: boolean): string {
   const message = (err as Error).message;
   if (sqliteCodeOf(err) !== 'SQLITE_CANTOPEN' && !/does not exist/.test(message)) return message;
+  const dir = dirname(path);
   if (!existsSync(path)) {
-    if (mustExist || !existsSync(dirname(path))) return 'no such database file';
-    return `cannot create it: ${dirname(path)} is ${describeOwnership(dirname(path))}`;
+    if (mustExist || !existsSync(dir)) return 'no such database file';
+    const refusal = directoryRefusal(dir);
+    if (refusal === undefined) return `${message} (${passingCause(dir)})`;
+    return `cannot create it: ${describeRefusingDirectory(dir, refusal)}`;
   }
   try {
     accessSync(path, constants.R_OK);
   } catch {
     return `permission denied: it is ${describeOwnership(path)} (run as the file's owner, or chown it to the service user)`;
   }
-  return `${message} (missing, or permission denied)`;
+  return whyJournalRefused(path) ?? `${message} (missing, or permission denied)`;
 }
 
 /**
- * `err`, explained for an operator: a write refused as read-only names the file's owner and mode, since
- * that is nearly always a file another user created (a root `lintel-edge doctor`).
+ * For a file that exists: when its directory refuses this user new files, SQLite cannot create the
+ * -wal and -shm it needs to read or write it (SQLITE_CANTOPEN, SQLITE_READONLY_DIRECTORY). Says so,
+ * naming the directory; undefined when the directory allows them.
+ */
+function whyJournalRefused(path: string): string | undefined {
+  const dir = dirname(path);
+  const refusal = directoryRefusal(dir);
+  return refusal === undefined ? undefined : `cannot create its -wal or -shm: ${describeRefusingDirectory(dir, refusal)}`;
+}
+
+/**
+ * `err`, explained for an operator. A file SQLite cannot open (SQLITE_CANTOPEN) or write
+ * (SQLITE_READONLY_DIRECTORY) for want of its -wal and -shm names the directory that refuses them. A
+ * write refused as read-only names the file's owner and mode, since that is nearly always a file
+ * another user created (a root `lintel-edge doctor`).
  */
 export function explainStorageFailure(path: string, err: unknown): string {
   const message = (err as Error).message;
-  if (!/^SQLITE_READONLY/.test(sqliteCodeOf(err) ?? '')) return message;
+  const code = sqliteCodeOf(err) ?? '';
+  if (code === 'SQLITE_CANTOPEN' || code === 'SQLITE_READONLY_DIRECTORY') {
+    const journal = whyJournalRefused(path);
+    if (journal !== undefined) return `${message}: ${journal}`;
+  }
+  if (!/^SQLITE_READONLY/.test(code)) return message;
   return `${message}: ${path} is ${describeOwnership(path)}; run as the file's owner, or chown it (and any -wal and -shm beside it) to the service user`;
 }
 

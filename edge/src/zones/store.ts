@@ -33,7 +33,7 @@ export interface ZoneStore {
    * meaningless (their ids cannot recur), so they are cleared; answers whether that happened.
    */
   bindKey(fingerprint: string): 'kept' | 'cleared';
-  /** The files set aside as unreadable since the last call, for the caller to log (see openSqliteZoneStore). */
+  /** The files set aside as unreadable since the last call (at open, load, bind or save), for the caller to log (see openSqliteZoneStore). */
   takeSetAside(): SetAsideFile[];
   close(): void;
 }
@@ -185,6 +185,11 @@ function setAside(path: string, err: unknown): SetAsideFile {
   return { path: aside, reason: (err as Error).message };
 }
 
+/** `outcome` with every device of its state counted as changed: saved into an empty file, it is the whole state. */
+function wholeStateOf(outcome: PollOutcome): PollOutcome {
+  return { ...outcome, changed: [...outcome.state.devices.keys()] };
+}
+
 /**
  * The SQLite zone store (WAL, migrations). Each save is one transaction, so a crash leaves the state of
  * one poll or the next, never half of one.
@@ -192,7 +197,9 @@ function setAside(path: string, err: unknown): SetAsideFile {
  * A file that is not a database or is corrupt (SQLITE_NOTADB, SQLITE_CORRUPT) when it is opened,
  * loaded or bound to the key is set aside (see setAside) and the store starts over on a new, empty
  * one: the zone state is rebuilt from the APs within a few polls (docs/decisions/002), and a gateway
- * that would not start over it counts nothing at all. The export ledger is never treated so (see
+ * that would not start over it counts nothing at all. One found so at a save is set aside alike, and
+ * the new file gets the whole state the save was given: a file that loads but cannot be written would
+ * otherwise fail every save, for good. The export ledger is never treated so (see
  * report/ledger.ts): it is audit evidence.
  *
  * @example
@@ -218,21 +225,31 @@ export function openSqliteZoneStore(path: string): ZoneStore {
     tables = startOver(err);
   }
 
-  /** Runs `use` over the file, or, when the file turns out unreadable, over a new one. */
-  const recovering = <T>(use: (t: ZoneTables) => T): T => {
+  /**
+   * Runs `use` over the file, or, when the file turns out unreadable, `onNew` (by default `use`) over a
+   * new one.
+   */
+  const recovering = <T>(use: (t: ZoneTables) => T, onNew: (t: ZoneTables) => T = use): T => {
     try {
       return use(tables);
     } catch (err) {
       if (!isUnreadableDatabase(err)) throw err;
       tables.db.close();
       tables = startOver(err);
-      return use(tables);
+      return onNew(tables);
     }
   };
 
   return {
     load: () => recovering((t) => t.load()),
-    save: (outcome, options = {}) => tables.save(outcome, options),
+    // Damage that only a write reaches (a free page list, a page no load reads) is found here: the new
+    // file then gets the whole state, not only this poll's changes, or the devices the poll left
+    // unchanged would be missing from it at the next start.
+    save: (outcome, options = {}) =>
+      recovering(
+        (t) => t.save(outcome, options),
+        (t) => t.save(wholeStateOf(outcome), { complete: true }),
+      ),
     bindKey(value) {
       const bound = recovering((t) => t.bindKey(value));
       fingerprint = value;

@@ -27,7 +27,8 @@ t.test('doctor proves URL, key and key id against the real ingest without storin
 
   const run = async (name: string, ingest: { secretFile: string; keyId?: string }) => {
     const sub = join(dir, name);
-    mkdirSync(sub, { recursive: true });
+    // The state directory as the install step makes it: doctor run as root (these tests) creates none.
+    mkdirSync(join(sub, 'state'), { recursive: true, mode: 0o700 });
     const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: `${h.url}/ingest`, ...ingest }, pollIntervalS: 5, requestTimeoutS: 3 });
     const out: string[] = [];
     const code = await doctor({ config, clock: () => Date.now() }, { out: (s) => void out.push(s), err: (s) => void out.push(s) });

@@ -12,6 +12,14 @@ import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { freePort, runCli, writeBuildingConfig } from './building-config.js';
 
+/**
+ * `<sub>` with its state directory made as the install step makes it (`install -d -m 0700 …`): doctor
+ * run as root, as these tests run, creates none (see doctor-foreign-state-dir.test.ts).
+ */
+function withStateDir(sub: string): void {
+  mkdirSync(join(sub, 'state'), { recursive: true, mode: 0o700 });
+}
+
 t.test('doctor checks every AP, the ingest and the clock', async (t) => {
   const dir = t.testdir({});
   const workDir = join(dir, 'building');
@@ -23,7 +31,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
 
   t.test('all good: exit 0', async (t) => {
     const sub = join(dir, 'good');
-    mkdirSync(sub, { recursive: true });
+    withStateDir(sub);
     const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3 });
     const before = ingest.received.length;
     const { code, stdout } = await runCli(['doctor', '--config', config]);
@@ -48,10 +56,10 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
 
   t.test('a probe that cannot be recorded in the ledger is not sent', async (t) => {
     const sub = join(dir, 'no-ledger');
-    mkdirSync(sub, { recursive: true });
-    // The state directory would sit under a regular file: nothing can be created there.
-    writeFileSync(join(sub, 'not-a-dir'), '');
-    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3, stateDir: join(sub, 'not-a-dir', 'state') });
+    withStateDir(sub);
+    // A directory where the ledger belongs: no ledger can be opened there.
+    mkdirSync(join(sub, 'state', 'ledger.sqlite'));
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3 });
     const before = ingest.received.length;
     const { code, stdout } = await runCli(['doctor', '--config', config]);
     t.comment(stdout);
@@ -62,7 +70,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
 
   t.test('broken AP, wrong key and wrong ingest secret: exit 1, each named', async (t) => {
     const sub = join(dir, 'bad');
-    mkdirSync(sub, { recursive: true });
+    withStateDir(sub);
     const wrongKey = join(sub, 'wrong-ssh-key');
     writeFileSync(wrongKey, ssh2.utils.generateKeyPairSync('ed25519').private, { mode: 0o600 });
     const bad = join(sub, 'bad.key');
@@ -90,7 +98,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
 
   t.test('a gateway clock off from the ingest, or not set at all: exit 1, the clock named', async (t) => {
     const sub = join(dir, 'clock');
-    mkdirSync(sub, { recursive: true });
+    withStateDir(sub);
     const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: ingest.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3 });
     const run = async (clock: () => number) => {
       const out: string[] = [];
@@ -108,7 +116,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
 
   t.test('an unreachable ingest and an invalid config', async (t) => {
     const sub = join(dir, 'gone');
-    mkdirSync(sub, { recursive: true });
+    withStateDir(sub);
     const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: `http://127.0.0.1:${await freePort()}/ingest`, secretFile: good } });
     const gone = await runCli(['doctor', '--config', config]);
     t.equal(gone.code, 1);

@@ -3,7 +3,7 @@
  * and every AP it reports down is named, with the verdict that its devices are frozen.
  */
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { doctor } from '../../../edge/src/commands/doctor.js';
 import { startSnmpd } from '../../support/peers/snmpd.js';
@@ -14,6 +14,8 @@ t.test('doctor names each AP the controller reports down', async (t) => {
   t.teardown(() => snmpd.stop());
   const dir = t.testdir({});
   writeFileSync(join(dir, 'community'), 'lintel-ro\n', { mode: 0o600 });
+  // The state directory as the install step makes it: doctor run as root (these tests) creates none.
+  mkdirSync(join(dir, 'state'), { mode: 0o700 });
   const config = join(dir, 'config.yaml');
   writeFileSync(
     config,

@@ -24,3 +24,15 @@ export function noexecTmpfs(target: string): [string, ...string[]] {
 export function fullTmpfs(target: string): [string, ...string[]] {
   return privateMount('mount -t tmpfs -o size=16k,mode=700 tmpfs "$1"; head -c 1048576 /dev/zero > "$1/filler" 2>/dev/null || true', target);
 }
+
+/**
+ * A tmpfs at `target` holding a copy of what `seed` holds, then filled with empty files until no inode
+ * is left: space remains, but creating any file fails with ENOSPC, as on a disk out of inodes.
+ */
+export function noFreeInodesTmpfs(target: string, seed: string): [string, ...string[]] {
+  const quoted = `'${seed.replace(/'/g, `'\\''`)}'`;
+  return privateMount(
+    `mount -t tmpfs -o nr_inodes=64,size=4m,mode=755 tmpfs "$1"; cp -a ${quoted}/. "$1"; i=0; while touch "$1/.filler-$i" 2>/dev/null; do i=$((i+1)); done`,
+    target,
+  );
+}
