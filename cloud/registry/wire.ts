@@ -124,11 +124,13 @@ function isHttpUrl(value: string): boolean {
 }
 
 /**
- * Invisible characters no script needs in a name: the soft hyphen, zero-width space, word joiner and
- * invisible operators, the byte order mark, and the bidi marks, embeddings, overrides and isolates.
- * The zero-width non-joiner and joiner stay allowed: Persian and Indic names (and emoji) need them.
+ * Invisible format characters (Unicode's Cf: the soft hyphen, zero-width space, word joiner, the byte
+ * order mark, every bidi mark, embedding, override and isolate, tag characters, …), except the
+ * zero-width non-joiner and joiner, which Persian and Indic names (and emoji) need; after a Latin, Greek
+ * or Cyrillic letter, a digit, a space or at the start, where no script needs one, a joiner is refused
+ * too (`ac\u200dme` would pass for `acme`).
  */
-const INVISIBLE_CHARACTER = /[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/u;
+const INVISIBLE_CHARACTER = /(?![\u200c\u200d])\p{Cf}|(?:^|[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Nd}\s])[\u200c\u200d]/u;
 
 /**
  * A Name as it is stored and compared: in Unicode compatibility form (NFKC: `Cafe` with a combining
@@ -153,7 +155,7 @@ export function parseSignup(body: unknown): Signup {
   if (name === '') problems.push('Name: expected a name, got only white space');
   // Compatibility forms can expand (U+FDFA is 18 letters): the canonical name is held to the same rules.
   else if (!isName(name)) problems.push(`Name: expected ${NAME_EXPECTATION}, once in its canonical form (NFKC)`);
-  if (INVISIBLE_CHARACTER.test(name)) problems.push('Name: must not hold invisible characters (soft hyphen, zero-width space, word joiner, bidi controls)');
+  if (INVISIBLE_CHARACTER.test(name)) problems.push('Name: must not hold invisible characters (soft hyphen, zero-width space or joiner, word joiner, bidi controls)');
   if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
   if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL written out in full (http:// or https://, then the host), without spaces or backslashes, got ${JSON.stringify(issuer.slice(0, 40))}`);
   if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });

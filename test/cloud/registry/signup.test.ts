@@ -113,6 +113,9 @@ t.test('a Name with invisible characters, only white space, or too long once can
   const refusedNames: Array<[string, string]> = [
     ['ac\u200bme', 'a zero-width space'],
     ['acme\u202eevil', 'a bidi override'],
+    ['ac\u061cme', 'an Arabic letter mark'],
+    ['ac\u{e0020}me', 'a tag character'],
+    ['ac\u200dme', 'a zero-width joiner between Latin letters'],
     ['\u00a0\u2003', 'only white space'],
     ['\ufdfa'.repeat(256), 'a name NFKC expands past 256 characters'],
   ];
