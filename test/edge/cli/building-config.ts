@@ -142,3 +142,36 @@ export async function until(condition: () => boolean, ms: number): Promise<boole
   }
   return true;
 }
+
+/**
+ * A collector of one SNMP AP on a port nothing answers (its devices are simply none), no ingest, its
+ * state in `stateDir`: what the start-failure tests run. `mode` is that of the config and community
+ * files (0644 for a service user other than root to read them).
+ */
+export async function writeSilentCollectorConfig(dir: string, stateDir: string, mode = 0o600): Promise<string> {
+  const community = join(dir, 'community');
+  writeFileSync(community, 'public\n', { mode });
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    `buildingId: test-building
+pollIntervalS: 1
+requestTimeoutS: 1
+stateDir: ${stateDir}
+zones: { lobby: {} }
+accessPoints:
+  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${await freePort()}, communityFile: ${community} } }
+`,
+    { mode },
+  );
+  return config;
+}
+
+/** The JSON log lines a child has written to stdout so far. */
+export function logsOf(child: Child): Array<Record<string, unknown>> {
+  return child
+    .stdout()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}

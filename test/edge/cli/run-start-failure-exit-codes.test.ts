@@ -18,7 +18,7 @@ import { openLedger } from '../../../edge/src/report/ledger.js';
 import { NativeAddonError } from '../../../edge/src/storage/native-addon.js';
 import { StorageError } from '../../../edge/src/storage/sqlite.js';
 import { DeviceKeyError, loadOrCreateDeviceKey } from '../../../edge/src/zones/device-key.js';
-import { freePort, startCli } from './building-config.js';
+import { startCli, writeSilentCollectorConfig } from './building-config.js';
 import { fullTmpfs, noFreeInodesTmpfs, readOnly } from '../support/private-mount.js';
 
 const NOBODY = 65534;
@@ -90,30 +90,10 @@ t.test('what may clear by itself: exit 1, which the unit restarts', async (t) =>
   for (const [what, err] of cases) t.equal(startFailureExitCode(err), 1, what);
 });
 
-/** A collector of one SNMP AP on a port nothing answers, no ingest, its state in `stateDir`. */
-async function writeConfig(dir: string, stateDir: string): Promise<string> {
-  const community = join(dir, 'community');
-  writeFileSync(community, 'public\n', { mode: 0o600 });
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: test-building
-pollIntervalS: 1
-requestTimeoutS: 1
-stateDir: ${stateDir}
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${await freePort()}, communityFile: ${community} } }
-`,
-    { mode: 0o600 },
-  );
-  return config;
-}
-
 t.test('run on a full disk: exit 1, so the unit tries again once there is room', async (t) => {
   const dir = t.testdir({ disk: {} });
   const stateDir = join(dir, 'disk', 'state');
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
   const child = startCli(['run', '--config', config], {}, [...fullTmpfs(join(dir, 'disk')), ...WITHOUT_TEST_HOOK]);
   t.teardown(() => {
     if (child.process.exitCode === null) child.process.kill('SIGKILL');
@@ -126,7 +106,7 @@ t.test('run with a device.key that is a directory: exit 2, naming it', async (t)
   const dir = t.testdir({});
   const stateDir = join(dir, 'state');
   mkdirSync(join(stateDir, 'device.key'), { recursive: true, mode: 0o700 });
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
   const child = startCli(['run', '--config', config], {}, WITHOUT_TEST_HOOK);
   t.teardown(() => {
     if (child.process.exitCode === null) child.process.kill('SIGKILL');
@@ -144,7 +124,7 @@ t.test('run over a missing zones.sqlite on a disk with no inodes left: exit 1, n
   const dir = t.testdir({ disk: {}, seed: { state: {} } });
   writeDeviceKey(join(dir, 'seed', 'state', 'device.key'));
   const stateDir = join(dir, 'disk', 'state');
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
   const child = startCli(['run', '--config', config], {}, [...noFreeInodesTmpfs(join(dir, 'disk'), join(dir, 'seed')), ...WITHOUT_TEST_HOOK]);
   t.teardown(() => {
     if (child.process.exitCode === null) child.process.kill('SIGKILL');
@@ -175,9 +155,9 @@ function foreignDirectoryState(dir: string, leftWal: boolean): string {
   return stateDir;
 }
 
-/** A config the service user may read (writeConfig's files are root's, mode 600). */
+/** A config the service user may read (writeSilentCollectorConfig's files are root's, mode 600). */
 async function nobodysConfig(dir: string, stateDir: string): Promise<string> {
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
   for (const file of [config, join(dir, 'community')]) chownSync(file, NOBODY, NOBODY);
   return config;
 }
@@ -206,7 +186,7 @@ t.test('run over a missing zones.sqlite in a stateDir on a read-only mount: exit
   const dir = t.testdir({ state: {} });
   const stateDir = join(dir, 'state');
   writeDeviceKey(join(stateDir, 'device.key'));
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
   const child = startCli(['run', '--config', config], {}, [...readOnly(stateDir), ...WITHOUT_TEST_HOOK]);
   t.teardown(() => {
     if (child.process.exitCode === null) child.process.kill('SIGKILL');

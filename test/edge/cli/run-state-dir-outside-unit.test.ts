@@ -5,46 +5,19 @@
  * outside it that the unit may write (a drop-in's ReadWritePaths=) is used as configured.
  */
 import t from 'tap';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { freePort, startCli, until, type Child } from './building-config.js';
+import { logsOf, startCli, until, writeSilentCollectorConfig } from './building-config.js';
 import { readOnly } from '../support/private-mount.js';
 
 /** Through env(1) without NODE_OPTIONS: the test runner's process-info hook stays out of the child. */
 const WITHOUT_TEST_HOOK = ['/usr/bin/env', '-u', 'NODE_OPTIONS'];
 
-/** A collector of one SNMP AP on a port nothing answers, no ingest, its state in `stateDir`. */
-async function writeConfig(dir: string, stateDir: string): Promise<string> {
-  const community = join(dir, 'community');
-  writeFileSync(community, 'public\n', { mode: 0o600 });
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: test-building
-pollIntervalS: 1
-requestTimeoutS: 1
-stateDir: ${stateDir}
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${await freePort()}, communityFile: ${community} } }
-`,
-    { mode: 0o600 },
-  );
-  return config;
-}
-
-const logsOf = (child: Child) =>
-  child
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-
 t.test('a stateDir the unit makes read-only: exit 2 at start, naming both directories and the fixes', async (t) => {
   const dir = t.testdir({ unit: {}, srv: {} });
   const unitState = join(dir, 'unit');
   const stateDir = join(dir, 'srv', 'lintel');
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
 
   const child = startCli(['run', '--config', config], { STATE_DIRECTORY: unitState }, [...readOnly(join(dir, 'srv')), ...WITHOUT_TEST_HOOK]);
   t.teardown(() => {
@@ -64,7 +37,7 @@ t.test('a stateDir outside the unit’s that it may write (a ReadWritePaths= dro
   const dir = t.testdir({ unit: {} });
   const stateDir = join(dir, 'srv', 'lintel');
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
-  const config = await writeConfig(dir, stateDir);
+  const config = await writeSilentCollectorConfig(dir, stateDir);
 
   const child = startCli(['run', '--config', config], { STATE_DIRECTORY: join(dir, 'unit') }, WITHOUT_TEST_HOOK);
   t.teardown(() => {

@@ -13,36 +13,9 @@ import { chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openLedger } from '../../../edge/src/report/ledger.js';
-import { CLI, freePort, REPO, startCli, until, type Child } from './building-config.js';
+import { CLI, logsOf, REPO, startCli, until, writeSilentCollectorConfig, type Child } from './building-config.js';
 
 const NOBODY = 65534;
-
-/** A collector of one SNMP AP on a port nothing answers (its devices are simply none), no ingest. */
-async function writeConfig(dir: string): Promise<string> {
-  const community = join(dir, 'community');
-  writeFileSync(community, 'public\n', { mode: 0o600 });
-  const config = join(dir, 'config.yaml');
-  writeFileSync(
-    config,
-    `buildingId: test-building
-pollIntervalS: 1
-requestTimeoutS: 1
-stateDir: ${join(dir, 'state')}
-zones: { lobby: {} }
-accessPoints:
-  - { name: ap1, zone: lobby, dialect: aruba-aos, transport: snmp, host: 127.0.0.1, snmp: { version: 2c, port: ${await freePort()}, communityFile: ${community} } }
-`,
-    { mode: 0o644 },
-  );
-  return config;
-}
-
-const logsOf = (child: Child) =>
-  child
-    .stdout()
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 function killAtTeardown(t: Test, child: Child) {
   t.teardown(() => {
@@ -52,7 +25,7 @@ function killAtTeardown(t: Test, child: Child) {
 
 t.test('a zones.sqlite that is not a database is set aside and the collector starts', async (t) => {
   const dir = t.testdir({ state: {} });
-  const config = await writeConfig(dir);
+  const config = await writeSilentCollectorConfig(dir, join(dir, 'state'), 0o644);
   const zones = join(dir, 'state', 'zones.sqlite');
   const garbage = Buffer.from('\x00not a database, a torn copy\n'.repeat(100));
   writeFileSync(zones, garbage, { mode: 0o600 });
@@ -78,7 +51,7 @@ t.test('a zones.sqlite that is not a database is set aside and the collector sta
 
 t.test('a ledger.sqlite that is not a database is not set aside: the start fails with exit 2, naming it', async (t) => {
   const dir = t.testdir({ state: {} });
-  const config = await writeConfig(dir);
+  const config = await writeSilentCollectorConfig(dir, join(dir, 'state'), 0o644);
   const ledger = join(dir, 'state', 'ledger.sqlite');
   const garbage = Buffer.from('not a ledger\n'.repeat(100));
   writeFileSync(ledger, garbage, { mode: 0o600 });
@@ -97,7 +70,7 @@ t.test('a ledger.sqlite that is not a database is not set aside: the start fails
 
 t.test('a ledger root made in the service user’s state directory: exit 2 at once, naming its owner', async (t) => {
   const dir = t.testdir({});
-  const config = await writeConfig(dir);
+  const config = await writeSilentCollectorConfig(dir, join(dir, 'state'), 0o644);
   chownSync(join(dir, 'community'), NOBODY, NOBODY);
   const state = join(dir, 'state');
   mkdirSync(state, { mode: 0o700 });
