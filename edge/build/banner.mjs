@@ -1,25 +1,37 @@
 /**
  * The bundle's banner: runs before anything else in the executable and tells each module where its
  * `import.meta.url` points. In the executable, that is the data it carries (AP dialects, device bindings,
- * SQL migrations), unpacked once per build into `data-<digest>` under $CACHE_DIRECTORY, else
- * `<tmpdir>/lintel-edge-<uid>`; `.complete`, written last, marks a whole copy.
+ * SQL migrations), unpacked once per build under $CACHE_DIRECTORY, else `<tmpdir>/lintel-edge-<uid>`.
  *
- * Each process unpacks into `data-<digest>.<pid>.tmp` and renames that into place. A `data-<digest>`
- * without `.complete` is stale: an unpack cut short, or one systemd-tmpfiles has partly aged away (the
- * empty marker, never read, goes first). It is moved aside in one rename, to `data-<digest>.stale.<pid>`,
- * and removed from there, never where it stood: two commands starting together over it each see it
- * stale, and a removal in place could take the whole copy the other has just renamed in (one moved
- * aside whole is put back). Should the stale copy stay put all the same, this process uses its own
- * fresh copy, so no command is kept from starting by what was left there. Each start removes the
- * copies such a process left (`.tmp` of a process that has ended; `.stale.` ones of an ended process or
- * older than a few minutes), so none stays behind for good.
+ * No process ever moves or removes a copy another may be reading. Each unpack goes into a directory of
+ * its own, `data-<digest>-<pid>-<random>`, marked whole by `.complete`, written last. It is published by
+ * a symlink `data-<digest>` that names it, put in place by renaming a new symlink over the old one, in
+ * one step. A start that finds the symlink naming a whole copy uses that copy, by its own name: should
+ * the symlink change meanwhile, what the process reads stays where it is. A copy is removed only when
+ * nothing can read it any more:
+ *
+ *  - its unpacking process (the pid in its name) has ended, so it will never be published again (the
+ *    processes that share a cache directory are one user's, and see one another's pids);
+ *  - then the symlink does not name it: once replaced, a symlink never names that copy again;
+ *  - then no live process marks it as read (a file `.users/<pid>-<random>` in it).
+ *
+ * A process that adopts a published copy marks it first, then reads the symlink again, and uses the copy
+ * only if the symlink still names it. So a copy a process uses was named by the symlink after the process
+ * marked it, and any removal that finds it no longer named looks for the marks after that: it sees the
+ * process's. Marks of ended processes are removed (a pid used again marks under another random name).
+ *
+ * A `data-<digest>` directory (not a symlink) was left by an earlier banner. Whole, it is used as it
+ * is, never touched. Without `.complete` (an unpack cut short; systemd-tmpfiles ageing, which takes the
+ * never-read empty marker first), no process reads it: one reads such a directory only once it found the
+ * marker there, and none writes the marker into it. It is then moved aside (`data-<digest>.aside-…`)
+ * and removed; should it not move, the process uses its own copy unpublished, and a later start removes
+ * that copy once the process has ended.
  *
  * Kept apart from build.mjs (which builds on import) so that tests can run it.
  */
 export const BANNER = `var __lintelFileUrl = (() => {
   const path = require("node:path");
   const url = require("node:url");
-  const LEFTOVER_STALE_MS = 5 * 60 * 1000;
   let root;
   function alive(pid) {
     try {
@@ -29,51 +41,113 @@ export const BANNER = `var __lintelFileUrl = (() => {
       return err.code === "EPERM";
     }
   }
+  function unique() {
+    return process.pid + "-" + require("node:crypto").randomBytes(6).toString("hex");
+  }
+  function attempt(action) {
+    try {
+      action();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  function complete(fs, dir) {
+    return fs.existsSync(path.join(dir, ".complete"));
+  }
+  function readLink(fs, link) {
+    try {
+      return fs.readlinkSync(link);
+    } catch {
+      return undefined;
+    }
+  }
+  function ended(pid) {
+    return pid > 0 && pid !== process.pid && !alive(pid);
+  }
+  function marksIn(fs, dir) {
+    try {
+      return fs.readdirSync(path.join(dir, ".users"));
+    } catch {
+      return [];
+    }
+  }
+  function markPid(mark) {
+    return Number(/^([0-9]+)-/.exec(mark)?.[1]);
+  }
+  function removeEndedMarks(fs, dir) {
+    for (const mark of marksIn(fs, dir)) if (ended(markPid(mark))) attempt(() => fs.unlinkSync(path.join(dir, ".users", mark)));
+  }
   function removeLeftovers(fs, base) {
     let names = [];
     try {
       names = fs.readdirSync(base);
     } catch {}
     for (const name of names) {
-      const tmp = /^data-[0-9a-f]+[.]([0-9]+)[.]tmp$/.exec(name);
-      const stale = /^data-[0-9a-f]+[.]stale[.]([0-9]+)$/.exec(name);
-      if (!tmp && !stale) continue;
-      const pid = Number((tmp || stale)[1]);
       const where = path.join(base, name);
-      let old = false;
-      try {
-        old = stale !== null && Date.now() - fs.lstatSync(where).ctimeMs > LEFTOVER_STALE_MS;
-      } catch {}
-      // A .tmp copy a process still runs may be the one it uses: only its end frees it.
-      if (pid !== process.pid && alive(pid) && !old) continue;
-      try {
-        fs.rmSync(where, { recursive: true, force: true });
-      } catch {}
+      const copy = /^(data-[0-9a-f]+)-([0-9]+)-[0-9a-f]+$/.exec(name);
+      const pending = /^data-[0-9a-f]+[.]link-([0-9]+)-[0-9a-f]+$/.exec(name) || /^data-[0-9a-f]+[.]([0-9]+)[.]tmp$/.exec(name) || /^data-[0-9a-f]+[.]stale[.]([0-9]+)$/.exec(name);
+      let unused = /^data-[0-9a-f]+[.]aside-[0-9]+-[0-9a-f]+$/.test(name);
+      // In this order, each after the one before (see above): the copy's process, the symlink, the marks.
+      if (copy) unused = ended(Number(copy[2])) && readLink(fs, path.join(base, copy[1])) !== name && marksIn(fs, where).every((mark) => ended(markPid(mark)));
+      // A symlink not yet renamed into place, or what an earlier banner's process kept while it ran.
+      if (pending) unused = ended(Number(pending[1]));
+      if (unused) attempt(() => fs.rmSync(where, { recursive: true, force: true }));
     }
   }
-  function settle(fs, tmp, dir) {
-    const complete = (d) => fs.existsSync(path.join(d, ".complete"));
-    const rename = (from, to) => {
-      try {
-        fs.renameSync(from, to);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    if (rename(tmp, dir)) return dir;
-    const aside = dir + ".stale." + process.pid;
-    if (!complete(dir) && rename(dir, aside) && complete(aside)) rename(aside, dir);
-    let used = tmp;
-    if (rename(tmp, dir)) used = dir;
-    else if (complete(dir)) {
-      fs.rmSync(tmp, { recursive: true, force: true });
-      used = dir;
-    }
+  function adopt(fs, base, link) {
+    let st;
     try {
-      fs.rmSync(aside, { recursive: true, force: true });
+      st = fs.lstatSync(link);
+    } catch {
+      return undefined;
+    }
+    if (st.isDirectory()) return complete(fs, link) ? link : undefined;
+    const name = readLink(fs, link);
+    if (!st.isSymbolicLink() || !name || !name.startsWith(path.basename(link) + "-") || name.includes("/")) return undefined;
+    const dir = path.join(base, name);
+    if (!complete(fs, dir)) return undefined;
+    const mark = path.join(dir, ".users", unique());
+    const marked = attempt(() => {
+      fs.mkdirSync(path.join(dir, ".users"), { recursive: true, mode: 0o700 });
+      fs.writeFileSync(mark, "", { mode: 0o600 });
+    });
+    if (!marked) return undefined;
+    if (readLink(fs, link) !== name) {
+      attempt(() => fs.unlinkSync(mark));
+      return undefined;
+    }
+    removeEndedMarks(fs, dir);
+    return dir;
+  }
+  function unpack(fs, sea, files, dir) {
+    for (const file of files) {
+      const dest = path.join(dir, file);
+      fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o700 });
+      fs.writeFileSync(dest, Buffer.from(sea.getAsset(file)), { mode: 0o600 });
+    }
+    fs.writeFileSync(path.join(dir, ".complete"), "");
+  }
+  function publish(fs, base, link, own) {
+    let st;
+    try {
+      st = fs.lstatSync(link);
     } catch {}
-    return used;
+    if (st && st.isDirectory() && !complete(fs, link)) {
+      const aside = link + ".aside-" + unique();
+      if (attempt(() => fs.renameSync(link, aside))) attempt(() => fs.rmSync(aside, { recursive: true, force: true }));
+    }
+    const published = adopt(fs, base, link);
+    if (published) {
+      // Never published, so no other process knows it.
+      attempt(() => fs.rmSync(own, { recursive: true, force: true }));
+      return published;
+    }
+    const next = link + ".link-" + unique();
+    // The rename fails over a directory left in the way (EISDIR): this process then uses its copy
+    // unpublished.
+    if (attempt(() => fs.symlinkSync(path.basename(own), next)) && !attempt(() => fs.renameSync(next, link))) attempt(() => fs.unlinkSync(next));
+    return own;
   }
   function extract(sea) {
     const fs = require("node:fs");
@@ -86,17 +160,12 @@ export const BANNER = `var __lintelFileUrl = (() => {
       throw new Error("refusing to unpack data into " + base + ": it must be a directory owned by this user and writable by no one else");
     }
     removeLeftovers(fs, base);
-    const dir = path.join(base, "data-" + manifest.digest.slice(0, 16));
-    if (fs.existsSync(path.join(dir, ".complete"))) return dir;
-    const tmp = dir + "." + process.pid + ".tmp";
-    fs.rmSync(tmp, { recursive: true, force: true });
-    for (const file of manifest.files) {
-      const dest = path.join(tmp, file);
-      fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o700 });
-      fs.writeFileSync(dest, Buffer.from(sea.getAsset(file)), { mode: 0o600 });
-    }
-    fs.writeFileSync(path.join(tmp, ".complete"), "");
-    return settle(fs, tmp, dir);
+    const link = path.join(base, "data-" + manifest.digest.slice(0, 16));
+    const found = adopt(fs, base, link);
+    if (found) return found;
+    const own = link + "-" + unique();
+    unpack(fs, sea, manifest.files, own);
+    return publish(fs, base, link, own);
   }
   return (file) => {
     if (!root) {

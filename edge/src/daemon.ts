@@ -139,6 +139,13 @@ function zoneOfEachAp(config: Pick<DaemonConfig, 'accessPoints'>): Map<string, s
   return zones;
 }
 
+/** What became of the state, in the log line of a zone file set aside: at a load, a save, a failed save. */
+const SET_ASIDE_OUTCOME = {
+  load: 'counting starts over; devices are found again within a few polls',
+  save: 'the state in memory was saved whole into a new file, and counting goes on',
+  unsaved: 'the state in memory could not be saved into a new file yet: counting goes on in memory, and the first save that succeeds writes it whole',
+} as const;
+
 const HOUR_MS = 3_600_000;
 const DEFAULT_RETENTION_MS = 30 * 24 * HOUR_MS;
 
@@ -234,13 +241,11 @@ export class EdgeDaemon {
 
   /**
    * Logs each unreadable zone file the store set aside (no device in it is named): when opening or
-   * loading, counting starts over; when saving, the state in memory went whole into the new file.
+   * loading, counting starts over; when saving, the state in memory went whole into the new file, or,
+   * when that save failed all the same, it goes there at the first save that succeeds.
    */
-  private noteSetAside(when: 'load' | 'save' = 'load'): void {
-    const outcome =
-      when === 'load'
-        ? 'counting starts over; devices are found again within a few polls'
-        : 'the state in memory was saved whole into a new file, and counting goes on';
+  private noteSetAside(when: keyof typeof SET_ASIDE_OUTCOME = 'load'): void {
+    const outcome = SET_ASIDE_OUTCOME[when];
     for (const file of this.deps.zones.takeSetAside()) {
       this.deps.logger.warn({ setAsideAs: file.path, reason: file.reason }, `the zone state file was unreadable (not a database, or corrupt): it was set aside and ${outcome}`);
     }
@@ -438,6 +443,8 @@ export class EdgeDaemon {
       this.saveFailed = false;
     } catch (err) {
       this.saveFailed = true;
+      // A file set aside before the save failed (on the new file) is logged all the same.
+      this.noteSetAside('unsaved');
       this.deps.logger.error({ error: describeError(err) }, 'cannot save the zone state; counting continues in memory');
     }
   }

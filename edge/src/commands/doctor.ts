@@ -106,9 +106,9 @@ function foreignStateDir(dir: string, configPath: string): string | undefined {
 
 /**
  * A state directory that does not exist yet, with doctor run as root: the ingest probe would create it,
- * and the ledger in it, as root's, and the collector, running as the service user, could not write them
- * (nor could systemd's StateDirectory= make the ledger inside the service user's). So it is not created;
- * the line names the install step that makes it the service user's, and whom to run doctor as.
+ * and the ledger in it, as root's, and the collector, running as the service user, could not write them.
+ * So it is not created; the line names the install step that makes it the service user's, and whom to
+ * run doctor as.
  */
 function missingStateDirAsRoot(dir: string, configPath: string): string | undefined {
   if (currentUid() !== 0 || existsSync(dir)) return undefined;

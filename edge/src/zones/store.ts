@@ -3,7 +3,8 @@
  * the SQLite adapter is the gateway's.
  */
 import { existsSync, renameSync } from 'node:fs';
-import { isUnreadableDatabase, openDatabase, type SqliteDatabase } from '../storage/sqlite.js';
+import type { SafeMessageError } from '../../../shared/describe-error.js';
+import { isUnreadableDatabase, openDatabase, sqliteCodeOf, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
 import { zoneMigrations } from './migrations.js';
 import type { PollOutcome, TrackedDevice, TrackerState, TransitionEntry } from './types.js';
 
@@ -33,7 +34,10 @@ export interface ZoneStore {
    * meaningless (their ids cannot recur), so they are cleared; answers whether that happened.
    */
   bindKey(fingerprint: string): 'kept' | 'cleared';
-  /** The files set aside as unreadable since the last call (at open, load, bind or save), for the caller to log (see openSqliteZoneStore). */
+  /**
+   * The files set aside as unreadable since the last call (at open, load, bind or save), for the caller
+   * to log, also after a call that failed: the new file may have been what failed (see openSqliteZoneStore).
+   */
   takeSetAside(): SetAsideFile[];
   close(): void;
 }
@@ -174,15 +178,44 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
 }
 
 /**
+ * A zone file found unreadable that the store could not set aside, or would not (see
+ * openSqliteZoneStore). `code` is the errno of the refused rename, or SQLite's for the file.
+ */
+export class UnreadableZoneFileError extends Error implements SafeMessageError {
+  readonly messageIsSafe = true;
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'UnreadableZoneFileError';
+  }
+}
+
+/**
  * Renames an unreadable zone file and its -wal and -shm, keeping them together under one timestamped
  * name (`zones.sqlite.unreadable-2025-11-22T19-04-14-000Z`, `…-wal`) for whoever wants to look at it.
  */
 function setAside(path: string, err: unknown): SetAsideFile {
   const aside = `${path}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
-  for (const suffix of ['', '-wal', '-shm']) {
-    if (existsSync(`${path}${suffix}`)) renameSync(`${path}${suffix}`, `${aside}${suffix}`);
+  try {
+    for (const suffix of ['', '-wal', '-shm']) {
+      if (existsSync(`${path}${suffix}`)) renameSync(`${path}${suffix}`, `${aside}${suffix}`);
+    }
+  } catch (renameErr) {
+    const errno = (renameErr as NodeJS.ErrnoException).code;
+    throw new UnreadableZoneFileError(`${path} is unreadable (${sqliteCodeOf(err) ?? 'SQLITE_CORRUPT'}) and cannot be set aside (rename: ${errno ?? 'failed'})`, errno);
   }
   return { path: aside, reason: (err as Error).message };
+}
+
+/** The error of a file the store made itself that turned out unreadable too: it is not set aside again. */
+function unreadableAgain(path: string, err: unknown): UnreadableZoneFileError {
+  const code = sqliteCodeOf(err);
+  return new UnreadableZoneFileError(
+    `${path} is unreadable (${code ?? 'SQLITE_CORRUPT'}), and it is the new file made after the first was set aside: it is not set aside again, so that failing storage does not leave one more copy of the zone state at every save. Check the disk (dmesg), then restart the collector`,
+    code,
+  );
 }
 
 /** `outcome` with every device of its state counted as changed: saved into an empty file, it is the whole state. */
@@ -202,6 +235,14 @@ function wholeStateOf(outcome: PollOutcome): PollOutcome {
  * otherwise fail every save, for good. The export ledger is never treated so (see
  * report/ledger.ts): it is audit evidence.
  *
+ * Starting over can fail in turn: the rename refused (a filesystem remounted read-only after errors),
+ * or the new file not made (a full disk, no inodes left, an I/O error). The save fails, the store holds
+ * no open file, and the next call opens the file at `path` again, whichever it is, and saves the whole
+ * state there: the first save that succeeds writes all of it. At most one file is set aside per store:
+ * a file it made itself that turns out unreadable too (failing storage, such as a worn SD card) fails
+ * the save with an error that says so, at each save, rather than leave one more copy of the state
+ * beside it at every poll.
+ *
  * @example
  * const store = openSqliteZoneStore('/var/lib/lintel-edge/zones.sqlite');
  * let state = store.load();
@@ -209,15 +250,31 @@ function wholeStateOf(outcome: PollOutcome): PollOutcome {
 export function openSqliteZoneStore(path: string): ZoneStore {
   const setAsideFiles: SetAsideFile[] = [];
   let fingerprint: string | undefined;
+  /** Whether the file at `path` is one this store made after setting the first aside (see above). */
+  let madeHere = false;
 
-  const startOver = (err: unknown): ZoneTables => {
-    setAsideFiles.push(setAside(path, err));
-    const fresh = openTables(path);
-    if (fingerprint !== undefined) fresh.bindKey(fingerprint);
-    return fresh;
+  /** The file at `path`, bound to the key this store was bound to. */
+  const openBound = (): ZoneTables => {
+    const opened = openTables(path);
+    try {
+      if (fingerprint !== undefined) opened.bindKey(fingerprint);
+      return opened;
+    } catch (err) {
+      opened.db.close();
+      throw err;
+    }
   };
 
-  let tables: ZoneTables;
+  const startOver = (err: unknown): ZoneTables => {
+    if (madeHere) throw unreadableAgain(path, err);
+    setAsideFiles.push(setAside(path, err));
+    madeHere = true;
+    return openBound();
+  };
+
+  /** The open file; undefined after a failure closed it, until the next call opens it again. */
+  let tables: ZoneTables | undefined;
+  let closed = false;
   try {
     tables = openTables(path);
   } catch (err) {
@@ -226,15 +283,22 @@ export function openSqliteZoneStore(path: string): ZoneStore {
   }
 
   /**
-   * Runs `use` over the file, or, when the file turns out unreadable, `onNew` (by default `use`) over a
-   * new one.
+   * Runs `use` over the open file, or `onNew` (by default `use`) over a file opened anew: the one at
+   * `path` after a failure closed it, or a new one when the file turns out unreadable.
    */
   const recovering = <T>(use: (t: ZoneTables) => T, onNew: (t: ZoneTables) => T = use): T => {
+    if (closed) throw new StorageError(`${path}: the zone store is closed`);
     try {
-      return use(tables);
+      if (tables) return use(tables);
+      tables = openBound();
+      return onNew(tables);
     } catch (err) {
       if (!isUnreadableDatabase(err)) throw err;
-      tables.db.close();
+      // Forgotten before anything else can fail: should starting over fail, the next call opens the
+      // file at `path` again (never a closed connection, which would fail every call for good).
+      const failed = tables;
+      tables = undefined;
+      failed?.db.close();
       tables = startOver(err);
       return onNew(tables);
     }
@@ -257,7 +321,9 @@ export function openSqliteZoneStore(path: string): ZoneStore {
     },
     takeSetAside: () => setAsideFiles.splice(0),
     close() {
-      if (tables.db.open) tables.db.close();
+      if (tables?.db.open) tables.db.close();
+      tables = undefined;
+      closed = true;
     },
   };
 }

@@ -3,60 +3,24 @@
  * its list of free pages is garbage, so the first save that needs a page fails with SQLITE_CORRUPT.
  * It is set aside as at open, and the state the save was given goes whole into a new file; the save
  * succeeds and so do the next ones. It once failed every save, every tick, for good.
+ *
+ * Starting over can fail in turn. A set-aside the directory refused (a filesystem remounted read-only
+ * after errors), or a new file the disk could not take (no inodes left), once left the store on a
+ * closed connection: every later save failed with "The database connection is not open", for good, and
+ * a file set aside before the failure was never logged. Now the next save opens the file again and
+ * writes the whole state. A new file that turns out corrupt too (failing storage) was set aside again
+ * at every save, leaving one more copy of the state per poll; now at most one file is set aside.
  */
 import t from 'tap';
-import { closeSync, openSync, readdirSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { Writable } from 'node:stream';
-import Database from 'better-sqlite3';
-import { createLogger } from '../../../shared/logger.js';
-import { EdgeDaemon, type DaemonConfig } from '../../../edge/src/daemon.js';
-import { createEdgeMetrics } from '../../../edge/src/metrics.js';
-import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
-import { openLedger } from '../../../edge/src/report/ledger.js';
 import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
-import { applyPoll, emptyTrackerState } from '../../../edge/src/zones/tracker.js';
-import type { ApObservation, TrackerConfig, TrackerState } from '../../../edge/src/zones/types.js';
-import { testHasher } from '../support/daemon.js';
-
-const tracker: TrackerConfig = { switchPolls: 2, switchMarginDb: 8, frozenPolls: 4, absentPolls: 1, transitionWindowPolls: 5 };
-const heard = (ids: string[]): ApObservation[] => [{ ap: 'ap-1', zone: 'lobby', answered: true, stations: ids.map((device) => ({ device, rssiDbm: -50 })) }];
-const ids = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(6, '0')}-${'0'.repeat(40)}`);
-const asideIn = (dir: string) => readdirSync(dir).filter((name) => /^zones\.sqlite\.unreadable-[0-9T-]+Z$/.test(name));
-
-/**
- * A zone file bound to `k1` whose device table holds `kept` while many pages are free (a crowd saved,
- * then gone), then its first free-list page overwritten: reads never visit it, a write that needs a page does.
- */
-function fileWithDamagedFreeList(path: string, kept: string[]): void {
-  const store = openSqliteZoneStore(path);
-  store.bindKey('k1');
-  const crowd = applyPoll(emptyTrackerState(), { aps: heard(ids(2000, 'crowd')) }, tracker);
-  store.save(crowd);
-  store.save(applyPoll(crowd.state, { aps: heard(kept) }, tracker));
-  store.close();
-  const fd = openSync(path, 'r+');
-  try {
-    const header = Buffer.alloc(100);
-    readSync(fd, header, 0, 100, 0);
-    const pageSize = header.readUInt16BE(16);
-    const firstTrunk = header.readUInt32BE(32);
-    if (firstTrunk === 0 || header.readUInt32BE(36) === 0) throw new Error('the setup left no free page');
-    writeSync(fd, Buffer.alloc(pageSize, 0xff), 0, pageSize, (firstTrunk - 1) * pageSize);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/** The device ids stored in `path`, read apart from any store. */
-function storedIds(path: string): string[] {
-  const db = new Database(path, { readonly: true });
-  try {
-    return (db.prepare('SELECT device_id FROM tracked_devices ORDER BY device_id').all() as Array<{ device_id: string }>).map((r) => r.device_id);
-  } finally {
-    db.close();
-  }
-}
+import { applyPoll } from '../../../edge/src/zones/tracker.js';
+import type { TrackerState } from '../../../edge/src/zones/types.js';
+import { REPO } from '../cli/building-config.js';
+import { noFreeInodesTmpfs } from '../support/private-mount.js';
+import { asideIn, collectorOver, damageDeviceTable, fileWithDamagedFreeList, heard, ids, storedIds, tracker, type LogLine } from './support/damaged-zone-file.js';
 
 t.test('a zones.sqlite that loads but cannot be written is set aside at the save, and the new file gets the whole state', async (t) => {
   const dir = t.testdir({});
@@ -92,62 +56,138 @@ t.test('a zones.sqlite that loads but cannot be written is set aside at the save
   t.equal(state.poll, next.state.poll);
 });
 
-const ap: AccessPoint = { name: 'ap-lobby', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } };
-const config: DaemonConfig = {
-  buildingId: 'hq',
-  pollIntervalMs: 1000,
-  requestTimeoutMs: 500,
-  zones: [{ id: 'lobby' }],
-  tracker,
-  accessPoints: [ap],
-  reportNames: { 'ap-lobby': 'ap-lobby' },
-};
+const escaped = (path: string) => path.replace(/[.]/g, '\\.');
+const saveFailures = (lines: LogLine[]) => lines.filter((l) => /cannot save the zone state/.test(l.msg));
+const setAsideWarnings = (lines: LogLine[]) => lines.filter((l) => /zone state file was unreadable/.test(l.msg));
 
 t.test('the collector logs the file set aside at a save, and no tick fails to save', async (t) => {
   const dir = t.testdir({});
   const path = join(dir, 'zones.sqlite');
-  const hasher = testHasher();
-  const macs = Array.from({ length: 300 }, (_, i) => `02:00:00:00:${(i >> 8).toString(16).padStart(2, '0')}:${(i & 255).toString(16).padStart(2, '0')}`);
   fileWithDamagedFreeList(path, []);
-  const lines: Array<{ level: number; msg: string; setAsideAs?: string }> = [];
-  const destination = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n')) if (line.trim() !== '') lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  const poller: Poller = {
-    async pollAll(): Promise<ApPollResult[]> {
-      return [{ ap: ap.name, zone: ap.zone, ok: true, durationMs: 1, stations: macs.map((mac) => ({ mac, rssiDbm: -50 })) }];
-    },
-    async close() {},
-  };
-  const zones = openSqliteZoneStore(path);
-  const ledger = openLedger(join(dir, 'ledger.sqlite'));
-  const daemon = new EdgeDaemon({
-    config,
-    poller,
-    hasher,
-    zones,
-    ledger,
-    metrics: createEdgeMetrics({ aps: [ap.name], zones: ['lobby'] }, { defaults: false }),
-    logger: createLogger('lintel-edge', { destination }),
-    clock: () => Date.UTC(2026, 0, 1),
-  });
-  t.teardown(async () => {
-    await daemon.stop();
-    zones.close();
-    ledger.close();
-  });
+  const collector = collectorOver(path, join(dir, 'ledger.sqlite'));
+  t.teardown(() => collector.close());
 
-  for (let tick = 0; tick < 3; tick++) await daemon.tick();
-  t.same(
-    lines.filter((l) => /cannot save the zone state/.test(l.msg)),
-    [],
-    'every save succeeded',
-  );
-  const warnings = lines.filter((l) => /zone state file was unreadable/.test(l.msg));
+  for (let tick = 0; tick < 3; tick++) await collector.daemon.tick();
+  t.same(saveFailures(collector.lines), [], 'every save succeeded');
+  const warnings = setAsideWarnings(collector.lines);
   t.equal(warnings.length, 1, 'one file set aside, logged once');
-  t.match(warnings[0], { level: 40, msg: /set aside and the state in memory was saved whole into a new file/, setAsideAs: new RegExp(`^${path.replace(/[.]/g, '\\.')}\\.unreadable-`) });
-  t.same(storedIds(path), macs.map((mac) => hasher.idOf(mac)).sort(), 'the new file holds the devices counted');
+  t.match(warnings[0], { level: 40, msg: /set aside and the state in memory was saved whole into a new file/, setAsideAs: new RegExp(`^${escaped(path)}\\.unreadable-`) });
+  t.same(storedIds(path), collector.deviceIds, 'the new file holds the devices counted');
+});
+
+t.test('a file found corrupt at a save that cannot be set aside: saves fail until it can, then the next one sets it aside and writes the whole state', async (t) => {
+  // Registered before the test directory, so it runs before tap removes it.
+  let stateDir = '';
+  t.teardown(() => {
+    if (stateDir) execFileSync('chattr', ['-i', stateDir]);
+  });
+  const dir = t.testdir({});
+  stateDir = join(dir, 'state');
+  mkdirSync(stateDir);
+  const path = join(stateDir, 'zones.sqlite');
+  fileWithDamagedFreeList(path, []);
+  const collector = collectorOver(path, join(dir, 'ledger.sqlite'));
+  t.teardown(() => collector.close());
+
+  // Immutable: no entry of the directory can be renamed (as root too), as on a filesystem remounted
+  // read-only after errors; the file itself can still be written.
+  execFileSync('chattr', ['+i', stateDir]);
+  for (let tick = 0; tick < 3; tick++) await collector.daemon.tick();
+  const failures = saveFailures(collector.lines);
+  t.equal(failures.length, 3, 'each save fails');
+  t.ok(
+    failures.every((l) => /UnreadableZoneFileError \(EPERM\): .*zones\.sqlite is unreadable \(SQLITE_CORRUPT\) and cannot be set aside \(rename: EPERM\)/.test(l.error ?? '')),
+    `each for the refused rename, none on a closed connection (${failures.find((l) => !/cannot be set aside/.test(l.error ?? ''))?.error ?? 'all so'})`,
+  );
+  t.same(asideIn(stateDir), [], 'nothing was set aside');
+
+  execFileSync('chattr', ['-i', stateDir]);
+  const logged = collector.lines.length;
+  await collector.daemon.tick();
+  const after = collector.lines.slice(logged);
+  t.same(saveFailures(after), [], 'the save once the directory allows the rename succeeds');
+  const warnings = setAsideWarnings(after);
+  t.equal(warnings.length, 1, 'the set-aside is logged');
+  t.match(warnings[0], { level: 40, msg: /set aside and the state in memory was saved whole into a new file/, setAsideAs: new RegExp(`^${escaped(path)}\\.unreadable-`) });
+  t.ok(
+    after.some((l) => l.msg === 'the zone state is saved again'),
+    'and the save after the failed ones',
+  );
+  t.equal(asideIn(stateDir).length, 1);
+  t.same(storedIds(path), collector.deviceIds, 'the new file holds the whole state');
+  const restarted = openSqliteZoneStore(path);
+  t.teardown(() => restarted.close());
+  t.equal(restarted.bindKey('k1'), 'kept', 'bound to the key');
+});
+
+t.test('a new file found corrupt too (failing storage): saves fail, and no more than one file is ever set aside', async (t) => {
+  const dir = t.testdir({});
+  const path = join(dir, 'zones.sqlite');
+  fileWithDamagedFreeList(path, []);
+  const collector = collectorOver(path, join(dir, 'ledger.sqlite'));
+  t.teardown(() => collector.close());
+
+  await collector.daemon.tick();
+  t.equal(asideIn(dir).length, 1, 'the first file is set aside, and the state saved into a new one');
+  t.same(saveFailures(collector.lines), []);
+  // The card damages whatever file it holds, before every tick.
+  for (let tick = 0; tick < 6; tick++) {
+    damageDeviceTable(path);
+    await collector.daemon.tick();
+  }
+  t.equal(asideIn(dir).length, 1, 'no other file was set aside');
+  t.equal(setAsideWarnings(collector.lines).length, 1);
+  const failures = saveFailures(collector.lines);
+  t.equal(failures.length, 6, 'each save fails');
+  t.ok(
+    failures.every((l) =>
+      /UnreadableZoneFileError \(SQLITE_CORRUPT\): .*zones\.sqlite is unreadable \(SQLITE_CORRUPT\), and it is the new file made after the first was set aside: it is not set aside again/.test(l.error ?? ''),
+    ),
+    `each saying why (${failures.find((l) => !/not set aside again/.test(l.error ?? ''))?.error ?? 'all so'})`,
+  );
+});
+
+t.test('a file set aside at a save on a disk with no inodes left for the new one: logged, and the first save once inodes are free writes the whole state', async (t) => {
+  const dir = t.testdir({ disk: {}, seed: {} });
+  const helper = new URL('./support/collector-out-of-inodes.ts', import.meta.url).pathname;
+  const [command, ...args] = [
+    ...noFreeInodesTmpfs(join(dir, 'disk'), join(dir, 'seed')),
+    // The test runner's hooks stay out of the child.
+    '/usr/bin/env',
+    '-u',
+    'NODE_OPTIONS',
+    process.execPath,
+    '--import',
+    'tsx',
+    helper,
+    join(dir, 'disk'),
+    join(dir, 'ledger.sqlite'),
+  ] as [string, ...string[]];
+  const child = spawn(command, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  t.equal(code, 0, `the collector ran (stderr: ${err.slice(0, 600)})`);
+  const result = JSON.parse(out) as { lines: LogLine[]; asideWhileFull: string[]; aside: string[]; stored: string[]; deviceIds: string[] };
+
+  const disk = join(dir, 'disk');
+  t.equal(result.asideWhileFull.length, 1, 'the corrupt file was set aside (a rename takes no inode)');
+  const failed = result.lines.findIndex((l) => /cannot save the zone state/.test(l.msg));
+  t.ok(failed >= 0, 'but the save failed: the new file could not be made');
+  const warnings = setAsideWarnings(result.lines.slice(0, failed));
+  t.equal(warnings.length, 1, 'the set-aside is logged with the failed save');
+  t.match(warnings[0], { level: 40, msg: /set aside and the state in memory could not be saved into a new file yet/, setAsideAs: new RegExp(`^${escaped(join(disk, 'zones.sqlite'))}\\.unreadable-`) });
+  t.notMatch(result.lines[failed]?.error ?? '', /not open/, 'the failure is the disk’s, not a closed connection');
+  t.ok(
+    result.lines.slice(failed + 1).some((l) => l.msg === 'the zone state is saved again'),
+    'once inodes are free, the next save succeeds',
+  );
+  t.equal(setAsideWarnings(result.lines).length, 1, 'logged once');
+  t.same(result.aside, result.asideWhileFull, 'nothing more set aside');
+  t.same(result.stored, result.deviceIds, 'and the zone file holds the whole state');
 });
