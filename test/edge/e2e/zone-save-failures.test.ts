@@ -5,27 +5,19 @@
  */
 import t from 'tap';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { silentLogger } from '../../../shared/logger.js';
-import { EdgeDaemon, type DaemonConfig } from '../../../edge/src/daemon.js';
+import { EdgeDaemon } from '../../../edge/src/daemon.js';
 import { createEdgeMetrics } from '../../../edge/src/metrics.js';
-import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
+import type { ApPollResult, Poller } from '../../../edge/src/poll/types.js';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { openSqliteZoneStore, type ZoneStore } from '../../../edge/src/zones/store.js';
 import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { testHasher } from '../support/daemon.js';
+import { LOBBY_AP, lobbyConfig, storedIds } from '../zones/support/damaged-zone-file.js';
 
-const ap: AccessPoint = { name: 'ap-lobby', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } };
-const config: DaemonConfig = {
-  buildingId: 'hq',
-  pollIntervalMs: 1000,
-  requestTimeoutMs: 500,
-  zones: [{ id: 'lobby' }],
-  // a device unheard once is gone: every poll below, the whole previous crowd leaves
-  tracker: { ...DEFAULT_TRACKER_CONFIG, absentPolls: 1 },
-  accessPoints: [ap],
-  reportNames: { 'ap-lobby': 'ap-lobby' },
-};
+const ap = LOBBY_AP;
+// a device unheard once is gone: every poll below, the whole previous crowd leaves
+const config = lobbyConfig({ ...DEFAULT_TRACKER_CONFIG, absentPolls: 1 });
 
 const DEVICES_PER_POLL = 100;
 const FAILED_POLLS = 30;
@@ -96,20 +88,12 @@ t.test('failed zone saves keep nothing in memory; the next save leaves exactly t
     zones.close();
     ledger.close();
   });
-  const storedIds = () => {
-    const db = new Database(path, { readonly: true });
-    try {
-      return (db.prepare('SELECT device_id FROM tracked_devices ORDER BY device_id').all() as Array<{ device_id: string }>).map((r) => r.device_id);
-    } finally {
-      db.close();
-    }
-  };
   const hasher = testHasher();
   const idsOf = (macs: string[]) => macs.map((mac) => hasher.idOf(mac)).sort();
 
   poller.hear(crowd(0));
   await daemon.tick();
-  t.same(storedIds(), idsOf(crowd(0)), 'saved while the store works');
+  t.same(storedIds(path), idsOf(crowd(0)), 'saved while the store works');
   const before = heldCollections(daemon);
 
   zones.failing = true;
@@ -118,7 +102,7 @@ t.test('failed zone saves keep nothing in memory; the next save leaves exactly t
     const report = await daemon.tick();
     t.equal(report.tracked, DEVICES_PER_POLL, `poll ${n}: counting goes on in memory`);
   }
-  t.same(storedIds(), idsOf(crowd(0)), 'nothing reached the file meanwhile');
+  t.same(storedIds(path), idsOf(crowd(0)), 'nothing reached the file meanwhile');
   // (FAILED_POLLS × DEVICES_PER_POLL devices left meanwhile; none of them may be held.)
   t.same(heldCollections(daemon), before, 'the daemon holds nothing more than before the failures');
 
@@ -127,7 +111,7 @@ t.test('failed zone saves keep nothing in memory; the next save leaves exactly t
   poller.hear(last);
   const report = await daemon.tick();
   t.equal(report.tracked, DEVICES_PER_POLL);
-  t.same(storedIds(), idsOf(last), 'the first save after the failures leaves exactly the tracked devices');
+  t.same(storedIds(path), idsOf(last), 'the first save after the failures leaves exactly the tracked devices');
 
   const restarted = openSqliteZoneStore(path);
   t.teardown(() => restarted.close());

@@ -4,31 +4,14 @@
  * letters (a megabyte: many minutes, tap's timeout), freezing the collector for every AP.
  */
 import t from 'tap';
-import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { scrubMacsShort } from '../../../edge/src/poll/mac.js';
-import { createPoller } from '../../../edge/src/poll/poller.js';
-import type { AccessPoint } from '../../../edge/src/poll/types.js';
-import { startSshd } from '../../support/peers/sshd.js';
-
-const dialects = loadDialects();
+import { pollStderrAps } from './support/stderr-aps.js';
 
 t.test('an AP that writes a long line of hex letters to stderr fails with a short reason', async (t) => {
-  const sshd = await startSshd({
-    commands: {
-      'iw dev wlan0 station dump': { stderr: `command failed: ${'abcdef'.repeat(150_000)}\n`, exitCode: 1 },
-      'iw dev wlan1 station dump': { stderr: `${'fade'.repeat(200_000)}\nsecond line\n`, exitCode: 0 },
-    },
+  const [failed, silent] = await pollStderrAps(t, {
+    wlan0: { stderr: `command failed: ${'abcdef'.repeat(150_000)}\n`, exitCode: 1 },
+    wlan1: { stderr: `${'fade'.repeat(200_000)}\nsecond line\n`, exitCode: 0 },
   });
-  t.teardown(() => sshd.stop());
-  const ap = (name: string, iface: string): AccessPoint => ({
-    name,
-    zone: 'lab',
-    dialect: 'openwrt-iw',
-    target: { transport: 'ssh', host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.clientPrivateKey, interface: iface },
-  });
-  const poller = createPoller({ dialects });
-  t.teardown(() => poller.close());
-  const [failed, silent] = await poller.pollAll([ap('failed', 'wlan0'), ap('silent', 'wlan1')], 10_000);
   t.match(failed, { ok: false, reason: 'bad_output', error: '`iw dev wlan0 station dump` exited with 1: command failed: …' });
   t.match(silent, { ok: false, reason: 'bad_output', error: '`iw dev wlan1 station dump` printed nothing but an error: …' }, 'a line that is all hex is not shown, and still counts as an error');
 });

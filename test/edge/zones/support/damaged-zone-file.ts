@@ -80,16 +80,23 @@ export interface LogLine {
   error?: string;
 }
 
-const ap: AccessPoint = { name: 'ap-lobby', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } };
-const config: DaemonConfig = {
-  buildingId: 'hq',
-  pollIntervalMs: 1000,
-  requestTimeoutMs: 500,
-  zones: [{ id: 'lobby' }],
-  tracker,
-  accessPoints: [ap],
-  reportNames: { 'ap-lobby': 'ap-lobby' },
-};
+/** The one AP of the collectors these tests run, in zone `lobby`; it is never polled over the network. */
+export const LOBBY_AP: AccessPoint = { name: 'ap-lobby', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } };
+
+/** A collector of the lobby AP alone, with `rules` for its tracker. */
+export function lobbyConfig(rules: TrackerConfig): DaemonConfig {
+  return {
+    buildingId: 'hq',
+    pollIntervalMs: 1000,
+    requestTimeoutMs: 500,
+    zones: [{ id: 'lobby' }],
+    tracker: rules,
+    accessPoints: [LOBBY_AP],
+    reportNames: { 'ap-lobby': 'ap-lobby' },
+  };
+}
+const ap = LOBBY_AP;
+const config = lobbyConfig(tracker);
 
 export interface Collector {
   daemon: EdgeDaemon;
