@@ -18,6 +18,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collection } from 'mongodb';
+import { settlesWithin } from '../../shared/lifecycle.js';
 
 export interface LeaseDocument {
   /** This taking of the lease: a fresh UUID each time. */
@@ -204,22 +205,13 @@ export class ConversationLock {
    */
   private async waitFor<T>(key: string, step: Promise<T>, giveUpAt?: number): Promise<T> {
     if (this.waitsAbandoned) throw new LockAbandonedError(key);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const racers: Array<Promise<T>> = [step, this.abandoned];
-    if (giveUpAt !== undefined) {
-      racers.push(
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new LockTimeoutError(key)), Math.max(0, giveUpAt - Date.now()));
-        }),
-      );
-    }
+    const race = Promise.race([step, this.abandoned]);
     try {
-      return await Promise.race(racers);
+      if (giveUpAt !== undefined && !(await settlesWithin(race, giveUpAt - Date.now()))) throw new LockTimeoutError(key);
+      return await race;
     } catch (err) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);
       throw err;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -82,13 +82,13 @@ export class ArmedKeys {
   private bytes: Uint8Array;
   private words: Uint32Array;
 
-  /** `alertableTypes`: the types the general path takes; a record of any other type is never scanned as suppressed. */
-  constructor(alertableTypes: readonly string[] = ALERTABLE_METRICS) {
+  /** The alertable types are those the general path takes; a record of any other type is never scanned as suppressed. */
+  constructor() {
     this.wasm = new Instance(module(), {}).exports as Exports;
     this.bytes = new Uint8Array(this.wasm.memory.buffer);
     this.words = new Uint32Array(this.wasm.memory.buffer);
     this.ensure(INPUT + MIB);
-    this.wasm.init(TABLE_0, TABLE_1, SLOTS, ARENA_0, ARENA_1, ARENA_BYTES, TYPE_AREA, this.writeTypes(alertableTypes));
+    this.wasm.init(TABLE_0, TABLE_1, SLOTS, ARENA_0, ARENA_1, ARENA_BYTES, TYPE_AREA, this.writeTypes(ALERTABLE_METRICS));
   }
 
   /**

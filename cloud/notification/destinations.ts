@@ -118,3 +118,12 @@ export function publicOnlyConnector(options: { timeout: number }): buildConnecto
     connect(target, callback);
   };
 }
+
+/**
+ * Whether a push may go to an endpoint of this URL scheme (`https:`, or `http:` too when allowed for
+ * local push services): checked at /subscribe and again at every push, since an endpoint stored while
+ * `http:` was allowed stays stored after it no longer is.
+ */
+export function pushSchemeAllowed(protocol: string, allowHttp: boolean): boolean {
+  return protocol === 'https:' || (allowHttp && protocol === 'http:');
+}

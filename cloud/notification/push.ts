@@ -8,7 +8,7 @@
 import { createECDH } from 'node:crypto';
 import { Agent, request, type Dispatcher } from 'undici';
 import webpush, { type Urgency } from 'web-push';
-import { ForbiddenDestinationError, publicOnlyConnector } from './destinations.js';
+import { ForbiddenDestinationError, publicOnlyConnector, pushSchemeAllowed } from './destinations.js';
 import type { PushFailure } from './metrics.js';
 
 export interface VapidKeys {
@@ -119,7 +119,7 @@ function refusedScheme(endpoint: string, allowHttp: boolean): string | undefined
   } catch {
     return undefined; // web-push refuses it as it encrypts: `rejected`
   }
-  return protocol === 'https:' || (allowHttp && protocol === 'http:') ? undefined : protocol;
+  return pushSchemeAllowed(protocol, allowHttp) ? undefined : protocol;
 }
 
 export class WebPushSender implements PushSender {

@@ -10,7 +10,7 @@ import * as t from 'io-ts';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import { NonEmptyString, decode, describeValue } from '../../shared/kinds.js';
 import { Severity } from '../../shared/notification.js';
-import { privateIpLiteral } from './destinations.js';
+import { privateIpLiteral, pushSchemeAllowed } from './destinations.js';
 import type { PreferenceChange } from './preferences.js';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: string[] };
@@ -160,9 +160,8 @@ export function parseDeviceSubscription(value: unknown, options: EndpointPolicy,
   } else {
     try {
       const url = new URL(value.endpoint);
-      const allowed = options.allowHttp ? ['https:', 'http:'] : ['https:'];
       const privateAddress = options.allowPrivateDestinations ? undefined : privateIpLiteral(url.hostname);
-      if (!allowed.includes(url.protocol) || url.username !== '' || url.password !== '') {
+      if (!pushSchemeAllowed(url.protocol, options.allowHttp) || url.username !== '' || url.password !== '') {
         errors.push(`${path}.endpoint: expected an ${options.allowHttp ? 'http or https' : 'https'} URL without credentials, got ${describeValue(value.endpoint)}`);
       } else if (privateAddress !== undefined) {
         errors.push(`${path}.endpoint: expected a push service on a public address, got the private address ${privateAddress} (loopback, private network, link-local and unique-local addresses are refused)`);

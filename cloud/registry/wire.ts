@@ -141,7 +141,7 @@ const INVISIBLE_CHARACTER = /(?![\u200c\u200d])\p{Cf}|(?:^|[\p{Script=Latin}\p{S
  * @example
  * canonicalName(' Acme\u00a0 Corp '); // 'Acme Corp'
  */
-export function canonicalName(name: string): string {
+function canonicalName(name: string): string {
   return name.normalize('NFKC').replace(/\s+/gu, ' ').trim();
 }
 

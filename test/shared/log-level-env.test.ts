@@ -26,7 +26,8 @@ function run(service: string, env: Record<string, string>): Promise<{ code: numb
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stderr, stdout }));
+    // 'close', not 'exit': the last of stderr may still be in the pipe at 'exit'.
+    child.once('close', (code) => resolve({ code, stderr, stdout }));
   });
 }
 

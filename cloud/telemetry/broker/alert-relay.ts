@@ -2,7 +2,7 @@
  * The relay loop: drains the alert outbox to Kafka. Ingest only writes the outbox and nudges the loop,
  * so it never waits on Kafka. While Kafka is unreachable the loop retries every `retryMs` and the
  * alerts wait in PostgreSQL; none is lost, and each is marked sent only once Kafka acknowledged it.
- * A send is given up on after `sendWithinMs`, so a Kafka that stops answering holds neither the outbox
+ * A send is given up on after `SEND_WITHIN_MS`, so a Kafka that stops answering holds neither the outbox
  * rows nor a stop for longer than that.
  */
 import type { Logger } from 'pino';
@@ -12,6 +12,23 @@ import { settlesWithin } from '../../../shared/lifecycle.js';
 import type { TelemetryMetrics } from '../metrics.js';
 import type { OutboxMessage, OutboxStore } from '../store/outbox.js';
 import type { AlertSink } from './kafka-alerts.js';
+
+/**
+ * How long a send to Kafka may take before the pass gives up on it. The send runs inside the PostgreSQL
+ * transaction that holds its rows, and a Kafka that stops answering without closing the connection (a
+ * partition, a blackholing balancer) keeps kafkajs waiting its request timeout (30 s) on each retry:
+ * unbounded, that wait held the rows and every stop past the service's stop deadline. A send given up on
+ * rolls the rows back to unsent; if it lands anyway, the next pass sends them again, a duplicate that
+ * consumers drop by alertId (at-least-once, seed 002).
+ */
+const SEND_WITHIN_MS = 2000;
+
+/**
+ * How long a disconnect from Kafka is waited for. kafkajs's waits for every request still unanswered,
+ * which after a send given up on is the silent broker's request timeout; the producer left behind closes
+ * on its own once kafkajs gives up on it.
+ */
+const DISCONNECT_WITHIN_MS = 500;
 
 export interface AlertRelayOptions {
   outbox: OutboxStore;
@@ -23,21 +40,6 @@ export interface AlertRelayOptions {
   /** Wait after a failure before trying again (the seed's broker reconnect: 5 s). */
   retryMs?: number;
   batchSize?: number;
-  /**
-   * How long a send to Kafka may take before the pass gives up on it. Default 2000 ms. The send runs
-   * inside the PostgreSQL transaction that holds its rows, and a Kafka that stops answering without
-   * closing the connection (a partition, a blackholing balancer) keeps kafkajs waiting its request
-   * timeout (30 s) on each retry: unbounded, that wait held the rows and every stop past the service's
-   * stop deadline. A send given up on rolls the rows back to unsent; if it lands anyway, the next pass
-   * sends them again, a duplicate that consumers drop by alertId (at-least-once, seed 002).
-   */
-  sendWithinMs?: number;
-  /**
-   * How long a disconnect from Kafka is waited for. Default 500 ms. kafkajs's waits for every request
-   * still unanswered, which after a send given up on is the silent broker's request timeout; the
-   * producer left behind closes on its own once kafkajs gives up on it.
-   */
-  disconnectWithinMs?: number;
 }
 
 /** A send to Kafka that got no answer in time; its alerts stay unsent. */
@@ -74,8 +76,8 @@ export class AlertRelay {
   }
 
   /**
-   * Waits for a pass that is relaying (it holds a PostgreSQL transaction), at most `sendWithinMs` for
-   * its send and `disconnectWithinMs` for the disconnect after a send given up on, but not for one
+   * Waits for a pass that is relaying (it holds a PostgreSQL transaction), at most `SEND_WITHIN_MS` for
+   * its send and `DISCONNECT_WITHIN_MS` for the disconnect after a send given up on, but not for one
    * still connecting to Kafka: while Kafka is unreachable kafkajs retries a connect for longer than a
    * stop may take. That pass ends on its own and closes what it connected (connectSink).
    */
@@ -145,17 +147,17 @@ export class AlertRelay {
     this.schedule(again ? 0 : delay);
   }
 
-  /** Sends, or throws AlertSendTimedOut once `sendWithinMs` have passed without an answer. */
+  /** Sends, or throws AlertSendTimedOut once `SEND_WITHIN_MS` have passed without an answer. */
   private async sendInTime(messages: OutboxMessage[]): Promise<void> {
-    const ms = this.options.sendWithinMs ?? 2000;
+    const ms = SEND_WITHIN_MS;
     const send = this.options.sink.send(messages);
     if (!(await settlesWithin(send, ms))) throw new AlertSendTimedOut(ms);
     await send;
   }
 
-  /** Disconnects the sink, waiting at most `disconnectWithinMs`; a failure is not the relay's concern. */
+  /** Disconnects the sink, waiting at most `DISCONNECT_WITHIN_MS`; a failure is not the relay's concern. */
   private async disconnectSink(): Promise<void> {
-    await settlesWithin(this.options.sink.disconnect(), this.options.disconnectWithinMs ?? 500);
+    await settlesWithin(this.options.sink.disconnect(), DISCONNECT_WITHIN_MS);
   }
 
   /**

@@ -30,7 +30,7 @@ export interface RegistrationConsumerOptions {
 }
 
 /** How long a stop waits for the consumer to disconnect: well inside the service's 5 s stop deadline. */
-export const DISCONNECT_WITHIN_MS = 1500;
+const DISCONNECT_WITHIN_MS = 1500;
 
 export class RegistrationConsumer {
   private consumer: Consumer | undefined;

@@ -48,8 +48,7 @@ export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; m
       next(err);
       return;
     }
-    deps.metrics.batches.inc({ outcome: 'invalid' });
-    next(new HttpError(400, answer.message, { errors: [{ index: null, field: '(body)', message: answer.message }] }));
+    next(invalidBody(deps.metrics, answer.message, answer.message));
   };
 
   const router = Router();
@@ -75,16 +74,16 @@ function sendAccepted(res: Response, result: { accepted: number }): void {
  */
 function parsedBody(req: SignedRequest, metrics: TelemetryMetrics): unknown {
   const raw = req.rawBody ?? Buffer.alloc(0);
-  if (invalidUtf8Error(raw)) {
-    metrics.batches.inc({ outcome: 'invalid' });
-    throw new HttpError(400, 'request body is not valid UTF-8', { errors: [{ index: null, field: '(body)', message: 'not valid UTF-8' }] });
-  }
+  if (invalidUtf8Error(raw)) throw invalidBody(metrics, 'request body is not valid UTF-8', 'not valid UTF-8');
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch {
-    metrics.batches.inc({ outcome: 'invalid' });
-    throw new HttpError(400, 'request body is not valid JSON', {
-      errors: [{ index: null, field: '(body)', message: raw.length === 0 ? 'empty body' : 'not valid JSON' }],
-    });
+    throw invalidBody(metrics, 'request body is not valid JSON', raw.length === 0 ? 'empty body' : 'not valid JSON');
   }
+}
+
+/** A body refused as a whole: counted as an invalid batch, and the ingest 400 naming `(body)`. */
+function invalidBody(metrics: TelemetryMetrics, message: string, detail: string): HttpError {
+  metrics.batches.inc({ outcome: 'invalid' });
+  return new HttpError(400, message, { errors: [{ index: null, field: '(body)', message: detail }] });
 }

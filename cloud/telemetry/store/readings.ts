@@ -392,9 +392,10 @@ export class PgReadingsStore implements ReadingsStore {
   private async storeOnce(batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
     const client = await this.pool.connect();
     try {
-      const written = await this.write(client, batch, keepFirst);
-      if (!written.committed) await client.query(written.outcome.kind === 'stored' ? 'COMMIT' : 'ROLLBACK');
-      return written.outcome;
+      // A stored batch was committed with its last statement; the others end here.
+      const outcome = await this.write(client, batch, keepFirst);
+      if (outcome.kind !== 'stored') await client.query('ROLLBACK');
+      return outcome;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
@@ -403,7 +404,7 @@ export class PgReadingsStore implements ReadingsStore {
     }
   }
 
-  private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<{ outcome: StoreOutcome; committed: boolean }> {
+  private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
     const keyed = inKeyOrder(batch.rows);
     const hours = [...new Set(keyed.hourStarts.map(hourOf))];
     const state = await open(client, {
@@ -415,23 +416,20 @@ export class PgReadingsStore implements ReadingsStore {
       boundedMetrics: batch.boundedMetrics,
       hours,
     });
-    if (state?.fresh === false) return { outcome: { kind: 'too_old', indexes: olderThan(batch.rows, state.retained_from ?? -Infinity) }, committed: false };
+    if (state?.fresh === false) return { kind: 'too_old', indexes: olderThan(batch.rows, state.retained_from ?? -Infinity) };
     if (state?.claimed === false) {
       const first = await client.query<{ accepted: number }>('SELECT accepted FROM ingest_batches WHERE key_id = $1 AND batch_id = $2', [batch.keyId, batch.batchId]);
-      return { outcome: { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length }, committed: false };
+      return { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length };
     }
     const raised = alertsInOutboxOrder(batch, state?.thresholds ?? []);
-    if (keepFirst) return { outcome: await this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised), committed: true };
+    if (keepFirst) return this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised);
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
     const closing = closingSql(
       raised.map((r) => r.alert),
       lateHoursToMark(hours, state?.watermark ?? null, state?.pending ?? []),
     );
     const tags = await copyIn(client, closing.sql, binaryCopyRows(keyed.rows));
-    return {
-      outcome: { kind: 'stored', accepted: batch.rows.length, inserted: tagCount(tags[0]), alerts: closing.alerts >= 0 ? tagCount(tags[closing.alerts]) : 0 },
-      committed: true,
-    };
+    return { kind: 'stored', accepted: batch.rows.length, inserted: tagCount(tags[0]), alerts: closing.alerts >= 0 ? tagCount(tags[closing.alerts]) : 0 };
   }
 
   /**

@@ -24,7 +24,7 @@ import { loadCheckedConfig, type CommandIo } from './common.js';
 import { createReloader, type Reloader } from './reload.js';
 import { endHangupHold } from '../hangup-hold.js';
 import { NativeAddonError, nativeBindingForSea } from '../storage/native-addon.js';
-import { sqliteCodeOf } from '../storage/sqlite.js';
+import { isUnreadableDatabase, sqliteCodeOf } from '../storage/sqlite.js';
 import { DeviceKeyError } from '../zones/device-key.js';
 
 export interface RunOptions {
@@ -116,7 +116,7 @@ function errnoOf(err: unknown): string | undefined {
 export function startFailureExitCode(err: unknown): 1 | 2 {
   const sqlite = sqliteCodeOf(err);
   if (sqlite !== undefined) {
-    if (/^SQLITE_(READONLY|NOTADB|CORRUPT)/.test(sqlite)) return 2;
+    if (isUnreadableDatabase(err) || sqlite.startsWith('SQLITE_READONLY')) return 2;
     // SQLite answers CANTOPEN alike for every cause; openDatabase names a file or a directory that
     // refuses this user in the message, and only then (a full disk or no inodes left is exit 1).
     if (sqlite === 'SQLITE_CANTOPEN' && /: (permission denied|cannot create it|cannot create its -wal or -shm): /.test((err as Error).message)) return 2;
@@ -152,7 +152,7 @@ function writeRefusal(path: string): string | undefined {
  * first write would fail with a bare EROFS; this says at start what to change. Answers the problem, or
  * undefined (outside the unit, inside its state directory, or writable through a drop-in).
  */
-export function sandboxedStateDirProblem(stateDir: string, stateDirectory: string | undefined, configPath: string): string | undefined {
+function sandboxedStateDirProblem(stateDir: string, stateDirectory: string | undefined, configPath: string): string | undefined {
   const unitDirs = (stateDirectory ?? '').split(':').filter((dir) => dir !== '');
   if (unitDirs.length === 0 || unitDirs.some((dir) => isWithin(stateDir, dir))) return undefined;
   if (writeRefusal(stateDir) !== 'EROFS') return undefined;

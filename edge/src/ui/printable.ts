@@ -5,9 +5,13 @@
  * window, `ESC [2J` clears the screen, C1 `CSI` does the same in one byte), not something to read.
  */
 
-/** C0 controls, DEL and the C1 controls: every character a terminal may act on rather than show. */
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/g;
+import { CONTROL_CHARACTERS } from '../../../shared/kinds.js';
+
+/**
+ * Every character a terminal may act on rather than show: the control characters ids refuse everywhere
+ * (C0, DEL, C1; U+2028 and U+2029 are white space, made spaces first).
+ */
+const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source, 'g');
 
 /** Shown in place of a control character, so the reader sees that something was there. */
 const REPLACEMENT = '\ufffd';

@@ -82,12 +82,7 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
        frozen_polls = excluded.frozen_polls, absent_polls = excluded.absent_polls, last_heard_poll = excluded.last_heard_poll`,
   );
   const remove = db.prepare('DELETE FROM tracked_devices WHERE device_id = ?');
-  // This connection's own scratch table, in memory (never in the file): the ids a complete save keeps.
-  db.pragma('temp_store = MEMORY');
-  db.exec('CREATE TEMP TABLE IF NOT EXISTS live_devices (device_id TEXT PRIMARY KEY) WITHOUT ROWID');
-  const clearLive = db.prepare('DELETE FROM temp.live_devices');
-  const addLive = db.prepare('INSERT INTO temp.live_devices (device_id) VALUES (?)');
-  const removeNotLive = db.prepare('DELETE FROM tracked_devices WHERE device_id NOT IN (SELECT device_id FROM temp.live_devices)');
+  const storedIds = db.prepare('SELECT device_id FROM tracked_devices').pluck();
   const clearTransitions = db.prepare('DELETE FROM zone_transitions');
   const addTransition = db.prepare('INSERT INTO zone_transitions (poll, from_zone, to_zone, count) VALUES (?, ?, ?, ?)');
   const setMeta = db.prepare('INSERT INTO tracker_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
@@ -96,12 +91,9 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
   const allTransitions = db.prepare('SELECT poll, from_zone, to_zone, count FROM zone_transitions ORDER BY poll, from_zone, to_zone');
   const countDevices = db.prepare('SELECT COUNT(*) AS n FROM tracked_devices');
 
-  /** Removes, in one statement, every stored device not in `devices`. */
+  /** Removes every stored device not in `devices` (read whole first: no write runs under an open read). */
   const keepOnly = (devices: ReadonlyMap<string, TrackedDevice>) => {
-    clearLive.run();
-    for (const id of devices.keys()) addLive.run(id);
-    removeNotLive.run();
-    clearLive.run();
+    for (const id of storedIds.all() as string[]) if (!devices.has(id)) remove.run(id);
   };
 
   const save = db.transaction((outcome: PollOutcome, options: SaveOptions) => {

@@ -6,12 +6,11 @@
  * alert was never delivered while its cooldown stayed armed. Real Redis: a user that may neither
  * publish nor DEL fails both as an outage would, and a proxy loses an arming reply.
  */
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { counterValue, startHarness, temperatureAlert } from './support/harness.js';
-import { startRedisProxy } from './support/redis-proxy.js';
+import { proxiedClient, startRedisProxy } from './support/redis-proxy.js';
 import { channelRecorder, deleteKeys, freshMongo, redisClient, restrictedRedis, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
@@ -59,9 +58,7 @@ t.test('replica A lost the reply to its arming: replica B reading the record del
   const { shared, recorder, building } = await sharedState(t);
   const proxy = await startRedisProxy(t);
   // A client that gives up on a command at once when its connection drops.
-  const proxied = new Redis(proxy.url, { enableAutoPipelining: true, maxRetriesPerRequest: 0 });
-  proxied.on('error', () => undefined);
-  t.teardown(() => proxied.quit().catch(() => proxied.disconnect()));
+  const proxied = proxiedClient(t, proxy.url, { maxRetriesPerRequest: 0 });
   const a = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(proxied, { keyPrefix: shared.keyPrefix }) });
   const b = await startHarness(t, { directory, shared });
   const alertId = uniqueName('alert');

@@ -5,23 +5,16 @@
  * (the client's resend on reconnect, or the arming of the record read again) found the alertId marked
  * seen by the first run, counted it `suppressed`, committed it, and the alert was never delivered.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import t from 'tap';
 import { RedisCooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { counterValue, startHarness, temperatureAlert } from './support/harness.js';
-import { startRedisProxy } from './support/redis-proxy.js';
+import { proxiedClient, startRedisProxy } from './support/redis-proxy.js';
 import { channelRecorder, deleteKeys, freshMongo, redisClient, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
 const redis = redisClient(t);
-
-function proxiedClient(t: Teardown, url: string, options: { maxRetriesPerRequest?: number } = {}): Redis {
-  const client = new Redis(url, { enableAutoPipelining: true, ...options });
-  client.on('error', () => undefined);
-  t.teardown(() => client.quit().catch(() => client.disconnect()));
-  return client;
-}
 
 async function setUp(t: Teardown, client: (proxyUrl: string) => Redis) {
   const proxy = await startRedisProxy(t);

@@ -5,11 +5,10 @@
  * taken as failed and released, so the alerts of the first call were published a second time when
  * read again. Real Redis behind a proxy that drops the connection while the second call is sent.
  */
-import { Redis } from 'ioredis';
 import t from 'tap';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startHarness, temperatureAlert } from './support/harness.js';
-import { startRedisProxy } from './support/redis-proxy.js';
+import { proxiedClient, startRedisProxy } from './support/redis-proxy.js';
 import { channelRecorder, redisClient, uniqueName, waitFor } from './support/stack.js';
 
 const directory = await startFakeDirectory(t);
@@ -18,9 +17,7 @@ const redis = redisClient(t);
 t.test('the second publish call fails: the first call\'s alerts are published once, the rest once when read again', async (t) => {
   const proxy = await startRedisProxy(t);
   // A publishing client that gives up on a command at once when its connection drops.
-  const proxied = new Redis(proxy.url, { enableAutoPipelining: true, maxRetriesPerRequest: 0 });
-  proxied.on('error', () => undefined);
-  t.teardown(() => proxied.quit().catch(() => proxied.disconnect()));
+  const proxied = proxiedClient(t, proxy.url, { maxRetriesPerRequest: 0 });
   const h = await startHarness(t, { directory, publishWith: proxied });
   const recorder = await channelRecorder(t, h.channel);
   // Two buildings of 600 domains each: 1,200 notifications, more than one call holds (1,000).

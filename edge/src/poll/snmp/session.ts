@@ -4,6 +4,7 @@
  */
 import { isIP } from 'node:net';
 import snmp from 'net-snmp';
+import { SNMP_CELL_BYTES } from '../limits.js';
 import type { SnmpTarget } from '../types.js';
 
 /** A cell value as walked: integers as numbers, OCTET STRINGs as bytes, OIDs and IP addresses as text. */
@@ -90,13 +91,13 @@ export class TooManyValuesError extends Error {
   }
 }
 
-/** Bytes of a value counted as one cell: a longer string counts as one cell more for each such part. */
-const CELL_VALUE_BYTES = 256;
-
-/** What a value counts against the budget: one cell, more for a long string (its bytes are heap too). */
+/**
+ * What a value counts against the budget: one cell, and one more for each {@link SNMP_CELL_BYTES} of a
+ * long string (its bytes are heap too).
+ */
 function cellsOf(value: SnmpValue): number {
   const bytes = Buffer.isBuffer(value) || typeof value === 'string' ? value.length : 0;
-  return 1 + Math.floor(bytes / CELL_VALUE_BYTES);
+  return 1 + Math.floor(bytes / SNMP_CELL_BYTES);
 }
 
 function userOf(target: SnmpTarget): snmp.User {

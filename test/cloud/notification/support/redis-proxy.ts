@@ -7,6 +7,7 @@
  * connection drops while the command is sent. Later connections are forwarded untouched.
  */
 import { connect, createServer, type Socket } from 'node:net';
+import { Redis } from 'ioredis';
 import { STACK, type Teardown } from './stack.js';
 
 export interface RedisProxy {
@@ -96,4 +97,16 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
       return cutCommands;
     },
   };
+}
+
+/**
+ * A client of the real Redis through `url` (a proxy's): its errors while the proxy cuts it are expected,
+ * and it is closed at teardown. `maxRetriesPerRequest: 0` makes a command give up at once when its
+ * connection drops.
+ */
+export function proxiedClient(t: Teardown, url: string, options: { maxRetriesPerRequest?: number } = {}): Redis {
+  const client = new Redis(url, { enableAutoPipelining: true, ...options });
+  client.on('error', () => undefined);
+  t.teardown(() => client.quit().catch(() => client.disconnect()));
+  return client;
 }

@@ -68,8 +68,8 @@ export async function collect(t: Tap, topic: string, brokers = stackBrokers()): 
 }
 
 /** Sends JSON values (or raw strings, or raw bytes) to a topic. */
-export async function produce(topic: string, values: unknown[], brokers = stackBrokers()): Promise<void> {
-  const producer = directKafka('telemetry-test', brokers).producer();
+export async function produce(topic: string, values: unknown[]): Promise<void> {
+  const producer = directKafka().producer();
   await producer.connect();
   try {
     await producer.send({ topic, messages: values.map((v) => ({ value: typeof v === 'string' || Buffer.isBuffer(v) ? v : JSON.stringify(v) })) });
