@@ -2,8 +2,13 @@
  * PostgreSQL adapter for the retention job: roll every closed UTC hour up into `readings_hourly`
  * (applying the privacy floor to count metrics), then drop day partitions older than the retention
  * whose hours are all rolled up. One transaction under the exclusive rollup lock.
+ *
+ * A run can be called off (the service stopping): its statement is cancelled on the server and the
+ * transaction rolled back, so nothing of it is kept and the watermark does not move; the next run
+ * does the same work again. A first rollup after a long outage covers every hour since, and a stop
+ * would otherwise wait for all of it.
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { dayOfPartition, droppablePartitions, floorHour } from '../domain/utc.js';
 import { ROLLUP_LOCK } from './locks.js';
 
@@ -67,51 +72,83 @@ SET count = EXCLUDED.count, min = EXCLUDED.min, max = EXCLUDED.max, sum = EXCLUD
 const ROLLUP_WINDOW = rollupSql('ts < $4 AND ($3::timestamptz IS NULL OR ts >= $3)');
 const ROLLUP_PENDING = rollupSql(`date_trunc('hour', ts, 'UTC') = ANY($3::timestamptz[]) AND ts >= $4 AND ts < $5`);
 
+/** One statement of the run's transaction. */
+type Query = <R extends QueryResultRow = QueryResultRow>(text: string, values?: unknown[]) => Promise<QueryResult<R>>;
+
+/** A run called off before it finished: it changed nothing. */
+export class RetentionCancelled extends Error {
+  constructor() {
+    super('rollup and retention called off');
+    this.name = 'RetentionCancelled';
+  }
+}
+
 export class PgRetentionStore {
   constructor(private readonly pool: Pool) {}
 
-  /** Rolls up, then drops what may be dropped. Returns what it did. */
-  async run(policy: RetentionPolicy): Promise<RetentionReport> {
+  /**
+   * Rolls up, then drops what may be dropped. Returns what it did. When `signal` aborts first, the
+   * statement under way is cancelled and the run rejects with {@link RetentionCancelled}, having
+   * changed nothing.
+   */
+  async run(policy: RetentionPolicy, signal?: AbortSignal): Promise<RetentionReport> {
+    if (signal?.aborted) throw new RetentionCancelled();
     const client = await this.pool.connect();
+    let cancelling: Promise<unknown> | undefined;
+    const cancel = () => {
+      // Another connection asks the server to cancel this one's statement (a lock wait included).
+      cancelling = this.pool.query('SELECT pg_cancel_backend($1)', [(client as PoolClient & { processID: number }).processID]).catch(() => undefined);
+    };
+    signal?.addEventListener('abort', cancel, { once: true });
+    // A cancel that lands between two statements finds the connection idle and is ignored by the
+    // server: the next statement is then not sent.
+    const query: Query = (text, values) => {
+      if (signal?.aborted) throw new RetentionCancelled();
+      return client.query(text, values);
+    };
     try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock($1)', [ROLLUP_LOCK]);
-      const report = await this.rollUpAndDrop(client, policy);
-      await client.query('COMMIT');
+      await query('BEGIN');
+      await query('SELECT pg_advisory_xact_lock($1)', [ROLLUP_LOCK]);
+      const report = await this.rollUpAndDrop(query, policy);
+      await query('COMMIT');
       await this.forget(policy);
       return report;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
+      throw signal?.aborted ? new RetentionCancelled() : err;
     } finally {
-      client.release();
+      signal?.removeEventListener('abort', cancel);
+      // A cancel may still be on its way: this connection is closed rather than handed to a query
+      // the cancel could then hit.
+      await cancelling;
+      client.release(signal?.aborted === true);
     }
   }
 
-  private async rollUpAndDrop(client: PoolClient, policy: RetentionPolicy): Promise<RetentionReport> {
-    const state = await client.query<{ watermark: Date | null }>('SELECT watermark FROM rollup_state');
+  private async rollUpAndDrop(query: Query, policy: RetentionPolicy): Promise<RetentionReport> {
+    const state = await query<{ watermark: Date | null }>('SELECT watermark FROM rollup_state');
     const previous = state.rows[0]?.watermark ?? null;
     const closed = floorHour(policy.now);
     const params = [policy.countMetrics, policy.privacyFloor];
     let buckets = 0;
 
-    const pending = (await client.query<{ hour: Date }>('SELECT hour FROM rollup_pending WHERE hour < $1 ORDER BY hour', [new Date(closed)])).rows.map((r) => r.hour);
+    const pending = (await query<{ hour: Date }>('SELECT hour FROM rollup_pending WHERE hour < $1 ORDER BY hour', [new Date(closed)])).rows.map((r) => r.hour);
     if (pending.length > 0) {
       const first = pending[0]!.getTime();
       const last = pending[pending.length - 1]!.getTime() + 3_600_000;
-      buckets += (await client.query(ROLLUP_PENDING, [...params, pending, new Date(first), new Date(last)])).rowCount ?? 0;
-      await client.query('DELETE FROM rollup_pending WHERE hour = ANY($1::timestamptz[])', [pending]);
+      buckets += (await query(ROLLUP_PENDING, [...params, pending, new Date(first), new Date(last)])).rowCount ?? 0;
+      await query('DELETE FROM rollup_pending WHERE hour = ANY($1::timestamptz[])', [pending]);
     }
     if (previous === null || previous.getTime() < closed) {
-      buckets += (await client.query(ROLLUP_WINDOW, [...params, previous, new Date(closed)])).rowCount ?? 0;
-      await client.query('UPDATE rollup_state SET watermark = $1', [new Date(closed)]);
+      buckets += (await query(ROLLUP_WINDOW, [...params, previous, new Date(closed)])).rowCount ?? 0;
+      await query('UPDATE rollup_state SET watermark = $1', [new Date(closed)]);
     }
     const watermark = Math.max(previous?.getTime() ?? closed, closed);
 
-    const partitions = await client.query<{ name: string }>(
+    const partitions = await query<{ name: string }>(
       `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'readings'::regclass`,
     );
-    const stillPending = (await client.query<{ hour: Date }>('SELECT hour FROM rollup_pending')).rows.map((r) => r.hour.getTime());
+    const stillPending = (await query<{ hour: Date }>('SELECT hour FROM rollup_pending')).rows.map((r) => r.hour.getTime());
     const dropped = droppablePartitions(
       partitions.rows.map((r) => r.name),
       policy.now,
@@ -120,11 +157,11 @@ export class PgRetentionStore {
     ).sort();
     for (const name of dropped) {
       // `name` matched readings_pYYYYMMDD in droppablePartitions, so it is a safe identifier.
-      await client.query(`DROP TABLE ${name}`);
+      await query(`DROP TABLE ${name}`);
     }
     if (dropped.length > 0) {
       const horizon = Math.max(...dropped.map((name) => dayOfPartition(name)?.end ?? 0));
-      await client.query('UPDATE rollup_state SET retained_from = GREATEST(retained_from, $1::timestamptz)', [new Date(horizon)]);
+      await query('UPDATE rollup_state SET retained_from = GREATEST(retained_from, $1::timestamptz)', [new Date(horizon)]);
     }
     return { buckets, lateHours: pending.length, dropped, watermark };
   }

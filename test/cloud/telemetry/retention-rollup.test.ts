@@ -1,9 +1,10 @@
 import t from 'tap';
 import { RetentionJob } from '../../../cloud/telemetry/retention.js';
 import { DAY_MS, HOUR_MS, droppablePartitions } from '../../../cloud/telemetry/domain/utc.js';
+import { ROLLUP_LOCK } from '../../../cloud/telemetry/store/locks.js';
 import { PgRetentionStore } from '../../../cloud/telemetry/store/retention.js';
 import { silentLogger } from '../../../shared/logger.js';
-import { SHARED_KEY, peopleReading, startHarness, temperatureReading, type Harness } from './support/harness.js';
+import { SHARED_KEY, peopleReading, startHarness, temperatureReading, until, type Harness } from './support/harness.js';
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -243,4 +244,46 @@ t.test('readings near the double-precision limit roll up without failing the job
   t.match(byRoom.swing, { count: 2, min: -1e300, max: 1e300, sum: 0, avg: 0 });
   t.match(byRoom.office, { count: 1, sum: 21.5, avg: 21.5 }, 'the other buckets of the run are written');
   t.equal(report.watermark, at('2024-06-01T09:00:00Z'), 'the watermark moved past the hour');
+});
+
+t.test('a stop calls off a run under way: nothing of it is kept, and the next run does its work', async (t) => {
+  const h = await startHarness(t);
+  await ingestAt(h, at('2024-06-01T09:30:00Z'), [temperatureReading('b1', 'r1', at('2024-06-01T08:00:00Z'), 21)]);
+  h.clock.now = at('2024-06-01T09:30:00Z');
+  // Another session holds the rollup lock, so the job's run waits inside its transaction.
+  const holder = await h.pool.connect();
+  await holder.query('SELECT pg_advisory_lock($1)', [ROLLUP_LOCK]);
+  let held = true;
+  const release = async () => {
+    if (!held) return;
+    held = false;
+    await holder.query('SELECT pg_advisory_unlock($1)', [ROLLUP_LOCK]);
+    holder.release();
+  };
+  t.teardown(release);
+  const job = new RetentionJob({ store: new PgRetentionStore(h.pool), clock: () => h.clock.now, privacyFloor: 5, intervalMs: 3_600_000, logger: silentLogger() });
+  await job.start();
+  await until(async () => {
+    const { rows } = await h.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'`);
+    return rows.length > 0;
+  }, 10_000, 'the run waiting for the rollup lock');
+
+  // Without the call-off, the stop waits for the lock; the lock is let go after 20 s in any case.
+  let fallback: NodeJS.Timeout | undefined;
+  const first = await Promise.race([
+    job.stop().then(() => 'the stop'),
+    new Promise<string>((resolve) => (fallback = setTimeout(() => void release().then(() => resolve('the lock released')), 20_000))),
+  ]);
+  clearTimeout(fallback);
+  t.equal(first, 'the stop', 'the stop ends while the lock is still held');
+  const { rows: waiting } = await h.pool.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'`);
+  t.equal(waiting.length, 0, 'no statement of the run is left waiting on the server');
+  const { rows: state } = await h.pool.query<{ watermark: Date | null }>('SELECT watermark FROM rollup_state');
+  t.equal(state[0]?.watermark ?? null, null, 'the watermark did not move');
+  t.same(await buckets(h), [], 'nothing was rolled up');
+
+  await release();
+  const report = await retentionJob(h).runOnce();
+  t.equal(report.watermark, at('2024-06-01T09:00:00Z'), 'the next run rolls the hour up');
+  t.match(await buckets(h), [{ room_id: 'r1', hour: '2024-06-01T08:00Z', count: 1 }]);
 });
