@@ -70,6 +70,21 @@ export async function runUntilSignal(service: Lifecycle, logger: Logger, deadlin
 }
 
 /**
+ * {@link runUntilSignal}, with a start that fails logged as fatal, the service stopped (whatever it had
+ * opened is closed) and the process ended with 1.
+ *
+ * @example
+ * runOrExit(service, logger);
+ */
+export function runOrExit(service: Lifecycle, logger: Logger): void {
+  runUntilSignal(service, logger).catch(async (err: unknown) => {
+    logger.fatal({ error: describeError(err) }, 'start failed');
+    await service.stop().catch(() => undefined);
+    process.exit(1);
+  });
+}
+
+/**
  * The configuration `read` gives, or exits 2 with every problem listed when it throws a ConfigError.
  *
  * @example

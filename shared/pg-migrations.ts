@@ -17,7 +17,9 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Pool } from 'pg';
+import type { Logger } from 'pino';
 import { describeError, type SafeMessageError } from './describe-error.js';
+import { openPgPool, reachPostgres } from './pg-pool.js';
 
 /**
  * A migration that cannot run. Its message names the service and file, so it is logged in full (see
@@ -120,4 +122,24 @@ export async function runMigrations(pool: Pool, service: string, directory: stri
     client.release();
   }
   return { applied };
+}
+
+/**
+ * A service's pool, ready to serve: opened on `databaseUrl`, PostgreSQL reached (one clear line when it
+ * is not) and the service's migrations applied, those applied logged. Ended again when a step fails.
+ *
+ * @example
+ * const pool = await openMigratedPool(env.DATABASE_URL, 'registry', MIGRATIONS, { max: 10, logger });
+ */
+export async function openMigratedPool(databaseUrl: string, service: string, directory: string, options: { max: number; logger: Logger }): Promise<Pool> {
+  const pool = openPgPool(databaseUrl, options);
+  try {
+    await reachPostgres(pool, databaseUrl);
+    const { applied } = await runMigrations(pool, service, directory);
+    if (applied.length > 0) options.logger.info({ applied }, 'migrations applied');
+    return pool;
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
 }

@@ -11,11 +11,9 @@ import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { keyRing, listenAddr, logLevel, readEnv, url, type EnvOf } from '../../shared/env.js';
-import { describeError } from '../../shared/describe-error.js';
-import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
+import { closeServer, configOrExit, listen, runOrExit } from '../../shared/lifecycle.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
-import { runMigrations } from '../../shared/pg-migrations.js';
-import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
+import { openMigratedPool } from '../../shared/pg-migrations.js';
 import { createRegistryApp } from './app.js';
 import { PgRegistryStore } from './pg-store.js';
 
@@ -44,10 +42,7 @@ class RegistryService {
     const env = this.env;
     const keys = env.INTERNAL_SIGNING_SECRET;
 
-    this.pool = openPgPool(env.DATABASE_URL, { max: 10, logger: this.logger });
-    await reachPostgres(this.pool, env.DATABASE_URL);
-    const migrated = await runMigrations(this.pool, 'registry', MIGRATIONS);
-    if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
+    this.pool = await openMigratedPool(env.DATABASE_URL, 'registry', MIGRATIONS, { max: 10, logger: this.logger });
 
     this.server = createServer(createRegistryApp({ store: new PgRegistryStore(this.pool), keys, logger: this.logger }));
     const port = await listen(this.server, env.ADDR.port, env.ADDR.host);
@@ -64,8 +59,4 @@ class RegistryService {
 const env = configOrExit(() => readEnv(ENV_SPEC));
 const logger = createLogger('registry', { level: env.LOG_LEVEL });
 const service = new RegistryService(env, logger);
-runUntilSignal(service, logger).catch(async (err: unknown) => {
-  logger.fatal({ error: describeError(err) }, 'start failed');
-  await service.stop().catch(() => undefined);
-  process.exit(1);
-});
+runOrExit(service, logger);

@@ -12,13 +12,11 @@ import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { keyRing, listenAddr, logLevel, readEnv, url, type EnvOf } from '../../shared/env.js';
-import { closeServer, configOrExit, listen, runUntilSignal } from '../../shared/lifecycle.js';
-import { describeError } from '../../shared/describe-error.js';
+import { closeServer, configOrExit, listen, runOrExit } from '../../shared/lifecycle.js';
 import { createLogger, type Logger } from '../../shared/logger.js';
 import { AccountDeletedConsumer } from './account-deleted-consumer.js';
 import { createTenancyApp } from './app.js';
-import { runMigrations } from '../../shared/pg-migrations.js';
-import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
+import { openMigratedPool } from '../../shared/pg-migrations.js';
 import { PgTenancyStore } from './pg-store.js';
 
 const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -48,10 +46,7 @@ class TenancyService {
     const env = this.env;
     const keys = env.INTERNAL_SIGNING_SECRET;
 
-    this.pool = openPgPool(env.DATABASE_URL, { max: 16, logger: this.logger });
-    await reachPostgres(this.pool, env.DATABASE_URL);
-    const migrated = await runMigrations(this.pool, 'tenancy', MIGRATIONS);
-    if (migrated.applied.length > 0) this.logger.info({ applied: migrated.applied }, 'migrations applied');
+    this.pool = await openMigratedPool(env.DATABASE_URL, 'tenancy', MIGRATIONS, { max: 16, logger: this.logger });
 
     const store = new PgTenancyStore(this.pool);
     this.server = createServer(createTenancyApp({ store, keys, logger: this.logger }));
@@ -78,8 +73,4 @@ class TenancyService {
 const env = configOrExit(() => readEnv(ENV_SPEC));
 const logger = createLogger('tenancy', { level: env.LOG_LEVEL });
 const service = new TenancyService(env, logger);
-runUntilSignal(service, logger).catch(async (err: unknown) => {
-  logger.fatal({ error: describeError(err) }, 'start failed');
-  await service.stop().catch(() => undefined);
-  process.exit(1);
-});
+runOrExit(service, logger);
