@@ -19,7 +19,6 @@ export interface TenancyAppOptions {
   /** INTERNAL_SIGNING_SECRET as a key ring: current secret first, then those still accepted. */
   keys: KeyRing;
   logger: Logger;
-  clock?: () => Date;
 }
 
 /** The request listener for `http.createServer`: the login path in front, Express for the rest. */
@@ -37,7 +36,7 @@ export function createTenancyApp(options: TenancyAppOptions): RequestListener {
   app.use(['/domains', '/me', '/invite-codes'], requireClaims(), jsonBody());
   app.use(domainRoutes(options.store));
   app.use(memberRoutes(options.store));
-  app.use(inviteCodeRoutes(options.store, options.clock ?? (() => new Date())));
+  app.use(inviteCodeRoutes(options.store));
   app.use(notFoundHandler);
   app.use(errorHandler(options.logger));
   const loginPath = loginPathHandler(options.store, options.keys, options.logger);

@@ -12,11 +12,13 @@ export function newInviteCode(): string {
 }
 
 /**
- * When a code created at `now` expires.
+ * How long a code lives, in whole milliseconds (the precision its expiry is kept to). The expiry itself
+ * is set by PostgreSQL from its own clock, the one redemption checks it against, so a skew between the
+ * hosts' clocks neither shortens nor lengthens a code's life.
  *
  * @example
- * inviteExpiry(new Date('2025-01-01T00:00:00Z')); // 2025-01-08T00:00:00.000Z
+ * inviteLifetimeMs(1.5); // 5400000
  */
-export function inviteExpiry(now: Date, lifetimeHours: number = DEFAULT_INVITE_LIFETIME_HOURS): Date {
-  return new Date(now.getTime() + Math.round(lifetimeHours * 3_600_000));
+export function inviteLifetimeMs(lifetimeHours: number = DEFAULT_INVITE_LIFETIME_HOURS): number {
+  return Math.round(lifetimeHours * 3_600_000);
 }

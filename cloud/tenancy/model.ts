@@ -102,7 +102,7 @@ export interface TenancyStore {
    * racing can never leave the domain without one.
    */
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>>;
-  createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; expiresAt: Date }): Promise<Outcome<InviteCode, 'domain_not_found'>>;
+  createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; lifetimeMs: number }): Promise<Outcome<InviteCode, 'domain_not_found'>>;
   /** Marks the code redeemed and adds the membership, atomically; exactly one racer wins a code. */
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>>;
   /**

@@ -356,13 +356,17 @@ export class PgTenancyStore implements TenancyStore {
     });
   }
 
-  /** FOR KEY SHARE, as in ADD_MEMBER_SQL: a domain deleted concurrently reads as not found, not as a foreign-key failure. */
-  async createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; expiresAt: Date }): Promise<Outcome<InviteCode, 'domain_not_found'>> {
+  /**
+   * FOR KEY SHARE, as in ADD_MEMBER_SQL: a domain deleted concurrently reads as not found, not as a
+   * foreign-key failure. The expiry is the creation time plus the lifetime, both on the database's
+   * clock, which redemption checks it against.
+   */
+  async createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; lifetimeMs: number }): Promise<Outcome<InviteCode, 'domain_not_found'>> {
     const inserted = await this.pool.query<{ code: string; role: string; expires_at: Date }>(
-      `INSERT INTO invite_codes (domain_id, code, role, created_by, expires_at)
-       SELECT d.id, $2, $3, $4, $5 FROM domains d WHERE d.name = $1 FOR KEY SHARE
+      `INSERT INTO invite_codes (domain_id, code, role, created_by, created_at, expires_at)
+       SELECT d.id, $2, $3, $4, now(), now() + $5::bigint * interval '1 millisecond' FROM domains d WHERE d.name = $1 FOR KEY SHARE
        RETURNING code, role, expires_at`,
-      [input.domainName, input.code, input.role, input.createdBy, input.expiresAt],
+      [input.domainName, input.code, input.role, input.createdBy, input.lifetimeMs],
     );
     const row = inserted.rows[0];
     if (!row) return fail('domain_not_found');

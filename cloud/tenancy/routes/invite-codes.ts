@@ -5,7 +5,7 @@ import { Router } from 'express';
 import { HttpError } from '../../../shared/errors.js';
 import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
-import { INVITE_CODE, inviteExpiry, newInviteCode } from '../invite-codes.js';
+import { INVITE_CODE, inviteLifetimeMs, newInviteCode } from '../invite-codes.js';
 import type { TenancyStore } from '../model.js';
 import { accountIdOf, mayGrantRole } from '../policy.js';
 import { deletedAccountError, InviteCodeBody, inviteCodeJson, isDomainName, membershipJson, parseBody } from '../wire.js';
@@ -13,7 +13,7 @@ import { deletedAccountError, InviteCodeBody, inviteCodeJson, isDomainName, memb
 /** Unknown, expired and redeemed codes all get this one answer, so it says nothing about which. */
 export const INVALID_INVITE_CODE = 'invalid invite code';
 
-export function inviteCodeRoutes(store: TenancyStore, clock: () => Date): Router {
+export function inviteCodeRoutes(store: TenancyStore): Router {
   const router = Router();
 
   router.post('/domains/:domain/invite-codes', async (req, res) => {
@@ -25,7 +25,7 @@ export function inviteCodeRoutes(store: TenancyStore, clock: () => Date): Router
     const body = parseBody(InviteCodeBody, 'InviteCodeBody', req.body);
     if (!mayGrantRole(caller.memberships, name, body.role)) throw new HttpError(403, `you may not grant the role ${body.role}`);
     const created = isDomainName(name)
-      ? await store.createInviteCode({ domainName: name, code: newInviteCode(), role: body.role, createdBy: creator, expiresAt: inviteExpiry(clock(), body.expiresInHours) })
+      ? await store.createInviteCode({ domainName: name, code: newInviteCode(), role: body.role, createdBy: creator, lifetimeMs: inviteLifetimeMs(body.expiresInHours) })
       : undefined;
     if (!created?.ok) throw new HttpError(404, `domain ${JSON.stringify(name)} not found`);
     res.status(201).json(inviteCodeJson(created.value));

@@ -76,8 +76,6 @@ export interface StartTenancyOptions {
   logger?: Logger;
   pool?: pg.Pool;
   databaseUrl?: string;
-  /** The app's clock (invite code expiry); the real one when absent. */
-  clock?: () => Date;
 }
 
 export async function startTenancy(t: Teardown, options: StartTenancyOptions = {}): Promise<TenancyUnderTest> {
@@ -85,7 +83,7 @@ export async function startTenancy(t: Teardown, options: StartTenancyOptions = {
   const keys = options.keys ?? [`secret-${randomUUID()}`];
   const secret = keys[0] ?? '';
   const store = new PgTenancyStore(pool);
-  const app = createTenancyApp({ store, keys, logger: options.logger ?? silentLogger(), clock: options.clock });
+  const app = createTenancyApp({ store, keys, logger: options.logger ?? silentLogger() });
   const { url } = await serve(t, app);
 
   const call = async (method: string, path: string, opts: CallOptions = {}): Promise<Answer> => {
