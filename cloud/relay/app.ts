@@ -6,16 +6,18 @@
  * several replicas, each one subscribes to the broker itself. See README.md.
  */
 import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import express from 'express';
 import { Server, type Socket } from 'socket.io';
 import type { BuildingDirectory } from '../../shared/directory.js';
 import { describeError, errorHandler, notFoundHandler } from '../../shared/errors.js';
 import { healthHandler } from '../../shared/http.js';
-import { closeServer, listen } from '../../shared/lifecycle.js';
+import { closeServer, listen, settlesWithin } from '../../shared/lifecycle.js';
 import type { Logger } from '../../shared/logger.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
 import type { Notification } from '../../shared/notification.js';
 import { capBacklog } from './backlog.js';
+import { trackConnections } from './connections.js';
 import { claimsMiddleware, type RelaySocketData } from './handshake.js';
 import { socketLifetimeMs, type Random } from './lifetime.js';
 import { createRelayMetrics, type RelayMetrics } from './metrics.js';
@@ -57,12 +59,21 @@ export interface Relay {
   readonly metrics: RelayMetrics;
   /** Listens (port 0 for a free one), then starts the broker subscriber. Resolves with the port. */
   start(port: number, host?: string): Promise<number>;
-  /** Stops the subscriber, closes every socket, then the HTTP server. */
+  /**
+   * Stops the subscriber, closes every socket, then the HTTP server. A connection whose peer has not
+   * answered the close within {@link CLOSE_GRACE_MS} is destroyed.
+   */
   stop(): Promise<void>;
 }
 
 /** Client-to-server messages are a building id at most; anything bigger closes the connection. */
 const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
+
+/**
+ * How long a stop waits for peers to answer the websocket close before it destroys their connections:
+ * long enough for any client that still reads, well inside the 5 s SIGTERM deadline.
+ */
+export const CLOSE_GRACE_MS = 1000;
 
 /**
  * Builds a relay. Nothing listens or connects until `start()`.
@@ -83,6 +94,7 @@ export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   const server = createServer(app);
+  const connections = trackConnections(server);
 
   const io: RelayServer = new Server(server, {
     serveClient: false,
@@ -96,16 +108,35 @@ export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
   });
   io.use(claimsMiddleware({ metrics, logger }));
 
+  // The claims come from the first request of the Engine.IO connection (handshake.ts), and a client may
+  // wait up to Socket.IO's connectTimeout (45 s) before it joins the namespace: a socket's lifetime counts
+  // from when its connection opened, so the join cannot make the claims outlive the maximum.
+  const openedAt = new WeakMap<object, number>();
+  io.engine.on('connection', (conn: object) => openedAt.set(conn, performance.now()));
+  const lifetimeLeftMs = (conn: object): number => {
+    const age = performance.now() - (openedAt.get(conn) ?? performance.now());
+    return Math.ceil(socketLifetimeMs(options.maxLifetimeMs, options.random) - age);
+  };
+
   const lifetimes = new Set<NodeJS.Timeout>();
   io.on('connection', (socket: Socket<ClientToServerEvents, ServerToClientEvents, Record<string, never>, RelaySocketData>) => {
     const { identity } = socket.data;
-    metrics.connectedClients.inc();
-    const lifetime = setTimeout(() => {
-      lifetimes.delete(lifetime);
+    const expire = () => {
       metrics.sessionsExpired.inc();
       logger.debug({ accountId: identity.accountId }, 'socket reached its maximum lifetime');
       socket.disconnect(true);
-    }, socketLifetimeMs(options.maxLifetimeMs, options.random));
+    };
+    const leftMs = lifetimeLeftMs(socket.conn);
+    // At once, not on a timer: nothing the client sends on claims this old may be served.
+    if (leftMs <= 0) {
+      expire();
+      return;
+    }
+    metrics.connectedClients.inc();
+    const lifetime = setTimeout(() => {
+      lifetimes.delete(lifetime);
+      expire();
+    }, leftMs);
     lifetimes.add(lifetime);
     socket.once('disconnect', () => {
       clearTimeout(lifetime);
@@ -163,7 +194,11 @@ export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
       for (const timer of lifetimes) clearTimeout(timer);
       lifetimes.clear();
       const closing = closeServer(server);
-      await io.close();
+      const closingSockets = io.close();
+      if (!(await settlesWithin(closingSockets, CLOSE_GRACE_MS))) {
+        logger.info({ destroyed: connections.destroyAll() }, 'connections that did not answer the close were destroyed');
+      }
+      await closingSockets;
       await closing;
     },
   };

@@ -2,7 +2,8 @@
  * How long a socket may stay open. SOCKET_MAX_LIFETIME_SECS is the most any socket stays (seed 000:
  * "Seconds a socket may stay open before it is dropped"); each socket is dropped up to a random share
  * earlier, so a fleet of sockets that connected together (a deploy, a network blip) does not reconnect
- * together. The claims a socket's domain rooms come from are never older than the configured maximum.
+ * together. The claims a socket's domain rooms come from are never older than the configured maximum:
+ * app.ts counts the lifetime from the opening of the connection that carried them, not from the join.
  */
 
 /** The spread is at most this share of the lifetime… */

@@ -1,7 +1,8 @@
 import t from 'tap';
+import WebSocket from 'ws';
 import { socketLifetimeMs, MAX_JITTER_MS } from '../../../cloud/relay/lifetime.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
-import { claimsOf, connectClient, metric, startRelay, waitFor } from './support/relay-harness.js';
+import { claimsOf, connectClient, metric, startRelay, uniqueName, waitFor } from './support/relay-harness.js';
 
 t.test('a socket is dropped up to 10 % of the lifetime early (at most 60 s), never after the maximum', async (t) => {
   t.equal(socketLifetimeMs(900_000, () => 0), 900_000);
@@ -76,4 +77,33 @@ t.test('leaving the namespace closes the connection: a join again on it cannot r
   const first = await Promise.race([closed.then((reason) => `closed: ${reason}`), joinedAgain.then(() => 'joined again')]);
   t.equal(first, 'closed: transport close', 'the relay closed the connection instead of opening a second session on it');
   t.equal(await metric(relay.url, 'socket_connected_clients'), 0, 'no session left');
+});
+
+t.test('the lifetime counts from the connection, not the join: a socket that joins after it ran out is dropped at once', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory, maxLifetimeMs: 1_000, random: () => 0 });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  // Raw Engine.IO over one websocket, so the test chooses when to join the namespace.
+  const ws = new WebSocket(`${relay.url.replace('http', 'ws')}/socket.io/?EIO=4&transport=websocket`, {
+    headers: { 'x-gateway-claims': claimsOf({ sub: 'ana', domains: [acme] }) },
+  });
+  t.teardown(() => ws.terminate());
+  const frames: string[] = [];
+  ws.on('message', (data) => frames.push(data.toString()));
+  const acked = new Promise<string>((resolve) => ws.on('message', (data) => data.toString().startsWith('431') && resolve('acknowledged a subscription')));
+  const closed = new Promise<string>((resolve) => ws.once('close', () => resolve('closed')));
+  await waitFor(() => frames.some((f) => f.startsWith('0{')), 'the Engine.IO open');
+
+  // The claims came with the request that opened the connection. Socket.IO lets a client wait up to 45 s
+  // before it joins; joining once the lifetime has run out must not start a fresh one.
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  ws.send('40');
+  await waitFor(() => frames.some((f) => f.startsWith('40{')), 'the namespace CONNECT answer');
+  ws.send(`421${JSON.stringify(['subscribe_building', building])}`);
+  t.equal(await Promise.race([acked, closed]), 'closed', 'the relay dropped the socket instead of serving it on claims older than the lifetime');
+  t.ok(frames.includes('41'), 'a server disconnect, which the app answers with a new handshake');
+  t.equal(await metric(relay.url, 'socket_sessions_expired_total'), 1, 'counted as an expiry');
+  t.equal(await metric(relay.url, 'socket_connected_clients'), 0);
 });

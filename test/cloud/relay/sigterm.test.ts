@@ -1,8 +1,9 @@
 import t from 'tap';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import { freePort } from './support/own-redis.js';
-import { claimsOf, connectClient, publisher, stackRedisUrl, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
+import { claimsOf, connectClient, metric, publisher, stackRedisUrl, startRelay, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
 import { startRelayProcess } from './support/relay-process.js';
+import { unresponsiveClient } from './support/unresponsive-client.js';
 
 t.test('SIGTERM closes the sockets and the broker subscription, and exits 0 within the 5 s deadline', async (t) => {
   const directory = await startFakeDirectory(t);
@@ -34,6 +35,40 @@ t.test('SIGTERM closes the sockets and the broker subscription, and exits 0 with
   t.equal(await numsub(), 0, 'the broker subscription is gone');
   t.ok(relay.logs.some((l) => l.msg === 'stopping' && l.signal === 'SIGTERM'));
   t.ok(relay.logs.some((l) => l.msg === 'stopped'));
+});
+
+t.test('SIGTERM with a client that never answers the close frame still exits 0', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelayProcess(t, { REDIS_URL: stackRedisUrl(), DIGITAL_TWIN_URL: directory.url });
+  const silent = await unresponsiveClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));
+  await waitFor(async () => (await metric(relay.url, 'socket_connected_clients')) === 1, 'the silent client joined');
+
+  relay.child.kill('SIGTERM');
+  t.same(await relay.exited, { code: 0, signal: null }, 'exit 0: the relay did not wait out ws\'s 30 s close timeout past its 5 s deadline');
+  silent.socket.resume();
+  await silent.closed;
+  t.pass('the silent client\'s connection is gone');
+});
+
+t.test('stop() ends a connection whose client never answers the close frame', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const relay = await startRelay(t, { directory });
+  const silent = await unresponsiveClient(t, relay.url, claimsOf({ sub: 'ana', domains: [] }));
+  await waitFor(() => relay.relay.io.of('/').sockets.size === 1, 'the silent client joined');
+
+  // Unfixed, stop() waits for the client (ws gives it 30 s); this ends the client first, so the test
+  // fails on the assertion below rather than on tap's timeout.
+  let endedByTest = false;
+  const fallback = setTimeout(() => {
+    endedByTest = true;
+    silent.socket.destroy();
+  }, 20_000);
+  t.teardown(() => clearTimeout(fallback));
+  await relay.relay.stop();
+  t.equal(endedByTest, false, 'stop() finished by itself, not because the client went away');
+  silent.socket.resume();
+  await silent.closed;
+  t.pass('the relay closed the connection');
 });
 
 t.test('SIGTERM while the broker is unreachable still stops cleanly', async (t) => {
