@@ -59,3 +59,9 @@ t.test('a file that runs no test is counted failed, and the run exits non-zero',
   t.not(run.status, 0, run.tail);
   t.match(run.summary, /skip: 1/, 'the file with no tests is a skip in the summary');
 });
+
+t.test('a file killed after a passing assertion is counted failed', async (t) => {
+  const run = runTests(t, 'test/tools/fixtures/one-pass.fixture.ts', 'test/tools/fixtures/killed-after-a-pass.fixture.ts');
+  t.match(run.lastLine, /^\d+ passed, 1 failed$/, run.tail);
+  t.not(run.status, 0, run.tail);
+});
