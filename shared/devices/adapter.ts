@@ -8,7 +8,8 @@
  * 2. resolve the sensor, then its driver's bindings, then the action's binding (none: 404);
  * 3. rename the arguments to the device's field names;
  * 4. check the endpoint's scheme: only http and https (otherwise 500, with a deliberately vague message);
- * 5. send JSON (`{}` when there are no fields) with a timeout, following no redirect;
+ * 5. send JSON (`{}` when there are no fields) with a timeout that covers connecting too, following no
+ *    redirect;
  * 6. a 2xx reply is accepted; any other reply, or no reply, is 502. The device's own status and body
  *    are never passed on.
  *
@@ -121,11 +122,14 @@ export function planDeviceRequest(endpoint: string, binding: DeviceBinding, args
   while (end > 0 && base.pathname[end - 1] === '/') end--;
   const target = new URL(`${base.origin}${base.pathname.slice(0, end)}${binding.path}`);
   if (target.origin !== base.origin) throw new DeviceCommandError('bad_endpoint', 'the device command could not be sent');
-  const body: Record<string, unknown> = {};
-  for (const [parameter, deviceField] of Object.entries(binding.fields)) {
-    // The field check lets an optional argument be null, meaning not given: the device gets no field.
-    if (args[parameter] !== undefined && args[parameter] !== null) body[deviceField] = args[parameter];
-  }
+  // Built as entries, not by assignment: `body['__proto__'] = v` would set the prototype and send `{}`.
+  // The catalog refuses that field name; a binding built by hand does not pass that check.
+  const body: Record<string, unknown> = Object.fromEntries(
+    Object.entries(binding.fields)
+      // The field check lets an optional argument be null, meaning not given: the device gets no field.
+      .filter(([parameter]) => args[parameter] !== undefined && args[parameter] !== null)
+      .map(([parameter, deviceField]) => [deviceField, args[parameter]]),
+  );
   const plan: DeviceRequest = { url: target.toString(), method: binding.method, body };
   // Credentials in a registered endpoint (http://user:pass@host) go as a header: undici ignores them in a URL.
   if (base.username !== '' || base.password !== '') {
@@ -143,9 +147,30 @@ export function planDeviceRequest(endpoint: string, binding: DeviceBinding, args
 export interface DeviceAdapterOptions {
   catalog: BindingCatalog;
   sensors: SensorLookup;
-  /** Whole-request timeout towards a device. Default 5000 ms. */
+  /** Whole-request timeout towards a device, connecting included. Default 5000 ms. */
   timeoutMs?: number;
   dispatcher?: Dispatcher;
+}
+
+/**
+ * Settles as `pending` does, or rejects with the signal's reason as soon as `signal` aborts. undici 6
+ * acts on an abort only once the request has a connected socket, so a device whose host drops SYNs
+ * (or whose name never resolves) would hold the caller until the dispatcher's own connect timeout
+ * (10 s by default) whatever the device timeout says. The request itself still ends: undici aborts it
+ * the moment it connects, or it fails with the connection attempt.
+ */
+async function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  let onAbort = (): void => undefined;
+  const aborted = new Promise<never>((_resolve, reject) => {
+    onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([pending, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }
 
 export interface DeviceAdapter {
@@ -165,16 +190,20 @@ export function createDeviceAdapter(options: DeviceAdapterOptions): DeviceAdapte
   const timeoutMs = options.timeoutMs ?? 5000;
 
   async function send(plan: DeviceRequest): Promise<void> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    const pending = request(plan.url, {
+      method: plan.method,
+      headers: { 'content-type': 'application/json', accept: 'application/json', ...(plan.authorization ? { authorization: plan.authorization } : {}) },
+      body: JSON.stringify(plan.body),
+      signal,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
     let response: Dispatcher.ResponseData;
     try {
-      response = await request(plan.url, {
-        method: plan.method,
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...(plan.authorization ? { authorization: plan.authorization } : {}) },
-        body: JSON.stringify(plan.body),
-        signal: AbortSignal.timeout(timeoutMs),
-        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-      });
+      response = await untilAborted(pending, signal);
     } catch {
+      // A reply that still lands after the timeout is drained, so its connection is not left hanging.
+      pending.then((late) => late.body.dump(), () => undefined).catch(() => undefined);
       throw new DeviceCommandError('device_unreachable', 'the device could not be reached');
     }
     // The reply's content is the device's business; read and drop it so the connection is reused.

@@ -56,6 +56,18 @@ export const DEFAULT_BINDINGS_DIR = fileURLToPath(new URL('../../firmware-bindin
 
 const DRIVER_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
 const DEVICE_FIELD = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * Why a device field name is refused, or undefined. `__proto__` matches the name rule, but JavaScript
+ * code (ours, or the device's own JSON handling) that sets it on an object changes the object's
+ * prototype instead of adding a field, so the value would be lost without a word. Other built-in
+ * names (`constructor`, `toString`, …) become plain fields when set, and are accepted.
+ */
+function deviceFieldProblem(value: unknown): string | undefined {
+  if (typeof value !== 'string' || !DEVICE_FIELD.test(value)) return `expected a device field name of letters, digits, "_", "." or "-", got ${describeValue(value)}`;
+  if (value === '__proto__') return '"__proto__" cannot be a device field name: JavaScript treats it as the object\'s prototype, not a field, so the value would silently not be sent';
+  return undefined;
+}
 const BINDING_KEYS = new Set(['path', 'method', 'fields', 'transport']);
 
 /** Every action any metric declares, by name (a driver serves one metric family, whichever it is). */
@@ -130,11 +142,9 @@ export function parseDriverBindings(
       const parameters = new Set((specs ?? []).flatMap((s) => s.parameters.map((p) => p.name)));
       for (const [parameter, deviceField] of Object.entries(fields as Record<string, unknown>)) {
         if (specs && !parameters.has(parameter)) problems.push(`${at}.fields.${parameter}: not a parameter of ${action} (parameters: ${[...parameters].join(', ') || 'none'})`);
-        if (typeof deviceField !== 'string' || !DEVICE_FIELD.test(deviceField)) {
-          problems.push(`${at}.fields.${parameter}: expected a device field name of letters, digits, "_", "." or "-", got ${describeValue(deviceField)}`);
-        } else {
-          renamed[parameter] = deviceField;
-        }
+        const badField = deviceFieldProblem(deviceField);
+        if (badField) problems.push(`${at}.fields.${parameter}: ${badField}`);
+        else renamed[parameter] = deviceField as string;
       }
       const required = (specs ?? []).flatMap((s) => s.parameters.filter((p) => p.required).map((p) => p.name));
       for (const name of new Set(required)) {

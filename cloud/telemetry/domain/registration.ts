@@ -32,6 +32,16 @@ export interface Registration {
   sensors: RegisteredSensor[];
 }
 
+/** Whether `text` is valid percent-encoding, as decodeURIComponent reads it (a lone `%` is not). */
+function percentDecodable(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Why an endpoint cannot be registered, or undefined when it is an absolute http(s) URL. */
 function endpointProblem(endpoint: string): string | undefined {
   // Checked before parsing: the URL parser drops tabs and line breaks and escapes NUL, so such an
@@ -46,12 +56,18 @@ function endpointProblem(endpoint: string): string | undefined {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `expected an http:// or https:// URL, got a ${url.protocol} URL`;
   if (url.search || url.hash) return 'an endpoint holds no query or fragment';
+  // The device adapter decodes them to send Basic authorization; refused here, such an endpoint would
+  // be stored and then fail every command with a vague 500.
+  if (!percentDecodable(url.username) || !percentDecodable(url.password)) {
+    return 'the user and password of an endpoint are percent-encoded (write a literal "%" as %25); these are not (not shown: a password is a secret)';
+  }
   return undefined;
 }
 
 /**
  * Decodes and checks a message: every problem is listed, with its path. Unknown metrics, bound keys
- * that metric does not declare and endpoints that are not http(s) are refused.
+ * that metric does not declare, and endpoints that are not http(s), hold a query or fragment, or whose
+ * user or password is not valid percent-encoding are refused.
  *
  * @example
  * parseRegistration({ buildingId: 'b1', rooms: ['r1'], thresholds: { temperature: { maxTemperature: 26 } }, sensors: [] });

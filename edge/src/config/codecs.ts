@@ -193,25 +193,41 @@ const httpUrlOf = (s: string): URL | undefined => {
 };
 
 /**
- * An http:// or https:// URL without a user or password. One with them is refused for that reason and
- * not echoed, since the password is an inline secret and error lines reach the journal.
+ * An http:// or https:// URL without a user or password; with `base`, also without a query or fragment.
+ * Error lines reach the journal, so nothing that may hold a password is echoed: a URL with a user or
+ * password is refused for that reason alone, and a value that is not a URL is shown only when it holds
+ * no "@" (a typo such as `htps://admin:hunter2@10.0.4.21` is described, not shown).
  */
-export const HttpUrl = new t.Type<string, string, unknown>(
-  'an http:// or https:// URL',
-  (u): u is string => {
+function httpUrl(base: boolean) {
+  const expected = 'an http:// or https:// URL';
+  /** undefined: accepted; null: refused, and safe to show as formatErrors does; else what follows "expected …". */
+  const refusalOf = (u: unknown): string | null | undefined => {
     const url = typeof u === 'string' ? httpUrlOf(u) : undefined;
-    return url !== undefined && url.username === '' && url.password === '';
-  },
-  (u, c) => {
-    const url = typeof u === 'string' ? httpUrlOf(u) : undefined;
-    if (url === undefined) return t.failure(u, c);
-    if (url.username !== '' || url.password !== '') {
-      return t.failure(u, c, `${pathOf(c)}: expected an http:// or https:// URL without a user or password, got one with them (not shown: a password is a secret)`);
+    if (url === undefined) return typeof u === 'string' && u.includes('@') ? ', got a value that is not one and holds "@" (not shown: it may hold a password)' : null;
+    if (url.username !== '' || url.password !== '') return ' without a user or password, got one with them (not shown: a password is a secret)';
+    // The device adapter appends the binding path to the endpoint's path and keeps nothing else.
+    if (base && (url.search !== '' || url.hash !== '')) {
+      return " without a query or fragment (the binding path is appended to the endpoint's path, and a query or fragment would be dropped), got one with them";
     }
-    return t.success(u as string);
-  },
-  t.identity,
-);
+    return undefined;
+  };
+  return new t.Type<string, string, unknown>(
+    expected,
+    (u): u is string => refusalOf(u) === undefined,
+    (u, c) => {
+      const refusal = refusalOf(u);
+      if (refusal === undefined) return t.success(u as string);
+      return refusal === null ? t.failure(u, c) : t.failure(u, c, `${pathOf(c)}: expected ${expected}${refusal}`);
+    },
+    t.identity,
+  );
+}
+
+/** Where the gateway posts its batches (ingest.url). */
+export const HttpUrl = httpUrl(false);
+
+/** A device's base URL (sensors[].endpoint): the binding path of each action is appended to it. */
+export const EndpointUrl = httpUrl(true);
 
 /** `host:port` for a local listener, e.g. 127.0.0.1:9464. */
 export const ListenAddress = kind('an address as host:port, e.g. 127.0.0.1:9464', t.string, (s) => {

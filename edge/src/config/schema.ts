@@ -6,6 +6,7 @@ import * as t from 'io-ts';
 import {
   closed,
   emptyAllowed,
+  EndpointUrl,
   ExportedName,
   FilePath,
   Hostname,
@@ -95,7 +96,7 @@ const Ingest = closed(
 /** A building device the gateway drives locally (a thermostat), reached through its driver's bindings. */
 const Sensor = closed(
   'a sensor (an object)',
-  { sensorId: ExportedName, zone: ExportedName, metric: t.string, driver: t.string, endpoint: HttpUrl },
+  { sensorId: ExportedName, zone: ExportedName, metric: t.string, driver: t.string, endpoint: EndpointUrl },
   {},
   { roomId: 'use zone (the sensor’s zone)' },
 );
