@@ -15,6 +15,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as t from 'io-ts';
 import { formatErrors } from '../../../shared/kinds.js';
+import { MAX_SNMP_INDEX_IDS } from './limits.js';
 import { PARSER_NAMES } from './parsers/index.js';
 
 /** Where the dialects shipped with Lintel live. */
@@ -76,6 +77,8 @@ const StatusValue = new t.Type<number, number, unknown>(
 );
 
 const IndexPart = closed('IndexPart', { name: Text, kind: t.keyof({ mac: null, int: null }) }, {});
+/** The sub-ids each kind of index part takes in a row's OID: a MAC in 6 octets, an int in one. */
+export const INDEX_PART_SUB_IDS = { mac: 6, int: 1 } as const;
 const ColumnRef = closed('ColumnRef', { column: ColumnNumber, name: Text }, {});
 const IndexRef = closed('IndexRef', { index: Text }, {});
 const FieldRef = t.union([IndexRef, ColumnRef]);
@@ -153,6 +156,10 @@ function crossCheck(dialect: Dialect): string[] {
     const at = `tables[${i}]`;
     const names = table.index.map((part) => part.name);
     if (table.index.length === 0) problems.push(`${at}.index: expected at least one index part`);
+    const indexIds = table.index.reduce((ids, part) => ids + INDEX_PART_SUB_IDS[part.kind], 0);
+    if (indexIds > MAX_SNMP_INDEX_IDS) {
+      problems.push(`${at}.index: ${indexIds} sub-ids, more than the ${MAX_SNMP_INDEX_IDS} a walk accepts (a MAC is 6, an int 1)`);
+    }
     if (new Set(names).size !== names.length) problems.push(`${at}.index: index part names must be unique`);
     const checkIndexRef = (field: string, ref: { index: string } | object) => {
       if (!('index' in ref)) return;

@@ -14,9 +14,10 @@
 export const MAX_SSH_OUTPUT_BYTES = 1024 * 1024;
 
 /**
- * Bound on the stations one SSH AP lists in a tick (over all its interfaces, readable or not). APs carry a
- * few hundred clients at most; the zone tracker keeps about 0.7 KiB of heap for each device it is told
- * of, so an AP listing tens of thousands of made-up stations would fill the heap over a few ticks.
+ * Bound on the stations one AP lists in a tick: over all its interfaces, readable or not, for an SSH AP;
+ * the distinct stations of its tables for an SNMP AP, and of each AP behind a controller on its own. APs
+ * carry a few hundred clients at most; the zone tracker keeps about 0.7 KiB of heap for each device it is
+ * told of, so an AP listing tens of thousands of made-up stations would fill the heap over a few ticks.
  */
 export const MAX_STATIONS_PER_AP = 4096;
 
@@ -30,9 +31,21 @@ export const MAX_JSON_CONTAINERS = 8 * MAX_STATIONS_PER_AP;
 
 /**
  * What one walked SNMP value costs in heap until the poll is decoded: measured about 200 bytes walked and
- * indexed by row, 255 once decoded into a sighting (a Cisco WLC station table, three columns).
+ * indexed by row, 255 once decoded into a sighting (a Cisco WLC station table, three columns), OID
+ * included. A long OID or string costs its length on top: a value counts once more for each this many
+ * bytes its OID and a string value hold together (snmp/session.ts).
  */
 export const SNMP_CELL_BYTES = 256;
+
+/**
+ * Bound on the sub-ids of a row index, past the column walked. The longest index of a table the dialects
+ * read is Cisco's station table, 14 (station MAC, AP MAC, slot, antenna); the others are a MAC, with an
+ * interface number on MikroTik. An agent may answer an OID of any length (tens of thousands of sub-ids
+ * fit in a datagram), and the walk holds each until the poll is decoded, so a longer one fails the walk
+ * (`bad_output`) at once: it is no row the dialect can read, and a few hundred such answers would fill
+ * the heap.
+ */
+export const MAX_SNMP_INDEX_IDS = 32;
 
 /** The share of the heap the SNMP answers of one poll (every AP's station and status tables) may fill. */
 const SNMP_HEAP_SHARE = 0.4;

@@ -52,10 +52,15 @@ export function macFromOctets(octets: ArrayLike<number>, offset = 0): string | u
 
 /**
  * Blanks MAC-like substrings, in every spelling the audit counts as a MAC, for text taken from an AP
- * (stderr, a parse error) that may end up in a log: device identifiers never leave the process.
+ * (stderr, a parse error, an SNMP error quoting an OID) that may end up in a log: device identifiers never
+ * leave the process. An OID (seven dotted numbers or more) is blanked whole first, as its index may be a
+ * station's MAC in decimal octets.
+ *
+ * @example
+ * scrubMacs('GeneralError: 1.3.6.1.4.1.14823.2.2.1.5.2.2.1.1.14.4.211.176.18.52.86'); // 'GeneralError: <oid>'
  */
 export function scrubMacs(text: string): string {
-  return redactMacs(text, '<mac>');
+  return redactMacs(text, '<mac>', '<oid>');
 }
 
 const isHexAt = (text: string, i: number) => /[0-9a-f]/i.test(text.charAt(i));

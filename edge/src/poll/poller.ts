@@ -17,8 +17,9 @@
  * view without it), so it is read as no status table, as before.
  *
  * What one AP may answer in a tick is bounded to fit the collector's heap (limits.ts): SSH output, the
- * stations an SSH AP lists, and the SNMP values of all of an AP's walks together. An AP answering more
- * fails with `bad_output`; the process and the other APs are unaffected.
+ * stations an AP lists (each AP behind a controller on its own), the SNMP values of all APs' walks
+ * together, and the length of a row index an SNMP agent answers. An AP answering more fails with
+ * `bad_output` (a controller fails for every AP behind it); the process and the other APs are unaffected.
  */
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
@@ -28,7 +29,7 @@ import { MAX_SSH_OUTPUT_BYTES, MAX_STATIONS_PER_AP, snmpCellBudget } from './lim
 import { normalizeMac, scrubMacsShort } from './mac.js';
 import { PARSERS, ParseError } from './parsers/index.js';
 import { toDbm } from './signal.js';
-import { CellBudget, openNetSnmpSession, TooManyValuesError, type OpenSnmpSession } from './snmp/session.js';
+import { CellBudget, IndexTooLongError, openNetSnmpSession, TooManyValuesError, type OpenSnmpSession } from './snmp/session.js';
 import { decodeApStatusTable, decodeStationTable, walkApStatusTable, walkStationTable, type ApState } from './snmp/table.js';
 import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
 import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
@@ -194,6 +195,17 @@ function firstLineOf(stderr: string): string {
   return scrubMacsShort(end === -1 ? text : text.slice(0, end), 200).trimEnd();
 }
 
+/**
+ * Fails an AP that lists more stations than any AP carries ({@link MAX_STATIONS_PER_AP}): made up, and
+ * the tracker would keep them all. `where` says which AP behind a controller, without naming it (its
+ * identity may be a MAC).
+ */
+function checkStationCount(stations: number, where = ''): void {
+  if (stations > MAX_STATIONS_PER_AP) {
+    throw new PollFailure('bad_output', `more than ${MAX_STATIONS_PER_AP} stations listed${where} (${stations}); no AP carries that many`);
+  }
+}
+
 const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
   auth_failed: 'auth',
   host_key_mismatch: 'auth',
@@ -208,7 +220,7 @@ const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
 function describeFailure(error: unknown): PollFailure {
   if (error instanceof PollFailure) return error;
   if (error instanceof ParseError) return new PollFailure('bad_output', scrubMacsShort(error.message, 300));
-  if (error instanceof TooManyValuesError) return new PollFailure('bad_output', error.message);
+  if (error instanceof TooManyValuesError || error instanceof IndexTooLongError) return new PollFailure('bad_output', error.message);
   if (error instanceof SshError) {
     return new PollFailure(SSH_REASONS[error.code], scrubMacsShort(error.message, 300));
   }
@@ -279,8 +291,10 @@ export function createPoller(options: PollerOptions): Poller {
         throw new PollFailure('bad_output', `${rows} station rows, none readable with dialect ${dialect.name}`);
       }
       if (!byAp) {
+        const stations = loudestPerMac(converted.sightings);
+        checkStationCount(stations.length);
         succeeded = true;
-        return { kind: 'single', stations: loudestPerMac(converted.sightings) };
+        return { kind: 'single', stations };
       }
       const perAp = new Map<string, StationSighting[]>();
       // toSightings keeps every row, in order (an answer with none readable has thrown above): the i-th
@@ -292,6 +306,10 @@ export function createPoller(options: PollerOptions): Poller {
         perAp.set(row.apIdentity, list);
       });
       const stations = new Map([...perAp].map(([id, list]) => [id, loudestPerMac(list)]));
+      // the APs of apZones are the ones the tracker is told of; the rows of others are ignored
+      for (const identity of normalizedApZones(ap.apZones ?? {}, dialect).keys()) {
+        checkStationCount(stations.get(identity)?.length ?? 0, ' for one AP behind the controller');
+      }
       succeeded = true;
       // no row at all: not served here (or nothing joined, which the station table then shows as empty)
       if (!statusSpec || !status || status.rows === 0) return { kind: 'byAp', stations };
@@ -332,9 +350,7 @@ export function createPoller(options: PollerOptions): Poller {
         }
         const parsed = parse(result.stdout);
         found += parsed.stations.length + parsed.skipped;
-        if (found > MAX_STATIONS_PER_AP) {
-          throw new PollFailure('bad_output', `more than ${MAX_STATIONS_PER_AP} stations listed (${found}); no AP carries that many`);
-        }
+        checkStationCount(found);
         unreadable += parsed.skipped;
         for (const station of parsed.stations) raw.push(station);
       }

@@ -120,24 +120,31 @@ const everywhere = (pattern: RegExp) => new RegExp(pattern.source, `${pattern.fl
 /** Every spelling {@link identifierKind} takes for a MAC, to replace each occurrence. */
 const MAC_REDACTIONS = PATTERNS.filter(([kind]) => kind === 'mac').map(([, pattern]) => everywhere(pattern));
 
-const REDACTIONS: ReadonlyArray<readonly [RegExp, string]> = [
-  // An OID long enough to carry a table index, which for station tables is the station's MAC.
-  [/\b\d+(?:\.\d+){12,}\b/g, '[oid]'],
-  ...PATTERNS.filter(([kind]) => kind === 'uuid').map(([, pattern]) => [everywhere(pattern), '[uuid]'] as const),
-  ...MAC_REDACTIONS.map((pattern) => [pattern, '[mac]'] as const),
-  [/[0-9a-f]{16,}/gi, '[hex]'],
-];
+/**
+ * A run of seven dotted numbers or more: an OID long enough to carry a table index, which for station
+ * tables is the station's MAC in decimal octets (as net-snmp quotes a request's OID in `GeneralError:
+ * <oid>`), or an index of a MAC and more. Replaced whole, before the MAC patterns: the decimal one,
+ * matched leftmost along such a run, falls out of step with the index (`1.3.6.1.4.1`, then `2.2.1.5.2.2`,
+ * …) and leaves its last octets. Six alone are a MAC, found as one. Tried only where a number starts
+ * after no digit, so a long run costs its length.
+ */
+const OID_RUN = /(?<!\d)\d+(?:\.\d+){6,}(?!\d)/g;
+
+const UUID_REDACTION = everywhere(PATTERNS.find(([kind]) => kind === 'uuid')![1]);
 
 /**
- * A text with every MAC-like substring replaced, in any spelling the audit counts as a MAC
- * (`aa:bb:…`, separators mixed as in `aa:bb:cc-dd-ee-ff`, `aabb.ccdd.eeff`, `aabbcc-ddeeff`, `3c:22:fb:1:2:3`,
- * the decimal octets of an SNMP index, zero-padded or not).
+ * A text with every OID (a run of seven dotted numbers or more) replaced by `oidReplacement`, then every
+ * MAC-like substring by `replacement`, in any spelling the audit counts as a MAC (`aa:bb:…`, separators
+ * mixed as in `aa:bb:cc-dd-ee-ff`, `aabb.ccdd.eeff`, `aabbcc-ddeeff`, `3c:22:fb:1:2:3`, the decimal octets
+ * of an SNMP index, zero-padded or not). The poller's scrub of what an AP says and {@link redactIdentifiers}
+ * both go through here.
  *
  * @example
  * redactMacs('station aabb-ccdd-eeff left', '<mac>'); // 'station <mac> left'
+ * redactMacs('GeneralError: 1.3.6.1.4.1.14823.2.2.1.5.2.2.1.1.14.4.211.176.18.52.86', '<mac>', '<oid>'); // 'GeneralError: <oid>'
  */
-export function redactMacs(text: string, replacement: string): string {
-  let out = text;
+export function redactMacs(text: string, replacement: string, oidReplacement = replacement): string {
+  let out = text.replace(OID_RUN, oidReplacement);
   for (const pattern of MAC_REDACTIONS) out = out.replace(pattern, replacement);
   return out;
 }
@@ -147,9 +154,9 @@ export function redactMacs(text: string, replacement: string): string {
  *
  * @example
  * redactIdentifiers('no answer for 3c:22:fb:01:02:03'); // 'no answer for [mac]'
+ * redactIdentifiers('GeneralError: 1.3.6.1.4.1.25053.1.2.2.1.1.3.1.1.9.4.211.176.18.52.86'); // 'GeneralError: [oid]'
  */
 export function redactIdentifiers(text: string): string {
-  let out = text;
-  for (const [pattern, replacement] of REDACTIONS) out = out.replace(pattern, replacement);
-  return out;
+  const out = redactMacs(text.replace(UUID_REDACTION, '[uuid]'), '[mac]', '[oid]');
+  return out.replace(/[0-9a-f]{16,}/gi, '[hex]');
 }

@@ -131,7 +131,8 @@ t.test('SNMP: a controller answering more values than the heap holds fails under
   const dir = t.testdir({});
   // 40,000 rows of three columns: 120,000 values, each column within the old 100,000 a column
   writeFileSync(join(dir, 'wlc-huge.snmpwalk'), wlcRecording(40_000));
-  writeFileSync(join(dir, 'wlc-busy.snmpwalk'), wlcRecording(BUSY_AP_STATIONS * 10));
+  // the busy one: its one AP carrying as many stations as an AP may list
+  writeFileSync(join(dir, 'wlc-busy.snmpwalk'), wlcRecording(MAX_STATIONS_PER_AP));
   const [huge, busy] = await startControllers(join(dir, 'wlc-huge.snmpwalk'), join(dir, 'wlc-busy.snmpwalk'));
   t.teardown(() => Promise.all([huge.stop(), busy.stop()]));
 
@@ -139,6 +140,6 @@ t.test('SNMP: a controller answering more values than the heap holds fails under
   t.same({ code: child.code, signal: child.signal }, { code: 0, signal: null }, `the process survives the tick${child.code === 0 ? '' : `: ${child.stderr}`}`);
   t.match(child.results, [
     { ap: 'AP-Lobby-1', ok: false, reason: 'bad_output', error: /^the SNMP answers of this poll passed \d+ values \(all access points, tables and columns together\), and this one held the most$/ },
-    { ap: 'AP-Lobby-1', ok: true, stations: BUSY_AP_STATIONS * 10 },
+    { ap: 'AP-Lobby-1', ok: true, stations: MAX_STATIONS_PER_AP },
   ]);
 });

@@ -8,7 +8,7 @@ import t from 'tap';
 import { startControllers, wlcAccessPoint, wlcRecording } from './support/wlc-recording.js';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadDialects } from '../../../edge/src/poll/dialects.js';
+import { dialectsFromFiles, loadDialects } from '../../../edge/src/poll/dialects.js';
 import { createPoller } from '../../../edge/src/poll/poller.js';
 import { CellBudget } from '../../../edge/src/poll/snmp/session.js';
 import type { AccessPoint } from '../../../edge/src/poll/types.js';
@@ -59,6 +59,36 @@ t.test('a long string counts as one value per 256 bytes', async (t) => {
   const short = createPoller({ dialects, maxSnmpCells: 39 });
   t.teardown(() => short.close());
   t.match(await short.pollAll([wlc], TIMEOUT_MS), [{ ok: false, reason: 'bad_output' }]);
+});
+
+t.test('a long OID counts as one value more per 256 bytes, as a long string does', async (t) => {
+  // a table of 10 stations under an entry OID of some 260 characters (snmpd takes 128 sub-ids): each of
+  // its OIDs is held until the poll is decoded, as a string value is
+  const entry = `1.3.6.1.4.1.99999${'.4000000000'.repeat(24)}`;
+  const dialect = {
+    name: 'long-oid',
+    vendor: 'test',
+    description: 'a station table under a long entry OID',
+    transport: 'snmp',
+    controller: false,
+    tables: [{ name: 'longOidTable', oid: entry, index: [{ name: 'station', kind: 'mac' }], station: { index: 'station' }, signal: { column: 1, name: 'signal' } }],
+    signal: { unit: 'dBm' },
+  };
+  const dir = t.testdir({});
+  const file = join(dir, 'long-oid.snmpwalk');
+  writeFileSync(file, Array.from({ length: 10 }, (_, i) => `.${entry}.1.2.0.0.0.0.${i} = INTEGER: -50\n`).join(''));
+  t.ok(`${entry}.1.2.0.0.0.0.0`.length > 256, 'each OID is over 256 characters');
+  const snmpd = await startSnmpd({ community: 'lintel-ro', recordings: [file] });
+  t.teardown(() => snmpd.stop());
+  const longOid = dialectsFromFiles({ 'long-oid.json': JSON.stringify(dialect) });
+  const ap: AccessPoint = { name: 'long', zone: 'lab', dialect: 'long-oid', target: { transport: 'snmp', host: snmpd.host, port: snmpd.port, version: '2c', community: 'lintel-ro' } };
+
+  const enough = createPoller({ dialects: longOid, maxSnmpCells: 20 });
+  t.teardown(() => enough.close());
+  t.match(await enough.pollAll([ap], TIMEOUT_MS), [{ ok: true, stations: { length: 10 } }], '10 values of 2 each');
+  const short = createPoller({ dialects: longOid, maxSnmpCells: 19 });
+  t.teardown(() => short.close());
+  t.match(await short.pollAll([ap], TIMEOUT_MS), [{ ok: false, reason: 'bad_output', error: /^the SNMP answers of this poll passed 19 values/ }]);
 });
 
 t.test('two controllers polled together draw on one budget: each fits it alone; together, the one holding the most gives way and the other reads', async (t) => {

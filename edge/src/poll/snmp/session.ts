@@ -4,7 +4,7 @@
  */
 import { isIP } from 'node:net';
 import snmp from 'net-snmp';
-import { SNMP_CELL_BYTES } from '../limits.js';
+import { MAX_SNMP_INDEX_IDS, SNMP_CELL_BYTES } from '../limits.js';
 import type { SnmpTarget } from '../types.js';
 
 /** A cell value as walked: integers as numbers, OCTET STRINGs as bytes, OIDs and IP addresses as text. */
@@ -17,7 +17,10 @@ export interface SnmpCell {
 
 /** An open SNMP session to one agent. */
 export interface SnmpSession {
-  /** Every varbind under `oid`, in order, fetched with GETBULK (`maxRepetitions` per request). */
+  /**
+   * Every varbind under `oid`, in order, fetched with GETBULK (`maxRepetitions` per request). Fails with
+   * {@link IndexTooLongError} at the first OID whose index, past `oid`, is longer than a table's can be.
+   */
   walk(oid: string, maxRepetitions: number): Promise<SnmpCell[]>;
   /**
    * Closes the socket; walks still running reject. Safe to call twice. `kept`: the values it returned
@@ -92,12 +95,38 @@ export class TooManyValuesError extends Error {
 }
 
 /**
- * What a value counts against the budget: one cell, and one more for each {@link SNMP_CELL_BYTES} of a
- * long string (its bytes are heap too).
+ * The agent answered, under the column walked, an OID whose row index has more sub-ids than any table read
+ * here ({@link MAX_SNMP_INDEX_IDS}): no row the dialect can read, and held until the poll is decoded, such
+ * OIDs would fill the heap. The walk fails at the first one. The OID is not quoted: its index may hold a
+ * station's MAC.
  */
-function cellsOf(value: SnmpValue): number {
+export class IndexTooLongError extends Error {
+  constructor() {
+    super(`the agent answered an OID whose row index has more than ${MAX_SNMP_INDEX_IDS} sub-ids; no table read here has one that long`);
+    this.name = 'IndexTooLongError';
+  }
+}
+
+/**
+ * What a varbind counts against the budget: one cell, and one more for each {@link SNMP_CELL_BYTES} of its
+ * OID and a long string together (both are held until the poll is decoded).
+ */
+function cellsOf(oid: string, value: SnmpValue): number {
   const bytes = Buffer.isBuffer(value) || typeof value === 'string' ? value.length : 0;
-  return 1 + Math.floor(bytes / SNMP_CELL_BYTES);
+  return 1 + Math.floor((oid.length + bytes) / SNMP_CELL_BYTES);
+}
+
+const DOT = '.'.charCodeAt(0);
+
+/** Whether the index of `oid`, past the `prefixLength` characters of `<column>.`, has more than {@link MAX_SNMP_INDEX_IDS} sub-ids. */
+function indexTooLong(oid: string, prefixLength: number): boolean {
+  // each sub-id takes a digit and a dot at least: a short index is let through without counting
+  if (oid.length - prefixLength < 2 * MAX_SNMP_INDEX_IDS) return false;
+  let ids = 1;
+  for (let i = prefixLength; i < oid.length; i++) {
+    if (oid.charCodeAt(i) === DOT && ++ids > MAX_SNMP_INDEX_IDS) return true;
+  }
+  return false;
 }
 
 function userOf(target: SnmpTarget): snmp.User {
@@ -199,8 +228,13 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
                   ended = true;
                   break;
                 }
+                if (indexTooLong(varbind.oid, prefix.length)) {
+                  fail(new IndexTooLongError());
+                  ended = true;
+                  break;
+                }
                 cells.push({ oid: varbind.oid, value: varbind.value });
-                budget.take(holder, cellsOf(varbind.value));
+                budget.take(holder, cellsOf(varbind.oid, varbind.value));
               }
               // gave way: its walks have failed, and asking on would only add to what cannot be held
               return ended || gaveWay;

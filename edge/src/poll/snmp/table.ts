@@ -3,7 +3,7 @@
  * controller's AP status table: which APs are joined and up. The decoders are pure (plain cells in, plain
  * rows out), so every dialect is testable with data.
  */
-import type { ApStatusTableSpec, SnmpTableSpec } from '../dialects.js';
+import { INDEX_PART_SUB_IDS, type ApStatusTableSpec, type SnmpTableSpec } from '../dialects.js';
 import { macFromOctets, normalizeMac } from '../mac.js';
 import type { SnmpCell, SnmpSession, SnmpValue } from './session.js';
 
@@ -73,15 +73,13 @@ function indexCells(cells: readonly SnmpCell[], prefix: string): Map<string, Snm
   return byIndex;
 }
 
-const PART_LENGTH = { mac: 6, int: 1 } as const;
-
 /** Where each index part starts in the index sub-ids, and how many sub-ids a row index has. */
 function indexLayout(spec: SnmpTableSpec): { offsets: Map<string, number>; length: number } {
   const offsets = new Map<string, number>();
   let at = 0;
   for (const part of spec.index) {
     offsets.set(part.name, at);
-    at += PART_LENGTH[part.kind];
+    at += INDEX_PART_SUB_IDS[part.kind];
   }
   return { offsets, length: at };
 }
