@@ -14,6 +14,7 @@ import { redactIdentifiers } from './report/identifiers.js';
 import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
 import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
+import { resumeSavedState, type StopLength } from './zones/resume.js';
 import type { ZoneStore } from './zones/store.js';
 import { applyPoll, frozenCount, rezoneToConfig, transitionWindow, zoneCounts } from './zones/tracker.js';
 import type { PollOutcome, PollStats, TrackerState, ZonePairCount } from './zones/types.js';
@@ -146,6 +147,13 @@ const SET_ASIDE_OUTCOME = {
   unsaved: 'the state in memory could not be saved into a new file yet: counting goes on in memory, and the first save that succeeds writes it whole',
 } as const;
 
+/** What a start makes of a saved state after a stop it could not take up as it is (see zones/resume.ts). */
+const STARTED_OVER_BECAUSE: Record<Exclude<StopLength, 'within-window'>, string> = {
+  'longer-than-window': 'the collector was stopped for longer than the transition window',
+  unknown: 'the saved zone state has no time (it was saved by an older version), so how long the collector was stopped is unknown',
+  'clock-went-back': 'the saved zone state is dated after the wall clock (the clock went back, or is not set yet), so how long the collector was stopped is unknown',
+};
+
 const HOUR_MS = 3_600_000;
 const DEFAULT_RETENTION_MS = 30 * 24 * HOUR_MS;
 
@@ -175,6 +183,11 @@ export class EdgeDaemon {
    * stored devices that left meanwhile), so nothing of the failed polls is kept in memory to replay.
    */
   private saveFailed = false;
+  /**
+   * Whether the loaded state started over after a long stop: the store still holds the devices it
+   * dropped, so the next save is complete too.
+   */
+  private startedOver = false;
 
   constructor(private readonly deps: DaemonDeps) {
     this.config = deps.config;
@@ -225,15 +238,31 @@ export class EdgeDaemon {
   }
 
   /**
-   * The tracker state, loaded once. A state saved before an AP was moved to another zone in the
+   * The tracker state, loaded once, at `now`. After a stop longer than the transition window, or of
+   * unknown length, it starts over (see resumeSavedState for why): the moves saved before the stop are
+   * not reported again as moves of the current window, and the counts start from what the APs report
+   * now, not from the devices saved then. A state saved before an AP was moved to another zone in the
    * configuration is brought to it: those devices count in their AP's zone from the first tick, not
    * in the old one for `switchPolls` ticks and then as a transition nobody made.
    */
-  private load(): TrackerState {
+  private load(now: number = this.now()): TrackerState {
     if (!this.state) {
-      const { state, rezoned } = rezoneToConfig(this.deps.zones.load(), zoneOfEachAp(this.config));
+      const { zones, logger } = this.deps;
+      const saved = zones.load();
+      const savedAt = zones.savedAt();
       this.noteSetAside();
-      if (rezoned > 0) this.deps.logger.info({ devices: rezoned }, 'devices follow their AP to the zone the configuration gives it now');
+      const { pollIntervalMs, tracker } = this.config;
+      const resumed = resumeSavedState(saved, { savedAt, now, pollIntervalMs, transitionWindowPolls: tracker.transitionWindowPolls });
+      if (resumed.stop !== 'within-window' && saved.poll > 0) {
+        const stoppedS = savedAt === undefined ? undefined : Math.round((now - savedAt) / 1000);
+        logger.info(
+          { stoppedS, windowS: (pollIntervalMs * tracker.transitionWindowPolls) / 1000, dropped: saved.devices.size },
+          `${STARTED_OVER_BECAUSE[resumed.stop]}: counting starts over from what the APs report now, and the moves saved before the stop are not reported again`,
+        );
+      }
+      this.startedOver = resumed.startedOver;
+      const { state, rezoned } = rezoneToConfig(resumed.state, zoneOfEachAp(this.config));
+      if (rezoned > 0) logger.info({ devices: rezoned }, 'devices follow their AP to the zone the configuration gives it now');
       this.state = state;
     }
     return this.state;
@@ -348,12 +377,12 @@ export class EdgeDaemon {
   private async settle(results: ApPollResult[], started: number, timestamp: number): Promise<TickReport> {
     const { metrics, logger } = this.deps;
     const config = this.config;
-    const state = this.load();
+    const state = this.load(timestamp);
     const apStatus = this.noteAps(results);
 
     const outcome = applyPoll(state, observe(results, this.deps.hasher), config.tracker);
     this.state = outcome.state;
-    this.save(outcome);
+    this.save(outcome, timestamp);
     const zoneIds = config.zones.map((z) => z.id);
     const counts = zoneCounts(outcome.state, zoneIds);
     const transitions = transitionWindow(outcome.state, config.tracker);
@@ -433,14 +462,16 @@ export class EdgeDaemon {
    * what a failed one missed, except its removals. The first save after a failure is therefore complete:
    * the store drops every stored device the state no longer holds, or a device gone during the failure
    * would come back at the next start. Nothing of the failed polls is held meanwhile, however long the
-   * store stays unwritable and however many devices come and go.
+   * store stays unwritable and however many devices come and go. The poll's wall-clock time is saved
+   * with it, for the next start to tell how long the collector was stopped.
    */
-  private save(outcome: PollOutcome): void {
+  private save(outcome: PollOutcome, at: number): void {
     try {
-      this.deps.zones.save(outcome, { complete: this.saveFailed });
+      this.deps.zones.save(outcome, { complete: this.saveFailed || this.startedOver, at });
       this.noteSetAside('save');
       if (this.saveFailed) this.deps.logger.info({ devices: outcome.state.devices.size }, 'the zone state is saved again');
       this.saveFailed = false;
+      this.startedOver = false;
     } catch (err) {
       this.saveFailed = true;
       // A file set aside before the save failed (on the new file) is logged all the same.

@@ -19,4 +19,6 @@ export { canonicalMac, createDeviceHasher, keyFingerprint, loadOrCreateDeviceKey
 export type { DeviceHasher } from './device-key.js';
 export { openSqliteZoneStore } from './store.js';
 export type { ZoneStore } from './store.js';
+export { resumeSavedState } from './resume.js';
+export type { Resumed, StopLength } from './resume.js';
 export { observe } from './observe.js';

@@ -14,6 +14,11 @@ export interface SaveOptions {
    * the devices that left during those polls were never removed from the file.
    */
   complete?: boolean;
+  /**
+   * The wall-clock time of the poll (epoch ms), kept for the next start to tell how long the collector
+   * was stopped (see resume.ts). Without it, the saved state's time is unknown at the next load.
+   */
+  at?: number;
 }
 
 /** A state file found unreadable and renamed, so that the store could start over on a new one. */
@@ -27,6 +32,11 @@ export interface SetAsideFile {
 export interface ZoneStore {
   /** The state saved last, or an empty state. */
   load(): TrackerState;
+  /**
+   * The wall-clock time (epoch ms) of the poll that load() answers, as given to save; undefined when it
+   * is not known: nothing saved, or saved without one (a file from before the time was recorded).
+   */
+  savedAt(): number | undefined;
   /** Persists what one poll changed, atomically. */
   save(outcome: PollOutcome, options?: SaveOptions): void;
   /**
@@ -54,10 +64,14 @@ interface DeviceRow {
   last_heard_poll: number;
 }
 
+/** The tracker_meta key of the wall-clock time of the poll saved last (epoch ms). */
+const POLL_TIME_KEY = 'poll_at_ms';
+
 /** The statements of one open zone file. */
 interface ZoneTables {
   db: SqliteDatabase;
   load(): TrackerState;
+  savedAt(): number | undefined;
   save(outcome: PollOutcome, options: SaveOptions): void;
   bindKey(fingerprint: string): 'kept' | 'cleared';
 }
@@ -87,6 +101,7 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
   const addTransition = db.prepare('INSERT INTO zone_transitions (poll, from_zone, to_zone, count) VALUES (?, ?, ?, ?)');
   const setMeta = db.prepare('INSERT INTO tracker_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
   const getMeta = db.prepare('SELECT value FROM tracker_meta WHERE key = ?');
+  const deleteMeta = db.prepare('DELETE FROM tracker_meta WHERE key = ?');
   const allDevices = db.prepare('SELECT * FROM tracked_devices');
   const allTransitions = db.prepare('SELECT poll, from_zone, to_zone, count FROM zone_transitions ORDER BY poll, from_zone, to_zone');
   const countDevices = db.prepare('SELECT COUNT(*) AS n FROM tracked_devices');
@@ -120,12 +135,18 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
     setMeta.run('poll', String(poll));
     // so that a restart with a shorter window still reports the pairs that fall out of it once with 0
     setMeta.run('transition_window_polls', String(transitionWindowPolls));
+    // A key of tracker_meta, not a column: a file from before it loads as it is (the time unknown), and
+    // an older collector reading this file ignores it. Removed when not given, so that the time saved
+    // always belongs to the poll saved.
+    if (options.at !== undefined && Number.isFinite(options.at)) setMeta.run(POLL_TIME_KEY, String(options.at));
+    else deleteMeta.run(POLL_TIME_KEY);
   });
 
   const clear = db.transaction(() => {
     db.exec('DELETE FROM tracked_devices; DELETE FROM zone_transitions;');
     setMeta.run('poll', '0');
     setMeta.run('transition_window_polls', '0');
+    deleteMeta.run(POLL_TIME_KEY);
   });
 
   return {
@@ -156,6 +177,12 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
         }>
       ).map((r): TransitionEntry => ({ poll: r.poll, from: r.from_zone, to: r.to_zone, count: r.count }));
       return { poll, devices, transitions, transitionWindowPolls };
+    },
+    savedAt() {
+      const value = (getMeta.get(POLL_TIME_KEY) as { value: string } | undefined)?.value;
+      const at = value === undefined ? Number.NaN : Number(value);
+      // a value edited by hand into something that is no time is no time known
+      return Number.isFinite(at) ? at : undefined;
     },
     save: (outcome, options) => save(outcome, options),
     bindKey(fingerprint) {
@@ -238,6 +265,8 @@ function wholeStateOf(outcome: PollOutcome): PollOutcome {
  * @example
  * const store = openSqliteZoneStore('/var/lib/lintel-edge/zones.sqlite');
  * let state = store.load();
+ * const outcome = applyPoll(state, observation, config);
+ * store.save(outcome, { at: Date.now() });
  */
 export function openSqliteZoneStore(path: string): ZoneStore {
   const setAsideFiles: SetAsideFile[] = [];
@@ -298,13 +327,14 @@ export function openSqliteZoneStore(path: string): ZoneStore {
 
   return {
     load: () => recovering((t) => t.load()),
+    savedAt: () => recovering((t) => t.savedAt()),
     // Damage that only a write reaches (a free page list, a page no load reads) is found here: the new
     // file then gets the whole state, not only this poll's changes, or the devices the poll left
     // unchanged would be missing from it at the next start.
     save: (outcome, options = {}) =>
       recovering(
         (t) => t.save(outcome, options),
-        (t) => t.save(wholeStateOf(outcome), { complete: true }),
+        (t) => t.save(wholeStateOf(outcome), { ...options, complete: true }),
       ),
     bindKey(value) {
       const bound = recovering((t) => t.bindKey(value));

@@ -18,11 +18,11 @@
  *   device, and an equal signal in both zones never moves it; but a device that the new zone keeps
  *   hearing louder is not held in its old zone for ever because the lead is below the margin.
  * - **Frozen, not expired.** A device unheard this poll whose AP is silent (failed, timed out, rebooting)
- *   keeps its zone and is still counted. After `frozenPolls` such polls in a row it is dropped. A device
- *   that other zones hear while its own AP is silent is frozen too: it only moves by the margin rule. At
- *   the frozen ceiling it is dropped from its zone like any frozen device, and the zone that hears it
- *   then admits it as an arrival, not a transition: a sighting there was never a move that met the
- *   margin or the dwell rule.
+ *   keeps its zone and is still counted for `frozenPolls - 1` such polls in a row; it is dropped on the
+ *   `frozenPolls`-th. A device that other zones hear while its own AP is silent is frozen too: it only
+ *   moves by the margin rule. At the frozen ceiling it is dropped from its zone like any frozen device,
+ *   and the zone that hears it then admits it as an arrival, not a transition: a sighting there was
+ *   never a move that met the margin or the dwell rule.
  * - **Absence.** A device unheard while its AP answers is still counted for `absentPolls - 1` polls (one
  *   missed station-table row is not a departure) and is gone on the `absentPolls`-th.
  * - **Transitions.** Each move is recorded as (from, to) and summed over the last

@@ -9,7 +9,10 @@ export interface TrackerConfig {
   switchPolls: number;
   /** A new zone whose signal beats the incumbent's by at least this many dB takes the device at once. */
   switchMarginDb: number;
-  /** A device behind a silent AP is kept (frozen) this many polls, then dropped. Default 30. */
+  /**
+   * A device behind a silent AP is kept (frozen) for `frozenPolls - 1` silent polls in a row, and dropped
+   * on the `frozenPolls`-th. Default 30.
+   */
   frozenPolls: number;
   /** A device no longer heard while its AP answers is gone after this many consecutive polls. */
   absentPolls: number;

@@ -37,7 +37,9 @@ t.test('a zones.sqlite that loads but cannot be written is set aside at the save
   t.same(store.takeSetAside(), [], 'nothing set aside so far');
 
   const outcome = applyPoll(loaded, { aps: heard([...kept, ...ids(500, 'new')]) }, tracker);
-  t.doesNotThrow(() => store.save(outcome), 'the save succeeds');
+  const at = Date.UTC(2026, 0, 5, 18);
+  t.doesNotThrow(() => store.save(outcome, { at }), 'the save succeeds');
+  t.equal(store.savedAt(), at, "the new file keeps the poll's time too");
   const setAside = store.takeSetAside();
   t.match(setAside, [{ path: new RegExp(`^${path.replace(/[.]/g, '\\.')}\\.unreadable-`), reason: /malformed/ }], 'the damaged file was set aside');
   t.same(asideIn(dir), [basename(setAside[0]!.path)]);

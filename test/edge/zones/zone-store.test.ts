@@ -50,6 +50,23 @@ function contract(name: string, open: (t: Test) => { store: ZoneStore; reopen: (
     again.close();
   });
 
+  t.test(`${name}: keeps the wall-clock time of the poll saved last, for the next start to tell how long it was stopped`, async (t) => {
+    const { store, reopen } = open(t);
+    const outcome = applyPoll(emptyTrackerState(), { aps: [obs('ap-1', 'lobby', { a: -50 })] }, config);
+    t.equal(store.savedAt(), undefined, 'nothing saved: no time');
+    store.save(outcome, { at: Date.UTC(2026, 0, 5, 18) });
+    t.equal(store.savedAt(), Date.UTC(2026, 0, 5, 18));
+    store.save(outcome);
+    t.equal(store.savedAt(), undefined, "a save without a time leaves no other poll's");
+    store.save(outcome, { at: Date.UTC(2026, 0, 5, 18, 0, 10) });
+    store.close();
+    const again = reopen();
+    t.equal(again.savedAt(), Date.UTC(2026, 0, 5, 18, 0, 10), 'across a restart');
+    t.equal(again.bindKey('k2'), 'cleared');
+    t.equal(again.savedAt(), undefined, 'cleared with the devices');
+    again.close();
+  });
+
   t.test(`${name}: a new device key clears devices that can never recur`, async (t) => {
     const { store } = open(t);
     t.equal(store.bindKey('k1'), 'kept');
