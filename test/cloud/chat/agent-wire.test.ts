@@ -6,110 +6,12 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { listen } from '../../../shared/lifecycle.js';
 import { AgentWire, AgentWireError, MAX_HEAD_BYTES, type ExchangeHandler } from '../../../cloud/chat/agent-wire.js';
-
-/** What one request looked like on the wire. */
-interface SeenRequest {
-  connection: number;
-  head: string;
-  body: string;
-}
-
-/** How to answer one request: bytes to write in order (each piece its own write), then maybe close. */
-interface Reply {
-  pieces: Array<string | Buffer>;
-  close?: boolean;
-  /** Destroy the connection on receiving the request, writing nothing. */
-  drop?: boolean;
-  /** Write nothing and keep the connection open. */
-  silent?: boolean;
-}
-
-class RawAgent {
-  readonly requests: SeenRequest[] = [];
-  connections = 0;
-  closedByClient = 0;
-  /** The connections the client closed, by number (1 is the first accepted). */
-  readonly closedIds = new Set<number>();
-  private readonly replies: Reply[] = [];
-  private readonly server: Server;
-  port = 0;
-
-  constructor() {
-    this.server = createServer((socket) => this.serve(socket));
-  }
-
-  async start(t: Test): Promise<void> {
-    this.port = await listen(this.server, 0, '127.0.0.1');
-    t.teardown(() => (this.server.listening ? this.close() : undefined));
-  }
-
-  /** Stops listening: its port then refuses connections. */
-  async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  get origin(): URL {
-    return new URL(`http://127.0.0.1:${this.port}`);
-  }
-
-  reply(...replies: Reply[]): void {
-    this.replies.push(...replies);
-  }
-
-  private serve(socket: Socket): void {
-    const connection = ++this.connections;
-    let pending = Buffer.alloc(0);
-    let closing = false;
-    socket.on('end', () => {
-      if (!closing) {
-        this.closedByClient++;
-        this.closedIds.add(connection);
-      }
-      socket.end();
-    });
-    socket.on('error', () => undefined);
-    socket.on('data', (data: Buffer) => {
-      pending = Buffer.concat([pending, data]);
-      for (;;) {
-        const end = pending.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const head = pending.subarray(0, end).toString('latin1');
-        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head)?.[1] ?? 0);
-        if (pending.length < end + 4 + length) return;
-        const body = pending.subarray(end + 4, end + 4 + length).toString('utf8');
-        pending = pending.subarray(end + 4 + length);
-        this.requests.push({ connection, head, body });
-        const reply = this.replies.shift();
-        if (!reply) throw new Error(`the raw agent got a request it was not set up for: ${head.split('\r\n')[0]}`);
-        if (reply.drop) {
-          closing = true;
-          socket.destroy();
-          return;
-        }
-        if (reply.silent) return;
-        void this.write(socket, reply).then(() => {
-          if (reply.close) {
-            closing = true;
-            socket.end();
-          }
-        });
-      }
-    });
-  }
-
-  private async write(socket: Socket, reply: Reply): Promise<void> {
-    for (const piece of reply.pieces) {
-      socket.write(piece);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  }
-}
+import { listen } from '../../../shared/lifecycle.js';
+import { RawAgent } from './support/raw-agent.js';
 
 /** Splits a string into one-byte writes. */
 const bytewise = (text: string) => [...Buffer.from(text, 'latin1')].map((byte) => Buffer.from([byte]));
@@ -151,8 +53,7 @@ function exchange(wire: AgentWire, headers: Array<[string, string]> = [], body =
 }
 
 async function setup(t: Test, options: { headersTimeoutMs?: number } = {}): Promise<{ agent: RawAgent; wire: AgentWire }> {
-  const agent = new RawAgent();
-  await agent.start(t);
+  const agent = await new RawAgent().start(t);
   const wire = new AgentWire({ origin: agent.origin, connectTimeoutMs: 1_000, headersTimeoutMs: options.headersTimeoutMs ?? 5_000 });
   t.teardown(() => wire.stop());
   return { agent, wire };
