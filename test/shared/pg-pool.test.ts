@@ -5,14 +5,13 @@
  */
 import pg from 'pg';
 import t from 'tap';
-import { createLogger } from '../../shared/logger.js';
 import { openPgPool } from '../../shared/pg-pool.js';
 import { freshPgDatabase } from '../support/stack.js';
+import { capturedLogger } from '../support/captured-logger.js';
 
 t.test('a checked-out connection ended by the server fails its query, is logged, and the pool serves on', async (t) => {
   const url = await freshPgDatabase(t);
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger('pg-pool-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+  const { logger, lines } = capturedLogger('pg-pool-test');
   const pool = openPgPool(url, { max: 2, logger });
   t.teardown(() => pool.end());
   const admin = new pg.Client({ connectionString: url });

@@ -8,24 +8,24 @@
  */
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
-import { createLogger } from '../../../shared/logger.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { call, claims, counterValue, newVapid, startHarness } from './support/harness.js';
 import { startPushService } from './support/push-service.js';
 import { uniqueName } from './support/stack.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 const directory = await startFakeDirectory(t);
 const push = await startPushService(t);
 const twin = claims('system:digital-twin', 'digital-twin');
 
 t.test('410 and 404 delete the subscription; a 403 and other errors keep it; the good device still gets its message', async (t) => {
-  const logs: string[] = [];
+  const { logger, text: logs } = capturedLogger('notification');
   const vapid = newVapid();
   // Started before the harness, so its check of unexpected requests runs after the harness drained.
   const host = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
-  const h = await startHarness(t, { directory, vapid, logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }) });
+  const h = await startHarness(t, { directory, vapid, logger });
   const acme = uniqueName('acme');
   const building = uniqueName('b');
   directory.set(building, [acme]);

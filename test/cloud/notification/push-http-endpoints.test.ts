@@ -5,18 +5,18 @@
  * host behind the endpoint has no subscription at its path, so any request to it fails the test.
  */
 import t from 'tap';
-import { createLogger } from '../../../shared/logger.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { browserKeys, call, claims, counterValue, member, newVapid, startHarness } from './support/harness.js';
 import { uniqueName } from './support/stack.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 const directory = await startFakeDirectory(t);
 const twin = claims('system:digital-twin', 'digital-twin');
 
 t.test('flag off: a stored http: endpoint is not pushed to; counted forbidden_destination, the subscription kept', async (t) => {
-  const logs: string[] = [];
+  const { logger, text: logs } = capturedLogger('notification');
   const vapid = newVapid();
   // Started before the harness, so its check of unexpected requests runs after the harness drained.
   const trap = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
@@ -26,7 +26,7 @@ t.test('flag off: a stored http: endpoint is not pushed to; counted forbidden_de
     allowHttp: false,
     // Loopback is allowed: what refuses the push here is the scheme alone.
     allowPrivateDestinations: true,
-    logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }),
+    logger,
   });
   const acme = uniqueName('acme');
   const building = uniqueName('b');

@@ -8,13 +8,13 @@
  * requests to the subscribed paths and fails the test on anything else.
  */
 import t from 'tap';
-import { createLogger } from '../../../shared/logger.js';
 import { isPrivateAddress } from '../../../cloud/notification/destinations.js';
 import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { browserKeys, call, claims, counterValue, member, newVapid, startHarness } from './support/harness.js';
 import { uniqueName } from './support/stack.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 const directory = await startFakeDirectory(t);
 const twin = claims('system:digital-twin', 'digital-twin');
@@ -61,7 +61,7 @@ t.test('allowance off: /subscribe refuses an endpoint on a private IP literal wi
 });
 
 t.test('allowance off: a push to a private destination never leaves; /trigger reports push 0 and counts forbidden_destination', async (t) => {
-  const logs: string[] = [];
+  const { logger, text: logs } = capturedLogger('notification');
   const vapid = newVapid();
   // Started before the harness, so its check of unexpected requests runs after the harness drained.
   const trap = await startFakePushHost(t, { vapidPublicKey: vapid.publicKey });
@@ -69,7 +69,7 @@ t.test('allowance off: a push to a private destination never leaves; /trigger re
     directory,
     vapid,
     allowPrivateDestinations: false,
-    logger: createLogger('notification', { destination: { write: (line: string) => void logs.push(line) } }),
+    logger,
   });
   const metricsBefore = String((await call(h.url, 'GET', '/metrics')).body);
   t.match(metricsBefore, /notification_push_failed_total\{reason="forbidden_destination",service="notification"\} 0/, 'the reason is zero-initialised');

@@ -13,10 +13,10 @@ import t from 'tap';
 import { AlertRelay } from '../../../cloud/telemetry/broker/alert-relay.js';
 import { kafkaAlertSink } from '../../../cloud/telemetry/broker/kafka-alerts.js';
 import { PgOutboxStore } from '../../../cloud/telemetry/store/outbox.js';
-import { createLogger } from '../../../shared/logger.js';
 import { SHARED_KEY, startHarness, temperatureReading, until } from './support/harness.js';
 import { collect, createTopics, stackBrokers, uniqueName } from './support/kafka.js';
 import { startFreezableProxy } from './support/silent-broker.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 t.test('a stop while Kafka is silent under a send returns, and the alerts stay unsent for the next relay', async (t) => {
   const h = await startHarness(t);
@@ -27,8 +27,7 @@ t.test('a stop while Kafka is silent under a send returns, and the alerts stay u
   const proxy = await startFreezableProxy(t, broker);
   // A request timeout longer than the test's: waiting for kafkajs to give up on the silence cannot pass.
   const kafka = new Kafka({ clientId: 'alert-relay-stop', brokers: [broker], socketFactory: proxy.socketFactory, requestTimeout: 600_000, logLevel: logLevel.NOTHING });
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger('alert-relay-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+  const { logger, lines } = capturedLogger('alert-relay-test');
   const outbox = new PgOutboxStore(h.pool);
   const relayWith = () => new AlertRelay({ outbox, sink: kafkaAlertSink(kafka, topic), logger, idleMs: 100, retryMs: 60_000 });
   const breach = (room: string, offset: number) => h.ingest.ingest(SHARED_KEY, { readings: [temperatureReading('b1', room, h.clock.now - 10_000 + offset, 30)] });

@@ -9,11 +9,11 @@ import { Kafka, logLevel } from 'kafkajs';
 import t from 'tap';
 import { RegistrationConsumer } from '../../../cloud/telemetry/broker/registrations.js';
 import { PgBuildingStore } from '../../../cloud/telemetry/store/buildings.js';
-import { createLogger } from '../../../shared/logger.js';
 import { migratedPool } from './support/database.js';
 import { until } from './support/harness.js';
 import { createTopics, produce, stackBrokers, uniqueName } from './support/kafka.js';
 import { startFreezableProxy } from './support/silent-broker.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 t.test('a stop while the broker is frozen under a running consumer ends within its bound, and says why', async (t) => {
   const broker = stackBrokers()[0]!;
@@ -22,8 +22,7 @@ t.test('a stop while the broker is frozen under a running consumer ends within i
   await createTopics(t, [topic], 1);
   await produce(topic, [{ buildingId: uniqueName('b'), rooms: ['lab'], sensors: [], thresholds: {} }]);
   const pool = await migratedPool(t);
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger('registrations-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
+  const { logger, lines } = capturedLogger('registrations-test');
   const kafka = new Kafka({ clientId: 'registrations-stop', brokers: [broker], socketFactory: proxy.socketFactory, connectionTimeout: 1000, logLevel: logLevel.NOTHING });
   const consumer = new RegistrationConsumer({ kafka, store: new PgBuildingStore(pool), logger, topic, groupId: uniqueName('group'), disconnectWithinMs: 500 });
   await consumer.start();

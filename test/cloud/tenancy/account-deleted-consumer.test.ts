@@ -2,12 +2,13 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { createLogger, silentLogger } from '../../../shared/logger.js';
+import { silentLogger } from '../../../shared/logger.js';
 import { AccountDeletedConsumer, type AccountDeletedConsumerOptions } from '../../../cloud/tenancy/account-deleted-consumer.js';
 import { PgTenancyStore } from '../../../cloud/tenancy/pg-store.js';
 import { createDomain, migratedPool, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
 import { eventually, stackRedisUrl, startPrivateRedis } from './support/redis.js';
 import { uniqueName } from '../../support/stack.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 const STALLING_CONSUMER = fileURLToPath(new URL('./fixtures/stalling-consumer.ts', import.meta.url));
 
@@ -76,8 +77,7 @@ t.test('an account-deleted entry removes every membership of that account and is
 t.test('a poison entry is dead-lettered after 5 deliveries and does not hold up the stream', async (t) => {
   const app = await startTenancy(t);
   const fixture = streamFixture(t);
-  const lines: Record<string, unknown>[] = [];
-  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  const { logger, lines } = capturedLogger('tenancy-test');
   const [good = ''] = await accountsWithMemberships(app, 1);
   const poisonId = await fixture.publish('not-a-uuid');
   await fixture.redis.xadd(fixture.stream, '*', 'userId', newAccount());

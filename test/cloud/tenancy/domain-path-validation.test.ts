@@ -1,13 +1,12 @@
 import t from 'tap';
-import { createLogger } from '../../../shared/logger.js';
 import { createDomain, newAccount, startTenancy } from './support/harness.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 // A platform admin manages every domain, so the policy lets each request through to the lookup.
 const platformAdmin = () => ({ sub: newAccount(), memberships: [{ domainName: 'hq', role: 'admin' }] });
 
 t.test('a {domain} that is no domain name (here holding NUL, which PostgreSQL text cannot take) is 404 on every route, never a 500', async (t) => {
-  const lines: Record<string, unknown>[] = [];
-  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  const { logger, lines } = capturedLogger('tenancy-test');
   const app = await startTenancy(t, { logger });
   await createDomain(app, newAccount(), { name: 'acme' });
   const bad = 'ac%00me';

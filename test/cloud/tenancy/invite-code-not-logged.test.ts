@@ -1,12 +1,11 @@
 import t from 'tap';
 import { request } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
-import { createLogger } from '../../../shared/logger.js';
 import { createDomain, newAccount, startTenancy } from './support/harness.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 t.test('a redemption that fails in the database logs the failure, never the code it carried', async (t) => {
-  const lines: string[] = [];
-  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+  const { logger, text: lines } = capturedLogger('tenancy-test');
   const app = await startTenancy(t, { logger });
   const owner = newAccount();
   await createDomain(app, owner, { name: 'acme' });
@@ -28,8 +27,7 @@ t.test('a redemption that fails in the database logs the failure, never the code
 });
 
 t.test('a body its Content-Encoding cannot decode, sent to a redemption URL: 400, and the code is logged nowhere', async (t) => {
-  const lines: string[] = [];
-  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(line) } });
+  const { logger, text: lines } = capturedLogger('tenancy-test');
   const app = await startTenancy(t, { logger });
   const code = '0123456789abcdef0123456789abcdef';
   for (const encoding of ['br', 'gzip']) {

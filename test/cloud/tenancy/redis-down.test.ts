@@ -1,9 +1,10 @@
 import { Redis } from 'ioredis';
 import t, { type Test } from 'tap';
-import { createLogger, silentLogger } from '../../../shared/logger.js';
+import { silentLogger } from '../../../shared/logger.js';
 import { AccountDeletedConsumer } from '../../../cloud/tenancy/account-deleted-consumer.js';
 import { createDomain, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
 import { eventually, freePort, startPrivateRedis } from './support/redis.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 
 /** Exercises every kind of route (reads, writes, invite codes, internal) and asserts they all work. */
 async function routesWork(t: Test, app: TenancyUnderTest, label: string): Promise<void> {
@@ -40,8 +41,7 @@ t.test('when Redis dies the routes keep working, and the consumer resumes when i
   const app = await startTenancy(t);
   const owner = newAccount();
   await createDomain(app, owner, { name: 'acme' });
-  const lines: { msg?: string }[] = [];
-  const logger = createLogger('tenancy-test', { level: 'info', destination: { write: (line: string) => void lines.push(JSON.parse(line)) } });
+  const { logger, lines } = capturedLogger('tenancy-test');
   const consumer = new AccountDeletedConsumer({ redisUrl: redis.url, removeAccount: (id) => app.store.removeAccount(id), logger, retryDelayMs: 50 });
   t.teardown(() => consumer.stop());
   await consumer.start();

@@ -9,7 +9,7 @@ import { io as connect, type Socket as ClientSocket } from 'socket.io-client';
 import { request } from 'undici';
 import { encodeClaims, type MembershipClaim } from '../../../../shared/claims.js';
 import { relayDirectory } from '../../../../cloud/relay/directory.js';
-import { createLogger, silentLogger, type Logger } from '../../../../shared/logger.js';
+import { silentLogger, type Logger } from '../../../../shared/logger.js';
 import { createRegistry } from '../../../../shared/prom.js';
 import type { Clock } from '../../../../shared/ttl-cache.js';
 import { createRelay, type Relay } from '../../../../cloud/relay/app.js';
@@ -17,6 +17,7 @@ import { RedisSubscriber } from '../../../../cloud/relay/redis-subscriber.js';
 import { telemetryPattern, type BrokerChannels } from '../../../../cloud/relay/routing.js';
 import type { Random } from '../../../../cloud/relay/lifetime.js';
 import type { FakeDirectory } from '../../../support/fake-directory.js';
+import { capturedLogger as capturedServiceLogger, type LogLine } from '../../../support/captured-logger.js';
 
 export { uniqueName, type Teardown };
 
@@ -87,10 +88,8 @@ export async function startRelay(t: Teardown, options: RelayHarnessOptions): Pro
 }
 
 /** A real (redacting) relay logger whose JSON lines are kept, so tests can read what reached the log. */
-export function capturedLogger(level = 'info'): { logger: Logger; lines: Array<Record<string, unknown>> } {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger('relay', { level, destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) } });
-  return { logger, lines };
+export function capturedLogger(level = 'info'): { logger: Logger; lines: LogLine[] } {
+  return capturedServiceLogger('relay', level);
 }
 
 /** A publisher on Redis, quit at teardown. */
