@@ -2,7 +2,8 @@
  * The agent port: ask one question with its history, get the answer token by token.
  *
  * `ask` settles once the agent has answered with an SSE stream, or rejects with
- * {@link AgentUnavailableError} before any event (so the caller can still answer 502). Reading the
+ * {@link AgentUnavailableError} before any event (so the caller can still answer 502), or with
+ * {@link AgentStoppedError} when the client was stopped first. Reading the
  * answer then resolves with its final event, or rejects with {@link AgentReportedError} (the agent's
  * own error event) or {@link AgentStreamError} (the stream broke).
  */
@@ -53,6 +54,17 @@ export class AgentUnavailableError extends Error {
     super(message);
     this.name = 'AgentUnavailableError';
     this.reason = reason;
+  }
+}
+
+/**
+ * The client was stopped (the service is stopping) before the agent answered. The agent did nothing
+ * wrong: the caller is told the service is stopping, and no agent error is counted.
+ */
+export class AgentStoppedError extends Error {
+  constructor() {
+    super('the agent client was stopped before the agent answered');
+    this.name = 'AgentStoppedError';
   }
 }
 

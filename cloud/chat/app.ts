@@ -11,10 +11,10 @@ import { HttpError, errorHandler, jsonBody, notFoundHandler, sendError } from '.
 import { healthHandler, requireClaims } from '../../shared/http.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
 import type { AgentPort } from './agent.js';
-import { STOPPING, conversationsRouter } from './conversations.js';
+import { conversationsRouter } from './conversations.js';
 import { InFlight } from './in-flight.js';
 import type { ChatMetrics } from './metrics.js';
-import { CONVERSATION_NOT_FOUND, sendMessageHandler, sendMessageRoute } from './send-message.js';
+import { CONVERSATION_NOT_FOUND, STOPPING, sendMessageHandler, sendMessageRoute } from './send-message.js';
 import { plainSendHandler, plainSendIdOf } from './send-path.js';
 import { DEFAULT_HEARTBEAT_MS } from './sse.js';
 import type { ConversationStore } from './store.js';

@@ -7,18 +7,26 @@ import { HttpError } from '../../shared/errors.js';
 import { callerOf } from '../../shared/http.js';
 import { LockAbandonedError, LockTimeoutError } from './conversation-lock.js';
 import { DEFAULT_TITLE } from './conversation.js';
-import { CONVERSATION_NOT_FOUND } from './send-message.js';
+import { CONVERSATION_NOT_FOUND, STOPPING } from './send-message.js';
 import { InvalidCursorError, type ConversationStore } from './store.js';
 import { conversationIdOf, conversationWire, createBodyOf, listQueryOf, renameBodyOf, summaryWire } from './wire.js';
 
 /** Largest page a client may ask for with `?limit=`; without it, the list is whole. */
 export const LIST_MAX_LIMIT = 500;
 
-/** The answer to a request the stopping service will not serve. */
-export const STOPPING = 'the service is stopping; send the request again';
-
 /** Header carrying the cursor of the next list page, when a page was asked for and more remain. */
 export const NEXT_CURSOR_HEADER = 'x-next-cursor';
+
+/**
+ * The Location of a conversation `req` created: a reference relative to the URL the client posted to,
+ * so it resolves under whatever prefix the client used. An ingress that strips `/chat` leaves the
+ * service seeing `/conversations`, so a path built from what the service sees would lead outside the
+ * prefix. With a trailing slash (`/conversations/`) the id alone is relative to the collection.
+ */
+function locationOf(req: Request, id: string): string {
+  const path = req.originalUrl.split('?', 1)[0] ?? '';
+  return path.endsWith('/') ? id : `conversations/${id}`;
+}
 
 /** Whether a request carries body bytes: a length above 0, or chunks. */
 const carriesBody = (req: Request): boolean => req.get('transfer-encoding') !== undefined || Number(req.get('content-length') ?? 0) > 0;
@@ -37,7 +45,7 @@ export function conversationsRouter(store: ConversationStore, now: () => Date): 
     if (req.body === undefined && carriesBody(req)) throw new HttpError(400, 'body: expected JSON with content-type application/json');
     const { title } = createBodyOf(req.body);
     const conversation = await store.create(callerOf(res).sub, title ?? DEFAULT_TITLE, now());
-    res.status(201).location(`${req.baseUrl}/${conversation.id}`).json(conversationWire(conversation));
+    res.status(201).location(locationOf(req, conversation.id)).json(conversationWire(conversation));
   });
 
   router.get('/', async (req, res) => {

@@ -10,7 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { CLAIMS_HEADER } from '../../shared/claims.js';
 import { AnswerReader, streamFailureOf } from './agent-events.js';
-import { AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type AgentQuestion } from './agent.js';
+import { AgentStoppedError, AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type AgentQuestion } from './agent.js';
 import { AgentWire, AgentWireError, type ExchangeHandler } from './agent-wire.js';
 
 export interface HttpAgentOptions {
@@ -44,6 +44,12 @@ function unavailable(err: unknown): AgentUnavailableError {
   return new AgentUnavailableError('unreachable', 'agent is unreachable');
 }
 
+/** Why an exchange failed before the response headers: this client stopping, or the agent unavailable. */
+function failureBeforeHeaders(err: unknown): AgentStoppedError | AgentUnavailableError {
+  if (err instanceof AgentWireError && err.code === 'stopped') return new AgentStoppedError();
+  return unavailable(err);
+}
+
 /** The value of one response header from the raw `[name, value, …]` list (names lowercased). */
 function headerOf(rawHeaders: readonly string[], name: string): string | undefined {
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
@@ -61,7 +67,8 @@ class AskCancelled extends Error {
 
 /**
  * One call to /ask as the wire client's exchange handler. `answered` settles at the response headers: with an
- * {@link AgentAnswer} for a 200 event stream, or an {@link AgentUnavailableError}. Chunks of the body
+ * {@link AgentAnswer} for a 200 event stream, or an {@link AgentUnavailableError} (an
+ * {@link AgentStoppedError} once the client is stopped). Chunks of the body
  * then go straight to the {@link AnswerReader}.
  */
 class AskHandler implements ExchangeHandler {
@@ -130,7 +137,7 @@ class AskHandler implements ExchangeHandler {
     this.finished = true;
     this.clearTimers();
     if (!this.headersSeen) {
-      this.rejectAnswered(unavailable(err));
+      this.rejectAnswered(failureBeforeHeaders(err));
       return;
     }
     this.reader.fail(streamFailureOf(err));

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { Claims } from '../../shared/claims.js';
 import { HttpError, describeError } from '../../shared/errors.js';
 import { callerOf, rawClaimsOf } from '../../shared/http.js';
-import { AgentReportedError, AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type FinalAnswer } from './agent.js';
+import { AgentReportedError, AgentStoppedError, AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type FinalAnswer } from './agent.js';
 import {
   MAX_MESSAGE_LENGTH,
   MAX_MESSAGES,
@@ -50,6 +50,9 @@ export interface SendMessageDeps {
 }
 
 export const CONVERSATION_NOT_FOUND = 'conversation not found';
+
+/** The answer to a request the stopping service will not serve. */
+export const STOPPING = 'the service is stopping; send the request again';
 
 /** A message id: a fresh ObjectId as 24 hex characters. */
 const newMessageId = () => new ObjectId().toHexString();
@@ -177,12 +180,14 @@ export function sendMessageHandler(deps: SendMessageDeps): SendMessage {
     let final: FinalAnswer;
     try {
       final = await answer.read((token, literal) => {
+        // An empty token is silence, like a keep-alive comment: relayed, an agent sending nothing but
+        // empty tokens would have the service queue a frame per token for a slow browser, without
+        // limit, since they add nothing to the answer's length cap.
+        if (token.length === 0) return;
         length += characterCount(token);
-        if (token.length > 0) {
-          // A pair split over two tokens is one character, but each token counted its half as one.
-          if (endsOnHighSurrogate && isLowSurrogate(token.charCodeAt(0))) length--;
-          endsOnHighSurrogate = isHighSurrogate(token.charCodeAt(token.length - 1));
-        }
+        // A pair split over two tokens is one character, but each token counted its half as one.
+        if (endsOnHighSurrogate && isLowSurrogate(token.charCodeAt(0))) length--;
+        endsOnHighSurrogate = isHighSurrogate(token.charCodeAt(token.length - 1));
         if (length > MAX_MESSAGE_LENGTH) {
           throw new StreamFailed('answer_invalid', `the answer is longer than ${MAX_MESSAGE_LENGTH} characters and cannot be stored`);
         }
@@ -228,6 +233,9 @@ export function sendMessageHandler(deps: SendMessageDeps): SendMessage {
         metrics.agentErrors.inc({ reason: err.reason });
         throw new HttpError(502, err.message);
       }
+      // The stopping service closed its agent client before the agent answered: nothing is wrong
+      // with the agent, so this is the stopping refusal a rename or a delete gets, not a 502.
+      if (err instanceof AgentStoppedError) throw new HttpError(503, STOPPING);
       throw err;
     }
 

@@ -1,9 +1,11 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
+import { createServer, request } from 'node:http';
 import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
 import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
 import { LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
+import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { freshChatDatabase } from './support/mongo.js';
-import { call, conversationsOf, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
+import { call, claimsOf, conversationsOf, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -16,15 +18,67 @@ t.test('create: default title, an optional title, camelCase fields and a Locatio
   t.match(created.id, /^[0-9a-f]{24}$/);
   t.match(created.createdAt, ISO);
   t.equal(created.updatedAt, created.createdAt);
-  t.equal(res.headers.get('location'), `/conversations/${created.id}`);
+  t.equal(res.headers.get('location'), `conversations/${created.id}`, 'relative, so it resolves under whatever prefix the request came by');
 
   const bodiless = await fetch(`${chat.url}/chat/conversations`, { method: 'POST', headers: { 'x-gateway-claims': (await import('./support/harness.js')).claimsOf('ana') } });
   t.equal(bodiless.status, 201, 'no body at all is a default conversation');
-  t.equal(bodiless.headers.get('location')?.startsWith('/chat/conversations/'), true);
+  t.match(bodiless.headers.get('location'), /^conversations\/[0-9a-f]{24}$/);
   t.equal(((await bodiless.json()) as ConversationWire).title, 'New chat');
 
   const named = await createConversation(chat.url, 'ana', '  Boiler room  ');
   t.equal(named.title, 'Boiler room', 'trimmed');
+});
+
+/**
+ * An ingress in front of the service that routes only `/chat` to it and strips the prefix, as some
+ * deployments do: the service then sees `/conversations` while the client posted to
+ * `/chat/conversations`. Any other path is not the chat service's (404 here).
+ */
+async function prefixStrippingIngress(t: Test, target: string): Promise<string> {
+  const server = createServer((req, res) => {
+    const path = /^\/chat(\/.*)$/.exec(req.url ?? '')?.[1];
+    if (path === undefined) {
+      res.writeHead(404).end();
+      return;
+    }
+    const upstream = request(`${target}${path}`, { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  const port = await listen(server, 0, '127.0.0.1');
+  t.teardown(() => closeServer(server));
+  return `http://127.0.0.1:${port}`;
+}
+
+t.test('the Location of a created conversation resolves, against the URL the client posted to, to that conversation: behind an ingress that strips /chat, one that keeps it, and with a trailing slash', async (t) => {
+  const chat = await startChat(t);
+  const stripping = await prefixStrippingIngress(t, chat.url);
+  const claims = claimsOf('ana');
+  const cases = [
+    { via: 'an ingress stripping /chat', base: stripping, path: '/chat/conversations' },
+    { via: 'an ingress stripping /chat', base: stripping, path: '/chat/conversations/' },
+    { via: 'the service itself', base: chat.url, path: '/chat/conversations' },
+    { via: 'the service itself', base: chat.url, path: '/conversations' },
+    { via: 'the service itself', base: chat.url, path: '/conversations/' },
+  ];
+  for (const { via, base, path } of cases) {
+    const name = `${path} through ${via}`;
+    const requestUrl = `${base}${path}`;
+    const created = await fetch(requestUrl, { method: 'POST', headers: { 'x-gateway-claims': claims } });
+    t.equal(created.status, 201, `${name}: created`);
+    const { id } = (await created.json()) as ConversationWire;
+    const location = created.headers.get('location');
+    if (location === null) throw new Error(`${name}: no Location`);
+    const target = new URL(location, requestUrl);
+    t.equal(target.href, `${base}${path.replace(/\/$/, '')}/${id}`, `${name}: the Location stays under the prefix the client used`);
+    const fetched = await fetch(target, { headers: { 'x-gateway-claims': claims } });
+    t.equal(fetched.status, 200, `${name}: the Location answers`);
+    const found = fetched.status === 200 ? ((await fetched.json()) as ConversationWire) : undefined;
+    t.equal(found?.id, id, `${name}: it is the created conversation`);
+  }
 });
 
 t.test('create with a body that is not JSON (fetch sends a string as text/plain) is 400, not a conversation without its title', async (t) => {

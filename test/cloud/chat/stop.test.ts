@@ -88,3 +88,21 @@ t.test('after SIGTERM a new request on a kept-alive connection is refused with 5
   const stored = await conversationsOf(db).findOne({});
   t.same((stored?.messages as Array<{ content: string }>).map((m) => m.content).sort(), ['first answer', 'one', 'second answer', 'two']);
 });
+
+t.test('SIGTERM while a send waits for the agent to answer: at the drain limit the browser is told the service is stopping, not 502, exit 0', async (t) => {
+  const agent = await startFakeAgent(t);
+  const { uri, db } = await freshChatDatabase(t);
+  const { child, base, id } = await chatWithConversation(t, uri, agent.url);
+  agent.expect({ neverAnswer: true });
+  const sending = openSend(base, 'ana', id, { content: 'anyone there?' });
+  for (let i = 0; i < 500 && agent.calls.length < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  child.kill('SIGTERM');
+  const answer = await sending;
+  if (answer instanceof OpenStream) throw new Error('expected a JSON answer, got a stream');
+  t.same([answer.status, answer.body], [503, { type: 'Service Unavailable', message: 'the service is stopping; send the request again' }]);
+  const [code] = await exited;
+  t.equal(code, 0);
+  const stored = await conversationsOf(db).findOne({});
+  t.same(stored?.messages, [], 'nothing of the exchange is stored');
+});

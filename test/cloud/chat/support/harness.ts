@@ -25,6 +25,8 @@ type Teardown = { teardown(fn: () => unknown): void };
 export interface ChatUnderTest {
   url: string;
   agent: FakeAgent;
+  /** The service's client of the fake agent, for a test that stops it as a stopping service does. */
+  agentClient: HttpAgent;
   db: Db;
   store: MongoConversationStore;
   registry: Registry;
@@ -88,7 +90,7 @@ export async function startChat(t: Teardown, options: StartOptions = {}): Promis
   const port = await listen(server, 0, '127.0.0.1');
   cleanups.push(() => closeServer(server));
   cleanups.push(() => chat.inFlight.drain(5_000));
-  return { url: `http://127.0.0.1:${port}`, agent, db, store, registry, chat };
+  return { url: `http://127.0.0.1:${port}`, agent, agentClient: httpAgent, db, store, registry, chat };
 }
 
 export interface JsonResponse {
