@@ -12,7 +12,9 @@
  * then runs in the background. Waiting would add no guarantee, since a failed push is never retried
  * and a redelivered record is a duplicate of its alertId. The background is bounded (a new fan-out
  * waits for room) and `drain()` waits for all of it at shutdown, and for the fan-outs the /trigger route
- * waits for itself.
+ * waits for itself. Those count against the same bound, one event each as a breach event does, and wait
+ * for room before their pushes start: concurrent /trigger calls cannot queue pushes without bound, and
+ * a breach slice waits behind them as behind its own.
  */
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
@@ -43,8 +45,9 @@ export interface DeliveryDeps {
   logger: Logger;
   /**
    * Events whose push fan-out runs in the background, at most; past it a new fan-out waits for room.
-   * Default 10,000: about two full slices of the breach path (each event holds its few notifications),
-   * so a slice is not held up while the previous one waits for its recipient lists.
+   * A /trigger's fan-out (waited for by its caller) counts as one event too. Default 10,000: about two
+   * full slices of the breach path (each event holds its few notifications), so a slice is not held up
+   * while the previous one waits for its recipient lists.
    */
   maxBackground?: number;
 }
@@ -108,6 +111,7 @@ export class Delivery {
   private readonly published: Record<Notification['kind'], { inc(by?: number): void }>;
   private readonly background = new Set<Promise<void>>();
   private backgroundWeight = 0;
+  private waiting = 0;
 
   constructor(private readonly deps: DeliveryDeps) {
     const counter = deps.metrics.inAppPublished;
@@ -151,15 +155,14 @@ export class Delivery {
     );
     const inApp = await this.publish([...byDomain.values()]);
     const report: DeliveryReport = { inApp, push: 0, pushFailed: 0, pushRemoved: 0 };
-    const pushes = this.pushAll(byDomain, recipients, report, options.topicOf);
+    const pushAll = () => this.pushAll(byDomain, recipients, report, options.topicOf);
     if (options.waitForPushes) {
-      // Tracked, without taking room from the background, so that a stop drains these pushes too
-      // rather than closing the sender under them; the caller waits for them anyway.
-      this.track(pushes.catch(() => undefined), 0);
-      await pushes;
+      // The in-app notification is out at once; the pushes wait for room like a breach event's, and are
+      // tracked so that a stop drains them too rather than closing the sender under them.
+      await this.whenRoom(1, pushAll);
       return report;
     }
-    await this.inBackground(pushes, 1);
+    await this.inBackground(pushAll(), 1);
     return report;
   }
 
@@ -215,6 +218,34 @@ export class Delivery {
     while (this.backgroundWeight > (this.deps.maxBackground ?? 10_000) && this.background.size > 1) await Promise.race(this.background);
   }
 
+  /**
+   * Starts `work` once there is room for `weight` more in the background (or nothing else runs), counts
+   * it there until it settles, and resolves when it has.
+   */
+  private async whenRoom(weight: number, work: () => Promise<void>): Promise<void> {
+    if (this.isFull(weight)) {
+      this.waiting += 1;
+      try {
+        while (this.isFull(weight)) await Promise.race(this.background);
+      } finally {
+        this.waiting -= 1;
+      }
+    }
+    // Started and tracked in the same turn as the check, so no other waiter takes the same room.
+    const running = work();
+    this.track(running.catch(() => undefined), weight);
+    await running;
+  }
+
+  private isFull(weight: number): boolean {
+    return this.backgroundWeight + weight > (this.deps.maxBackground ?? 10_000) && this.background.size > 0;
+  }
+
+  /** Fan-outs waited for by their caller (the /trigger route's) still waiting for room to start; for tests. */
+  get waitingForRoom(): number {
+    return this.waiting;
+  }
+
   /** Counts `work` as running until it settles, for {@link drain}; `weight` counts against the bound. */
   private track(work: Promise<void>, weight: number): void {
     this.background.add(work);
@@ -227,11 +258,12 @@ export class Delivery {
 
   /**
    * Waits for every push fan-out, in the background or waited for by a caller (the /trigger route), or
-   * at most `timeoutMs`. True when nothing is left running.
+   * at most `timeoutMs`. True when nothing is left running. A fan-out still waiting for room is waited
+   * for too: it starts as the others finish.
    */
   async drain(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     const deadline = performance.now() + timeoutMs;
-    while (this.background.size > 0) {
+    while (this.background.size > 0 || this.waiting > 0) {
       const left = deadline - performance.now();
       if (left <= 0) return false;
       let timer: NodeJS.Timeout | undefined;

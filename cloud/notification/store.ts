@@ -78,6 +78,13 @@ interface MigrationDoc extends LockDoc {
  */
 export type DeviceSave = 'saved' | 'held_by_another_account';
 
+/**
+ * Devices kept per account: a person's browsers and phones fit easily. Past it, subscribing a new
+ * device deletes the account's least recently subscribed one, so subscribing always succeeds while one
+ * account cannot make a fan-out (and the shared push pool) as long as it likes.
+ */
+export const MAX_DEVICES_PER_ACCOUNT = 50;
+
 /** How a claim on the migration lock went. */
 export type LockClaim = 'claimed' | 'held';
 
@@ -86,7 +93,9 @@ export interface NotificationStore {
   /**
    * Stores a device for an account. An endpoint already stored for another account is rebound only
    * when the same p256dh and auth keys are presented: only the browser holding the subscription has
-   * them. The same account may always replace its keys (key rotation).
+   * them. The same account may always replace its keys (key rotation). Saving refreshes the device's
+   * `updatedAt`; the account then keeps its {@link MAX_DEVICES_PER_ACCOUNT} most recently saved
+   * devices, this one always among them, and the older ones are deleted.
    */
   saveDevice(accountName: string, subscription: DeviceSubscription): Promise<DeviceSave>;
   /**
@@ -171,6 +180,7 @@ export class MongoNotificationStore implements NotificationStore {
   private readonly clock: Clock;
   private readonly cacheMs: number;
   private readonly writeQueues = new Map<string, Promise<unknown>>();
+  /** Recipient lists by domain and metric, oldest first: an entry is only ever added at the end. */
   private readonly recipientCache = new Map<string, { at: number; value: Promise<Recipient[]> }>();
 
   constructor(db: Db, options: MongoStoreOptions = {}) {
@@ -239,8 +249,29 @@ export class MongoNotificationStore implements NotificationStore {
       const retried = await this.devices.updateOne(writable, { $set: update.$set });
       if (retried.matchedCount === 0) return 'held_by_another_account';
     }
-    this.changed();
+    try {
+      await this.dropDevicesOverLimit(accountName, endpoint);
+    } finally {
+      this.changed();
+    }
     return 'saved';
+  }
+
+  /**
+   * Deletes the account's devices past its newest {@link MAX_DEVICES_PER_ACCOUNT}, by `updatedAt` (then `_id`), keeping
+   * `saved` (the device just saved) whatever its timestamp. Runs after every save rather than as a check
+   * before it, which FerretDB could not make atomic: of concurrent saves, the one whose read comes last
+   * sees them all, so the account is back within the limit once they are done.
+   */
+  private async dropDevicesOverLimit(accountName: string, saved: string): Promise<void> {
+    const over = await this.devices
+      .find({ accountName, endpoint: { $ne: saved } }, { projection: { _id: 1 } })
+      .sort({ updatedAt: -1, _id: -1 })
+      .skip(MAX_DEVICES_PER_ACCOUNT - 1)
+      .toArray();
+    for (let at = 0; at < over.length; at += IN_CHUNK) {
+      await this.devices.deleteMany({ _id: { $in: over.slice(at, at + IN_CHUNK).map((d) => d._id) } });
+    }
   }
 
   async removeDevice(endpoint: string, keys: { p256dh: string; auth: string }): Promise<boolean> {
@@ -347,14 +378,31 @@ export class MongoNotificationStore implements NotificationStore {
     if (this.cacheMs <= 0) return this.queryRecipients(domainName, metric);
     const key = `${domainName}\u0000${metric ?? ''}`;
     const now = this.clock();
+    this.dropExpiredRecipients(now);
     const hit = this.recipientCache.get(key);
-    if (hit && now - hit.at < this.cacheMs) return hit.value;
+    if (hit) return hit.value;
     const value = this.queryRecipients(domainName, metric);
     this.recipientCache.set(key, { at: now, value });
     value.catch(() => {
       if (this.recipientCache.get(key)?.value === value) this.recipientCache.delete(key);
     });
     return value;
+  }
+
+  /**
+   * Forgets the recipient lists that have expired, oldest first, up to the first one still fresh: a list
+   * asked for once is not kept, with its whole recipient array, for the life of the process.
+   */
+  private dropExpiredRecipients(now: number): void {
+    for (const [key, entry] of this.recipientCache) {
+      if (now - entry.at < this.cacheMs) return;
+      this.recipientCache.delete(key);
+    }
+  }
+
+  /** How many recipient lists are held (expired ones are dropped on the next lookup); for tests. */
+  get cachedRecipientLists(): number {
+    return this.recipientCache.size;
   }
 
   private async queryRecipients(domainName: string, metric: string | undefined): Promise<Recipient[]> {

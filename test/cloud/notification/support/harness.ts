@@ -65,6 +65,8 @@ export interface HarnessOptions {
   allowPrivateDestinations?: boolean;
   /** WEB_PUSH_ALLOW_HTTP. Default true: the push services of the tests listen on plain http. */
   allowHttp?: boolean;
+  /** The delivery's bound on push fan-outs in the background (`DeliveryDeps.maxBackground`). */
+  maxBackground?: number;
 }
 
 export async function startHarness(t: Teardown, options: HarnessOptions): Promise<Harness> {
@@ -82,7 +84,15 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const allowHttp = options.allowHttp ?? true;
   const push = new WebPushSender({ vapid, timeoutMs: 2000, allowHttp, allowPrivateDestinations });
   t.teardown(() => push.close());
-  const delivery = new Delivery({ publisher: new RedisPublisher(options.publishWith ?? redis, { channel, keyPrefix }), store, push, pushPool: new Semaphore(8), metrics, logger });
+  const delivery = new Delivery({
+    publisher: new RedisPublisher(options.publishWith ?? redis, { channel, keyPrefix }),
+    store,
+    push,
+    pushPool: new Semaphore(8),
+    metrics,
+    logger,
+    maxBackground: options.maxBackground,
+  });
   t.teardown(() => delivery.drain());
   const realCooldown = new RedisCooldown(redis, { keyPrefix });
   const breach = new BreachHandler({
