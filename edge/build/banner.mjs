@@ -27,6 +27,12 @@
  * and removed; should it not move, the process uses its own copy unpublished, and a later start removes
  * that copy once the process has ended.
  *
+ * A cache directory that cannot be made, or that is not this user's alone, is refused with an error of
+ * the code `LINTEL_ADDON_DIR_REFUSED`, as the SQLite addon's refusal of the same directory
+ * (edge/src/storage/native-addon.ts): the command line answers it with one line and exit 2, which the
+ * unit does not restart, rather than a stack trace. The first module that asks for a data file's place
+ * meets it, which may be while modules load: cli.ts loads the rest inside its error handling for that.
+ *
  * Kept apart from build.mjs (which builds on import) so that tests can run it.
  */
 export const BANNER = `var __lintelFileUrl = (() => {
@@ -149,15 +155,23 @@ export const BANNER = `var __lintelFileUrl = (() => {
     if (attempt(() => fs.symlinkSync(path.basename(own), next)) && !attempt(() => fs.renameSync(next, link))) attempt(() => fs.unlinkSync(next));
     return own;
   }
+  function refused(message) {
+    const hint = "; unpack it elsewhere: set CACHE_DIRECTORY=/var/cache/lintel-edge (as the unit does; a directory this user owns, mode 700)";
+    return Object.assign(new Error(message + hint), { name: "CacheDirectoryError", code: "LINTEL_ADDON_DIR_REFUSED" });
+  }
   function extract(sea) {
     const fs = require("node:fs");
     const os = require("node:os");
     const manifest = JSON.parse(sea.getAsset("lintel-manifest.json", "utf8"));
     const base = (process.env.CACHE_DIRECTORY || "").split(":")[0] || path.join(os.tmpdir(), "lintel-edge-" + (process.getuid ? process.getuid() : "user"));
-    fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+    try {
+      fs.mkdirSync(base, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw refused("cannot create " + base + " to unpack the executable's data into (" + (err.code || err.message) + ")");
+    }
     const st = fs.lstatSync(base);
     if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
-      throw new Error("refusing to unpack data into " + base + ": it must be a directory owned by this user and writable by no one else");
+      throw refused("refusing to unpack data into " + base + ": it must be a directory owned by this user and writable by no one else");
     }
     removeLeftovers(fs, base);
     const link = path.join(base, "data-" + manifest.digest.slice(0, 16));

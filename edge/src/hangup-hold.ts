@@ -4,7 +4,8 @@
  * loading (the bundle, its data files, the config and its secrets), before `run` listens. systemd counts
  * an end by SIGHUP as a clean exit, so `Restart=on-failure` would leave the collector down. `run` takes the
  * hold over ({@link endHangupHold}) and serves a SIGHUP held meanwhile as a reload. Other commands keep the
- * default: a terminal hangup still ends `simulate`.
+ * default until they say otherwise: `simulate` takes a terminal hangup, once it runs, as it takes Ctrl-C
+ * (it stops and removes its temporary state).
  *
  * Imported first by cli.ts: ES modules are evaluated in import order, so this runs before the rest.
  */

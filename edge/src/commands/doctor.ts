@@ -1,7 +1,8 @@
 /**
  * `lintel-edge doctor --config <yaml>`: what an installer checks before leaving the building. For each AP:
  * reachable, authenticated, walkable, and its station count; for the ingest: reachable, and a signed probe
- * batch (no readings) accepted; the clock; the state directory and the ledger. Exits 1 on any failure.
+ * batch taken past the signature and the key's buildings (one reading too old to store: see
+ * ingest-probe.ts); the clock; the state directory and the ledger. Exits 1 on any failure.
  * Run it as the state directory's owner (the service user): in another user's state directory, root's
  * say, it reads and writes nothing, and says whom to run as; run as root where the state directory does
  * not exist yet, it creates nothing, and names the install step that makes it the service user's.
@@ -12,11 +13,11 @@ import { createPoller } from '../poll/index.js';
 import type { AccessPoint, ApPollResult, Poller } from '../poll/types.js';
 import { redactIdentifiers } from '../report/identifiers.js';
 import { openLedger } from '../report/ledger.js';
-import { createBatchPoster, type PostOutcome } from '../report/poster.js';
 import type { EdgeConfig } from '../config/load.js';
 import { createLocalDevices, unknownDrivers } from '../actions/index.js';
 import { loadShippedBindings } from './action.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
+import { deliveryOf, probeBody, probeVerdict, sendProbe, type ProbeAnswer } from './ingest-probe.js';
 import { statePaths } from './gateway.js';
 import { currentUid, describeUser, userNameOf } from '../storage/ownership.js';
 
@@ -231,16 +232,15 @@ async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Chec
 }
 
 /**
- * Posts a signed probe batch with no readings, which stores nothing. The ingest verifies the signature
- * over the exact bytes before it reads the body: 403 means the key or key id is wrong. Past the
- * signature, the telemetry service refuses an empty batch with 400 (the probe's only fault), and
- * another ingest may accept it with 200; either proves URL, key and key id.
+ * Posts the signed probe (see ingest-probe.ts): one reading for the config's building that the ingest
+ * refuses as too old once the signature and the key's buildings passed, and stores nothing. So the line
+ * passes only where the collector's batches would be taken: URL, key, key id, and building.
  */
 async function checkIngest(config: EdgeConfig, now: number, check: Check): Promise<string | undefined> {
   const ingest = config.ingest!;
-  const body = JSON.stringify({ batchId: `doctor-${new Date(now).toISOString()}`, readings: [] });
+  const body = probeBody(config, now);
   const paths = statePaths(config.stateDir);
-  let recorded: { seq: number; close(outcome: PostOutcome | undefined): void };
+  let recorded: { seq: number; close(answer: ProbeAnswer | undefined): void };
   // The probe leaves the gateway, so it is recorded in the ledger first, like any batch: on a gateway
   // that never ran, the ledger (and the state directory, but never as root: see checkState) are created
   // here, as the collector would.
@@ -251,9 +251,9 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
       const entry = ledger.append(body, now);
       recorded = {
         seq: entry.seq,
-        close(outcome) {
+        close(answer) {
           try {
-            if (outcome) ledger.setDelivery(entry.seq, outcome.outcome);
+            if (answer) ledger.setDelivery(entry.seq, deliveryOf(answer));
           } finally {
             ledger.close();
           }
@@ -267,37 +267,17 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
     check.line(FAIL, `ingest    cannot record the probe in the ledger ${paths.ledger} (${(err as Error).message}); not sent`);
     return undefined;
   }
-  const poster = createBatchPoster({ ...ingest, withServerDate: true });
-  let outcome: PostOutcome | undefined;
+  let answer: ProbeAnswer | undefined;
   try {
-    outcome = await poster.post(body);
+    answer = await sendProbe(ingest, body);
   } finally {
-    await poster.close();
     try {
-      recorded.close(outcome);
+      recorded.close(answer);
     } catch {
       // the delivery note is informational
     }
   }
-  const head = `ingest    ${ingest.url}${ingest.keyId ? ` (key id ${ingest.keyId})` : ''}`;
-  if (outcome.outcome === 'accepted') {
-    check.line(OK, `${head}: reachable ✓  signature accepted ✓ (${outcome.status})`);
-    return outcome.serverDate;
-  }
-  if (outcome.outcome === 'rejected' && outcome.status === 400) {
-    check.line(OK, `${head}: reachable ✓  signature accepted ✓ (400: the empty probe refused after the signature check, nothing stored)`);
-    return outcome.serverDate;
-  }
-  if (outcome.outcome === 'unreachable') {
-    check.line(FAIL, `${head}: reachable ✗ (${outcome.reason})`);
-    return undefined;
-  }
-  const why =
-    outcome.status === 403
-      ? 'signature refused ✗ (check ingest.secretFile and ingest.keyId)'
-      : outcome.status === 404
-        ? 'no ingest at this URL ✗ (404)'
-        : `refused ✗ (${outcome.status} ${redactIdentifiers(outcome.reason)})`;
-  check.line(FAIL, `${head}: reachable ✓  ${why}`);
-  return outcome.serverDate;
+  const verdict = probeVerdict(answer, config.buildingId, ingest.keyId);
+  check.line(verdict.ok ? OK : FAIL, `ingest    ${ingest.url}${ingest.keyId ? ` (key id ${ingest.keyId})` : ''}: ${verdict.text}`);
+  return answer.reached ? answer.serverDate : undefined;
 }

@@ -23,7 +23,7 @@ export function statePaths(stateDir: string) {
 }
 
 /** Where batches go: the poster's settings as the config gives them. */
-type IngestSettings = Omit<PosterOptions, 'withServerDate'>;
+type IngestSettings = Omit<PosterOptions, 'withAnswer'>;
 
 export interface GatewayOptions {
   config: DaemonConfig;

@@ -11,19 +11,60 @@
  * With `fromSeq`, each looks only at the entries from that seq on; verify then anchors the chain on the
  * stored hash of the entry before it, and says so.
  * The file may be in use by the collector: reads wait for its locks (see storage/sqlite.ts), and one that
- * still fails ends the command with a message (exit 2), not a stack trace.
+ * still fails ends the command with a message (exit 2), not a stack trace. So does a ledger this user
+ * cannot reach (the service user's state directory, mode 700): the message names the directory's owner
+ * to run as, not a missing ledger.
  */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { auditBody } from '../report/audit.js';
 import { INTERRUPTED, openLedger, type Ledger } from '../report/ledger.js';
+import { describeOwnership, userNameOf } from '../storage/ownership.js';
 import { StorageError } from '../storage/sqlite.js';
 import type { CommandIo } from './common.js';
 
 export type LedgerAction = 'verify' | 'audit' | 'export';
 
-function open(path: string, io: CommandIo): Ledger | undefined {
-  if (!existsSync(path)) {
-    io.err(`lintel-edge: no ledger at ${path}\n`);
+/**
+ * Why the ledger at `path` cannot even be looked at, or undefined when it is there. A directory on the
+ * way that refuses this user (the service user's state directory, mode 700, to an operator's shell) is
+ * no missing ledger: it names the directory's owner, whom to run as.
+ */
+function unreachableLedger(path: string, action: LedgerAction): string | undefined {
+  try {
+    statSync(path);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return `no ledger at ${path}`;
+    if (code !== 'EACCES' && code !== 'EPERM') return `cannot look for the ledger at ${path} (${code ?? (err as Error).message})`;
+    const refusing = deepestVisible(dirname(path));
+    const owner = ownerOf(refusing);
+    const name = owner === undefined ? undefined : userNameOf(owner);
+    const runAs = name ? `run as its owner: runuser -u ${name} -- lintel-edge ledger ${action} --ledger ${path}` : 'run as its owner';
+    return `cannot read the ledger ${path}: permission denied (${code}): ${refusing} is ${describeOwnership(refusing)}; ${runAs}`;
+  }
+}
+
+/** The deepest of `dir` and its ancestors this user can stat: the one whose mode refuses going further. */
+function deepestVisible(dir: string): string {
+  let at = dir;
+  while (ownerOf(at) === undefined && dirname(at) !== at) at = dirname(at);
+  return at;
+}
+
+function ownerOf(path: string): number | undefined {
+  try {
+    return statSync(path).uid;
+  } catch {
+    return undefined;
+  }
+}
+
+function open(path: string, action: LedgerAction, io: CommandIo): Ledger | undefined {
+  const unreachable = unreachableLedger(path, action);
+  if (unreachable) {
+    io.err(`lintel-edge: ${unreachable}\n`);
     return undefined;
   }
   try {
@@ -43,7 +84,7 @@ function open(path: string, io: CommandIo): Ledger | undefined {
 
 /** Runs one ledger action over the file at `path`; resolves with the exit code. */
 export function ledgerCommand(action: LedgerAction, path: string, io: CommandIo, options: { fromSeq?: number } = {}): number {
-  const ledger = open(path, io);
+  const ledger = open(path, action, io);
   if (!ledger) return 2;
   try {
     if (action === 'verify') return verify(ledger, path, io, options.fromSeq);

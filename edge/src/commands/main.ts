@@ -2,11 +2,12 @@
  * lintel-edge's command line: parsing and dispatch. Each command module is the composition root of what
  * it runs. The entry point is cli.ts.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
 import { KEY_ID } from '../../../shared/hmac.js';
+import { isCacheDirectoryRefusal } from './cache-directory.js';
 import { openProcessIo, defaultStateDir, type CommandIo } from './common.js';
 import { VERSION } from '../version.js';
 import { stateDirOf } from '../config/index.js';
@@ -21,7 +22,8 @@ Usage:
       changes nothing; stateDir and metrics.listen need a restart.
   lintel-edge simulate [options]
       A simulated building (real SNMP agents and SSH servers on loopback) with a live table of zone counts
-      against the ground truth. Options:
+      against the ground truth. Ctrl-C (or a hangup) ends it after the tick in flight; a second one ends
+      it at once. Either way a temporary state directory is removed. Options:
         --aps <n>                 access points (default 6)
         --devices <n>             devices walking around (default 40)
         --zones <n>               zones (default 3)
@@ -53,7 +55,7 @@ Usage:
   lintel-edge version [--verbose]
       --verbose adds the runtime: single executable or not, NODE_OPTIONS, the V8 heap limit, RSS.
 
-Exit codes: 0 success, 1 a check failed, 2 bad usage or configuration.
+Exit codes: 0 success, 1 a check failed, 2 bad usage or configuration (a refused cache directory too).
 `;
 
 class UsageError extends Error {}
@@ -287,21 +289,45 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
   }
   const { simulate } = await import('./simulate.js');
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  let temporaryStateDir: string | undefined;
+  let signalled = false;
+  // Ctrl-C, SIGTERM or a terminal hangup ends the run after the tick in flight, which removes the
+  // temporary state. A second one does not wait: the state (the device key, the ledger, the building's
+  // SSH private key and SNMP secrets) is removed now, and the process ends. The handlers stay for the
+  // whole run: without one, a second signal would take Node's default and end it with the state left.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!signalled) {
+      signalled = true;
+      io.err(`lintel-edge: ${signal}: stopping after the tick in flight (${signal === 'SIGINT' ? 'Ctrl-C' : 'a signal'} again to stop at once)\n`);
+      stop.abort();
+      return;
+    }
+    if (temporaryStateDir !== undefined) rmSync(temporaryStateDir, { recursive: true, force: true });
+    io.err(`lintel-edge: ${signal} while stopping: stopped at once${temporaryStateDir !== undefined ? '; the temporary state was removed' : ''}\n`);
+    // 130, as a shell reports a command Ctrl-C ended, whichever signal came second.
+    process.exit(130);
+  };
+  const onGone = () => stop.abort();
+  for (const signal of SIMULATE_STOP_SIGNALS) process.on(signal, onSignal);
   // Nobody left to read the table (`simulate | head`): the run ends as on Ctrl-C, and cleans up.
-  io.gone?.addEventListener('abort', onSignal, { once: true });
+  io.gone?.addEventListener('abort', onGone, { once: true });
   if (io.gone?.aborted) stop.abort();
   try {
-    const { exitCode } = await simulate(options, io, { signal: stop.signal });
+    const { exitCode } = await simulate(options, io, {
+      signal: stop.signal,
+      onTemporaryStateDir: (dir) => {
+        temporaryStateDir = dir;
+      },
+    });
     return exitCode;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    io.gone?.removeEventListener('abort', onSignal);
+    for (const signal of SIMULATE_STOP_SIGNALS) process.off(signal, onSignal);
+    io.gone?.removeEventListener('abort', onGone);
   }
 }
+
+/** What ends a simulation: Ctrl-C, a stop, and the hangup of its terminal. */
+const SIMULATE_STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 function defined<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
@@ -317,7 +343,8 @@ export async function main(argv: string[], io: CommandIo = openProcessIo()): Pro
       return 2;
     }
     io.err(`lintel-edge: ${(err as Error).message}\n`);
-    return 1;
+    // A cache directory the executable refuses stays so until someone fixes it: not a failed check.
+    return isCacheDirectoryRefusal(err) ? 2 : 1;
   }
 }
 

@@ -20,6 +20,7 @@ import { VERSION } from '../version.js';
 import type { EdgeConfig } from '../config/load.js';
 import type { DialectCatalog } from '../poll/index.js';
 import { openGateway } from './gateway.js';
+import { isCacheDirectoryRefusal } from './cache-directory.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { createReloader, type Reloader } from './reload.js';
 import { endHangupHold } from '../hangup-hold.js';
@@ -122,7 +123,8 @@ export function startFailureExitCode(err: unknown): 1 | 2 {
     if (sqlite === 'SQLITE_CANTOPEN' && /: (permission denied|cannot create it|cannot create its -wal or -shm): /.test((err as Error).message)) return 2;
     return 1;
   }
-  if (err instanceof NativeAddonError) return err.code === 'LINTEL_ADDON_DIR_REFUSED' ? 2 : 1;
+  if (isCacheDirectoryRefusal(err)) return 2;
+  if (err instanceof NativeAddonError) return 1;
   const errno = errnoOf(err);
   if (errno !== undefined) return LASTING_ERRNOS.has(errno) ? 2 : 1;
   // A device key error with no errno is a key file of the wrong length.

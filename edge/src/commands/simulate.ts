@@ -61,6 +61,11 @@ export interface SimulateDeps {
   wrapPoller?: (poller: Poller) => Poller;
   /** Ends the run after the tick in flight. */
   signal?: AbortSignal;
+  /**
+   * Told the temporary state directory as soon as it is made: what the caller must remove itself, should
+   * it have to end the process before the run ends (a second Ctrl-C).
+   */
+  onTemporaryStateDir?: (dir: string) => void;
 }
 
 export interface SimulationSummary {
@@ -112,6 +117,7 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
   if (options.stateDir !== undefined) return simulateIn(options.stateDir, false, options, io, deps);
   const stateDir = mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
   try {
+    deps.onTemporaryStateDir?.(stateDir);
     return await simulateIn(stateDir, true, options, io, deps);
   } finally {
     rmSync(stateDir, { recursive: true, force: true });

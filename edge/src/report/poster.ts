@@ -13,8 +13,8 @@ import { KEY_ID_HEADER, SIGNATURE_HEADER, sign } from '../../../shared/hmac.js';
 import { printableLine } from '../ui/printable.js';
 
 export type PostOutcome =
-  | { outcome: 'accepted'; status: number; serverDate?: string }
-  | { outcome: 'rejected'; status: number; reason: string; serverDate?: string }
+  | { outcome: 'accepted'; status: number; answer?: IngestAnswer }
+  | { outcome: 'rejected'; status: number; reason: string; answer?: IngestAnswer }
   | { outcome: 'unreachable'; reason: string };
 
 export interface BatchPoster {
@@ -27,8 +27,16 @@ export interface PosterOptions {
   secret: string;
   keyId?: string;
   timeoutMs: number;
-  /** Report the ingest's Date header (doctor's clock check). */
-  withServerDate?: boolean;
+  /** Report what the ingest answered: its text and Date header (doctor's probe and clock check). */
+  withAnswer?: boolean;
+}
+
+/** What an ingest answered, beyond its status. */
+export interface IngestAnswer {
+  /** The answer's text, its first 64 KiB. */
+  body: string;
+  /** Its Date header. */
+  serverDate?: string;
 }
 
 const MAX_REASON = 200;
@@ -94,9 +102,10 @@ export function createBatchPoster(options: PosterOptions): BatchPoster {
             res.once('end', () => {
               const status = res.statusCode ?? 0;
               const date = res.headers.date;
-              const serverDate = typeof date === 'string' && options.withServerDate ? { serverDate: date } : {};
-              if (status >= 200 && status < 300) resolve({ outcome: 'accepted', status, ...serverDate });
-              else resolve({ outcome: 'rejected', status, reason: reasonOf(Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8')), ...serverDate });
+              const text = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
+              const answer = options.withAnswer ? { answer: { body: text, ...(typeof date === 'string' ? { serverDate: date } : {}) } } : {};
+              if (status >= 200 && status < 300) resolve({ outcome: 'accepted', status, ...answer });
+              else resolve({ outcome: 'rejected', status, reason: reasonOf(text), ...answer });
             });
           });
           req.once('error', (err) => resolve({ outcome: 'unreachable', reason: unreachableReason(err) }));

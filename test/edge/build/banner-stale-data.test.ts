@@ -17,7 +17,7 @@
 import t, { type Test } from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
 import type * as nodeFs from 'node:fs';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -412,4 +412,18 @@ t.test('a stale data directory that can be neither moved nor removed: the fresh 
   t.equal(next!.root, published(cache), 'the next start replaces the stale directory');
   t.same(next!.failures, []);
   t.same(readdirSync(cache).sort(), [DATA, basename(next!.root!)], 'and removes the copy the ended process left');
+});
+
+t.test('a cache directory others may write, or that cannot be made: refused with the code the command line ends with exit 2 on', async (t) => {
+  const cache = cacheDirectory(t);
+  chmodSync(cache, 0o777);
+  t.throws(() => bannerInExecutable()(''), {
+    code: 'LINTEL_ADDON_DIR_REFUSED',
+    message: `refusing to unpack data into ${cache}: it must be a directory owned by this user and writable by no one else; unpack it elsewhere: set CACHE_DIRECTORY=/var/cache/lintel-edge (as the unit does; a directory this user owns, mode 700)`,
+  });
+  t.same(readdirSync(cache), [], 'nothing unpacked there');
+  // A path through a file: the directory cannot be made.
+  const file = join(t.testdir({ 'a-file': 'x' }), 'a-file');
+  process.env.CACHE_DIRECTORY = join(file, 'cache');
+  t.throws(() => bannerInExecutable()(''), { code: 'LINTEL_ADDON_DIR_REFUSED', message: new RegExp(`^cannot create ${file}/cache to unpack the executable's data into \\(ENOTDIR\\); unpack it elsewhere`) });
 });

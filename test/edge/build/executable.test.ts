@@ -4,11 +4,13 @@
  * and runs a short `simulate` under that bound, from a directory with no source tree; its ledger verifies
  * and audits. It starts over carried data that systemd-tmpfiles half aged away (no `.complete` marker,
  * some files left), and where a noexec temporary directory refuses its SQLite addon, it says so and how to
- * unpack elsewhere.
+ * unpack elsewhere. A cache directory others may write, or another user's, is refused in one line and
+ * exit 2: the banner's refusal, met while the dialects' module loaded, once ended every command with a
+ * stack trace and exit 1, which the unit restarts for ever.
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { heapLimitMbOf, unitEnvironment } from './unit-file.js';
@@ -118,4 +120,36 @@ t.test('the executable over a cache tmpfiles half aged, and on a noexec temporar
   t.match(refused.stderr, new RegExp(`cannot load the SQLite addon unpacked to ${tmp}/lintel-edge-0/better_sqlite3-[0-9a-f]{16}\\.node \\(.*failed to map segment from shared object\\)`), 'the file and the loader’s words');
   t.match(refused.stderr, `${tmp}/lintel-edge-0 may be on a filesystem mounted noexec`, 'the likely cause');
   t.match(refused.stderr, 'set CACHE_DIRECTORY=/var/cache/lintel-edge', 'and the way out');
+});
+
+t.test('a cache directory others may write, or another user owns: one line and exit 2, for every command', async (t) => {
+  t.ok(existsSync(EXE), 'built above');
+  const elsewhere = t.testdir({});
+  const shared = join(elsewhere, 'shared');
+  mkdirSync(shared);
+  chmodSync(shared, 0o1777);
+  const foreign = join(elsewhere, 'foreign');
+  mkdirSync(foreign, { mode: 0o700 });
+  chownSync(foreign, 65534, 65534);
+  const commands = [
+    ['ledger', 'verify', '--ledger', join(elsewhere, 'nonexistent.sqlite')],
+    ['run', '--config', join(elsewhere, 'config.yaml')],
+  ];
+  for (const [cache, whose] of [[shared, 'a cache directory others may write'], [foreign, 'another user’s cache directory']] as const) {
+    for (const args of commands) {
+      const what = `${args.slice(0, 2).join(' ')} over ${whose}`;
+      const ended = await run(EXE, args, { cwd: elsewhere, env: { PATH: '/usr/bin:/bin', CACHE_DIRECTORY: cache, HOME: elsewhere }, timeout: 30_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (err: { code?: number; stderr?: string }) => ({ code: err.code, stderr: err.stderr ?? '' }),
+      );
+      t.equal(ended.code, 2, `${what}: exit 2, which the unit does not restart (stderr: ${ended.stderr.slice(0, 600)})`);
+      t.equal(
+        ended.stderr,
+        `lintel-edge: refusing to unpack data into ${cache}: it must be a directory owned by this user and writable by no one else; ` +
+          'unpack it elsewhere: set CACHE_DIRECTORY=/var/cache/lintel-edge (as the unit does; a directory this user owns, mode 700)\n',
+        `${what}: one line, no stack trace`,
+      );
+    }
+  }
+  t.same(readdirSync(shared), [], 'nothing was unpacked into the shared directory');
 });

@@ -2,15 +2,38 @@
  * `lintel-edge doctor --config`: per AP reachable, authenticated, walkable and its stations; the ingest
  * probe; the clock; exit 1 on any failure, with a line that says what failed.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { doctor } from '../../../edge/src/commands/doctor.js';
+import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { freePort, runCli, writeBuildingConfig } from './building-config.js';
+
+/**
+ * What nginx answers a plain HTTP request on its HTTPS port: 400 and an HTML page. Only the ingest path
+ * is expected; anything else fails the test at teardown.
+ */
+async function startPlainHttpToHttpsPort(t: Test): Promise<{ url: string; calls: string[] }> {
+  const calls: string[] = [];
+  const unexpected: string[] = [];
+  const server = createServer((req, res) => {
+    if (req.method !== 'POST' || req.url !== '/ingest') unexpected.push(`${req.method} ${req.url}`);
+    else calls.push(`${req.method} ${req.url}`);
+    req.resume();
+    res.writeHead(400, { 'content-type': 'text/html' }).end('<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body></body></html>\n');
+  });
+  t.teardown(() => {
+    if (unexpected.length > 0) throw new Error(`the proxy stand-in got calls it was not set up for: ${unexpected.join(' | ')}`);
+  });
+  const port = await listen(server, 0, '127.0.0.1');
+  t.teardown(() => closeServer(server));
+  return { url: `http://127.0.0.1:${port}/ingest`, calls };
+}
 
 /**
  * `<sub>` with its state directory made as the install step makes it (`install -d -m 0700 …`): doctor
@@ -40,17 +63,20 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     for (const ap of building.accessPoints) {
       t.match(stdout, new RegExp(`ok   ap        ${ap.name} \\(${ap.dialect}, .*\\): reachable ✓  authenticated ✓  walkable ✓  \\d+ stations?`), `${ap.name} checked`);
     }
-    t.match(stdout, /ok {3}ingest .*\(key id gw-7\): reachable ✓ {2}signature accepted ✓ \(400: the empty probe refused after the signature check, nothing stored\)/);
+    // The stand-in keeps no retention: it takes the probe's reading (the real service refuses it as too old:
+    // doctor-real-ingest.test.ts).
+    t.match(stdout, /ok {3}ingest .*\(key id gw-7\): reachable ✓ {2}signature accepted ✓ {2}building "test-building" accepted ✓ \(200: this ingest kept the probe's reading, 0 devices on 2001-01-01\)/);
     t.match(stdout, /ok {3}clock {5}\d{4}-.*ingest clock differs by \d+ s/);
     t.match(stdout, /result: all checks passed/);
     const probe = ingest.received.at(-1)!;
     t.equal(ingest.received.length, before + 1, 'one probe batch');
-    t.match(JSON.parse(probe.raw.toString()), { batchId: /^doctor-/, readings: [] });
+    t.same(JSON.parse(probe.raw.toString()).readings, [{ type: 'totalDeviceCount', buildingId: 'test-building', roomId: building.zones[0], timestamp: Date.UTC(2001, 0, 1), totalDeviceCount: 0 }], 'one reading of the building, dated 2001');
+    t.match(JSON.parse(probe.raw.toString()), { batchId: /^doctor-/ });
     // A gateway that never ran: the probe is recorded in a ledger created for it, as any batch that leaves.
     const ledger = openLedger(join(sub, 'state', 'ledger.sqlite'), { readonly: true });
     t.teardown(() => ledger.close());
     const entries = [...ledger.entries()];
-    t.same(entries.map((e) => [e.body, e.delivery]), [[probe.raw.toString(), 'rejected']], 'the exact bytes sent, with how the post went');
+    t.same(entries.map((e) => [e.body, e.delivery]), [[probe.raw.toString(), 'accepted']], 'the exact bytes sent, with how the post went');
     t.ok(ledger.verify().ok);
   });
 
@@ -94,6 +120,19 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     t.match(stdout, new RegExp(`FAIL ap        ${ssh.name} .*: reachable ✓ {2}authenticated ✗`));
     t.match(stdout, /FAIL ingest .*: reachable ✓ {2}signature refused ✗ \(check ingest.secretFile and ingest.keyId\)/);
     t.match(stdout, /result: 3 problems/);
+  });
+
+  t.test('an ingest URL a proxy answers 400 for (plain HTTP to its HTTPS port): exit 1, the answer named', async (t) => {
+    // Any 400 once passed, as the empty probe's refusal past the signature; this one proves nothing.
+    const proxy = await startPlainHttpToHttpsPort(t);
+    const sub = join(dir, 'proxy');
+    withStateDir(sub);
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: proxy.url, secretFile: good, keyId: 'gw-7' }, pollIntervalS: 5, requestTimeoutS: 3 });
+    const { code, stdout } = await runCli(['doctor', '--config', config]);
+    t.comment(stdout);
+    t.equal(code, 1);
+    t.match(stdout, /FAIL ingest .*\(key id gw-7\): reachable ✓ {2}probe refused ✗ \(400 .*The plain HTTP request was sent to HTTPS port/);
+    t.equal(proxy.calls.length, 1, 'one probe');
   });
 
   t.test('a gateway clock off from the ingest, or not set at all: exit 1, the clock named', async (t) => {

@@ -60,6 +60,8 @@ t.test('what only a fix cures: exit 2', async (t) => {
     ['a state directory this user may not write', errno('EACCES')],
     ['a state path through a file', errno('ENOTDIR')],
     ['an addon cache directory another user owns', new NativeAddonError('refusing to load the SQLite addon from /tmp/lintel-edge-998: …', 'LINTEL_ADDON_DIR_REFUSED')],
+    // As the executable's banner refuses the same directory for the data it unpacks (edge/build/banner.mjs).
+    ['a data cache directory others may write', Object.assign(new Error('refusing to unpack data into /tmp: …'), { name: 'CacheDirectoryError', code: 'LINTEL_ADDON_DIR_REFUSED' })],
   ];
   for (const [what, err] of cases) t.equal(startFailureExitCode(err), 2, what);
 });

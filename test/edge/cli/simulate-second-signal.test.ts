@@ -1,0 +1,83 @@
+/**
+ * `simulate` without --state-dir keeps its state (the device key, the ledger, the building's SSH private
+ * key and SNMP secrets) in a temporary directory it removes at the end. A terminal hangup, or a second
+ * Ctrl-C while the first one's stop waited for the tick in flight, took Node's default and ended the
+ * process before that: the directory stayed behind. A hangup now stops the run as Ctrl-C does; a second
+ * signal removes the directory at once and exits 130.
+ */
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t, { type Test } from 'tap';
+import { CREDENTIAL_FILES } from '../../../edge/src/simulate/index.js';
+import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { startCli, until, type Child } from './building-config.js';
+
+const STOPPING = /^lintel-edge: SIG[A-Z]+: stopping after the tick in flight/m;
+
+/**
+ * A simulation ticking in a TMPDIR of the test's own. With `tickInFlight`, its first tick stays in flight
+ * for as long as its post may take (5 s): the ingest it posts to never answers, so a stop waits for it.
+ */
+async function simulation(t: Test, { tickInFlight }: { tickInFlight: boolean }): Promise<{ child: Child; tmp: string; stateDir: string } | undefined> {
+  const tmp = t.testdir({});
+  const args = ['simulate', '--aps', '2', '--zones', '1', '--devices', '4', '--output', 'lines'];
+  let posted = () => /^tick 1 /m.test(child.stdout());
+  if (tickInFlight) {
+    const ingest = await startVerifyingIngest(t, { default: 'simulate-key' });
+    ingest.behave('hang');
+    const secretFile = join(tmp, 'ingest.key');
+    writeFileSync(secretFile, 'simulate-key\n', { mode: 0o600 });
+    args.push('--interval-ms', '5000', '--ingest', ingest.url, '--ingest-secret-file', secretFile);
+    posted = () => ingest.received.length > 0;
+  } else {
+    args.push('--interval-ms', '100');
+  }
+  // Through env(1) without NODE_OPTIONS: the test runner's process-info hook stays out of the child.
+  const child = startCli(args, { TMPDIR: tmp }, ['/usr/bin/env', '-u', 'NODE_OPTIONS']);
+  t.teardown(() => {
+    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
+  });
+  await until(() => posted() || child.process.exitCode !== null, 60_000);
+  if (!posted()) {
+    t.fail(`the simulation did not start: ${child.stderr().slice(0, 500)}`);
+    return undefined;
+  }
+  const stateDir = /state in (\S+) \(temporary\)/.exec(child.stdout())?.[1] ?? '';
+  t.match(stateDir, `${tmp}/lintel-edge-sim-`, 'the state is in a temporary directory under TMPDIR');
+  t.ok(existsSync(join(stateDir, 'building', CREDENTIAL_FILES.sshClientKey)), 'holding the building’s SSH private key while the run goes on');
+  return { child, tmp, stateDir };
+}
+
+const leftIn = (tmp: string) => readdirSync(tmp).filter((name) => name.startsWith('lintel-edge-sim-'));
+
+t.test('a terminal hangup stops the run as Ctrl-C does, and the temporary state is removed', async (t) => {
+  const run = await simulation(t, { tickInFlight: false });
+  if (!run) return;
+  run.child.process.kill('SIGHUP');
+  const code = await run.child.exited;
+  t.equal(run.child.process.signalCode, null, 'not ended by the signal');
+  t.equal(code, 0, 'the run ends as on Ctrl-C');
+  t.match(run.child.stderr(), /^lintel-edge: SIGHUP: stopping after the tick in flight \(a signal again to stop at once\)$/m);
+  t.match(run.child.stdout(), /state removed/);
+  t.notOk(existsSync(run.stateDir), 'the temporary state directory is removed');
+  t.same(leftIn(run.tmp), [], 'nothing of the run left in TMPDIR');
+});
+
+for (const second of ['SIGINT', 'SIGHUP'] as const) {
+  t.test(`${second} while Ctrl-C's stop waits for the tick in flight: the temporary state is removed at once, exit 130`, async (t) => {
+    const run = await simulation(t, { tickInFlight: true });
+    if (!run) return;
+    run.child.process.kill('SIGINT');
+    // Once the first is taken (two SIGINTs sent together may be delivered as one), and well before the
+    // post in flight gives up (5 s), which would end the run.
+    t.ok(await until(() => STOPPING.test(run.child.stderr()), 3000), 'the first stops the run');
+    t.match(run.child.stderr(), /^lintel-edge: SIGINT: stopping after the tick in flight \(Ctrl-C again to stop at once\)$/m, 'and says how to stop at once');
+    run.child.process.kill(second);
+    const code = await run.child.exited;
+    t.equal(run.child.process.signalCode, null, 'not ended by the signal');
+    t.equal(code, 130, 'exit 130, as an interrupted command');
+    t.match(run.child.stderr(), new RegExp(`^lintel-edge: ${second} while stopping: stopped at once; the temporary state was removed$`, 'm'));
+    t.notOk(existsSync(run.stateDir), 'the temporary state directory is removed');
+    t.same(leftIn(run.tmp), [], 'nothing of the run left in TMPDIR');
+  });
+}
