@@ -34,7 +34,10 @@ export function redactUrlPasswords(text: string): string {
       out += `${text.slice(copied, start + colon + 1)}${REDACTED}`;
       copied = start + lastAt;
     }
-    scheme = text.indexOf('://', end);
+    // From the authority's start, not its end: with no separator between two URLs (`a://h1,b://u:p@h2`)
+    // the authority ran on to the next URL's `:`, and a search from its end began past that URL's `://`.
+    // The authority holds no `/`, so the next `://` found is the next URL's.
+    scheme = text.indexOf('://', start);
   }
   return out + text.slice(copied);
 }

@@ -117,6 +117,8 @@ export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
         const bad = hosts.find((h) => !/^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s]+)(:\d{1,5})?$/.test(h) || (h.includes(':') && !h.startsWith('[') && !isPort(Number(h.slice(h.lastIndexOf(':') + 1)))));
         if (bad !== undefined) return problem(`not a mongodb:// or mongodb+srv:// URL: ${JSON.stringify(bad)} is not a host[:port]`);
         if (m[1] === 'mongodb+srv' && (hosts.length !== 1 || /:\d+$/.test(hosts[0] ?? ''))) return problem('a mongodb+srv:// URL names one host, without a port');
+        // The database name is read from the path percent-decoded (mongoDatabaseOf): refused here, not at use.
+        if (!decodes(m[4] ?? '')) return problem('the database name in the path is not valid percent-encoding (write a literal % as %25)');
         return s;
       }),
   };
@@ -134,6 +136,15 @@ export function mongoDatabaseOf(uri: string): string | undefined {
 }
 
 const isPort = (n: number) => n >= 1 && n <= 65535;
+
+function decodes(text: string): boolean {
+  try {
+    decodeURIComponent(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * A broker list as it may be echoed: an entry written `user:password@host:port`, without a scheme, has

@@ -70,6 +70,7 @@ t.test('a MongoDB connection string: one host, a replica set seed list, or mongo
     ['mongodb://h1:99999/db', 'not a mongodb:// or mongodb+srv:// URL: "h1:99999" is not a host[:port]'],
     ['mongodb+srv://a.example.net,b.example.net/db', 'a mongodb+srv:// URL names one host, without a port'],
     ['mongodb+srv://a.example.net:27017/db', 'a mongodb+srv:// URL names one host, without a port'],
+    ['mongodb://127.0.0.1:27017/notif%zz', 'the database name in the path is not valid percent-encoding (write a literal % as %25)'],
   ] as const) t.throws(() => read(bad), new ConfigError([`MONGO_URI: ${why}`]), bad);
   t.equal(mongoDatabaseOf('mongodb://h1:27017,h2:27017/notificationdb?replicaSet=rs0'), 'notificationdb');
   t.equal(mongoDatabaseOf('mongodb://u:p@h/my%20db'), 'my db');
@@ -121,6 +122,20 @@ t.test('a value echoed in a problem never shows the credentials it carries', asy
     'KAFKA_BROKERS: expected host:port[,host:port…], got "kafka://svc:[redacted]@broker-1:9092"',
     'BACKUP_BROKERS: expected host:port[,host:port…], got "broker-2:9092,[redacted]@broker-3:9092"',
     'PORT: expected an integer, got "redis://:[redacted]@cache:6379"',
+  ]);
+  t.notMatch(err.message, /pass/, 'the whole error, as printed at start');
+});
+
+t.test('URLs joined with no separator: the password of each is hidden, not only the first one\'s', async (t) => {
+  const err = t.throws(() =>
+    readEnv(
+      { KAFKA_BROKERS: hostPorts(), OTHER: int() },
+      { KAFKA_BROKERS: 'kafka://h1:9092,kafka://user:kafka-pass@h2:9092', OTHER: 'http://a,postgres://u:pg-pass@h/db redis://h1,redis://:redis-pass@h2' },
+    ),
+  ) as ConfigError;
+  t.same(err.problems, [
+    'KAFKA_BROKERS: expected host:port[,host:port…], got "kafka://h1:9092,kafka://user:[redacted]@h2:9092"',
+    'OTHER: expected an integer, got "http://a,postgres://u:[redacted]@h/db redis://h1,redis://:[redacted]@h2"',
   ]);
   t.notMatch(err.message, /pass/, 'the whole error, as printed at start');
 });
