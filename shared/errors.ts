@@ -128,11 +128,17 @@ export function invalidUtf8Error(body: Buffer): Error | undefined {
   return Object.assign(new Error('request body is not valid UTF-8'), { type: INVALID_UTF8, status: 400 });
 }
 
+/** A request whose body {@link jsonBody} kept as text too. */
+interface TextKeepingRequest {
+  jsonBodyText?: string;
+}
+
 /**
  * express.json with the shared limit. Malformed JSON, bytes that are not UTF-8 and oversize bodies
- * reach {@link errorHandler}.
+ * reach {@link errorHandler}. With `keepText`, the text parsed is kept for {@link jsonBodyText}: JSON.parse
+ * keeps only the last of a key given twice, so the text is where a check finds a repeated key.
  */
-export function jsonBody(limit: string | number = DEFAULT_JSON_LIMIT): RequestHandler {
+export function jsonBody(limit: string | number = DEFAULT_JSON_LIMIT, options: { keepText?: boolean } = {}): RequestHandler {
   return express.json({
     limit,
     strict: true,
@@ -140,12 +146,19 @@ export function jsonBody(limit: string | number = DEFAULT_JSON_LIMIT): RequestHa
     // Runs on the (inflated) bytes before they are decoded; a thrown error keeps its status. The parser
     // would decode in any `utf-*` charset the request names (utf-7 turns the ASCII bytes checked here into
     // other text), so only UTF-8 is read, as RFC 8259 has JSON.
-    verify: (_req, _res, body, charset) => {
+    verify: (req, _res, body, charset) => {
       if (charset !== 'utf-8') throw Object.assign(new Error(`charset ${charset} is not UTF-8`), { type: 'charset.unsupported', status: 415 });
       const invalid = invalidUtf8Error(body);
       if (invalid) throw invalid;
+      // Decoded as the parser decodes (a leading byte order mark dropped): exactly the text it parsed.
+      if (options.keepText) (req as TextKeepingRequest).jsonBodyText = new TextDecoder('utf-8').decode(body);
     },
   });
+}
+
+/** The text a `jsonBody({ keepText })` parsed; undefined when it parsed nothing (another media type, no body). */
+export function jsonBodyText(req: object): string | undefined {
+  return (req as TextKeepingRequest).jsonBodyText;
 }
 
 interface BodyParserError {

@@ -3,11 +3,13 @@
  */
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
-import { errorHandler, HttpError, jsonBody, notFoundHandler } from '../../shared/errors.js';
+import { DEFAULT_JSON_LIMIT, errorHandler, HttpError, jsonBody, jsonBodyText, notFoundHandler } from '../../shared/errors.js';
 import type { KeyRing } from '../../shared/hmac.js';
 import { signedBody } from '../../shared/signed-body.js';
 import { healthHandler } from '../../shared/http.js';
+import { signedText } from './json-body.js';
 import type { OrganizationEvent, RegistryStore } from './model.js';
+import { DEFAULT_PENDING_PAGE_SIZE, sendPendingList } from './pending-list.js';
 import { organizationJson, parseSignup, parseStatusReport } from './wire.js';
 
 export interface RegistryAppOptions {
@@ -15,6 +17,8 @@ export interface RegistryAppOptions {
   /** INTERNAL_SIGNING_SECRET as a key ring (shared with the provisioner only). */
   keys: KeyRing;
   logger: Logger;
+  /** Organizations read and written per step of the pending list; default {@link DEFAULT_PENDING_PAGE_SIZE}. */
+  pendingPageSize?: number;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -29,15 +33,18 @@ export function createRegistryApp(options: RegistryAppOptions): Express {
 
   // Open by design: no identity exists at signup. It validates and writes one row, and never waits
   // on provisioning, which polls the pending list on its own schedule.
-  app.post('/organizations', jsonBody(), async (req, res) => {
-    const signup = parseSignup(req.body ?? null);
+  app.post('/organizations', jsonBody(DEFAULT_JSON_LIMIT, { keepText: true }), async (req, res) => {
+    const signup = parseSignup(req.body ?? null, jsonBodyText(req));
     const created = await store.createOrganization(signup);
     if (!created.ok) throw new HttpError(409, `an organization named ${JSON.stringify(signup.name)} already exists`);
     res.status(201).json(organizationJson(created.value));
   });
 
+  // Written a page at a time (see sendPendingList), after the signature check: the list is unbounded.
+  const pendingPageSize = options.pendingPageSize ?? DEFAULT_PENDING_PAGE_SIZE;
+  if (!Number.isSafeInteger(pendingPageSize) || pendingPageSize < 1) throw new RangeError(`pendingPageSize: expected a positive integer, got ${pendingPageSize}`);
   app.get('/internal/organizations/pending', ...signed, async (_req, res) => {
-    res.json((await store.pendingOrganizations()).map(organizationJson));
+    await sendPendingList(res, store, pendingPageSize, options.logger);
   });
 
   const applyTo = async (id: string, event: OrganizationEvent) => {
@@ -51,7 +58,7 @@ export function createRegistryApp(options: RegistryAppOptions): Express {
 
   app.post('/internal/organizations/:id/status', ...signed, async (req, res) => {
     // Validated before anything is read or written: a bad report changes nothing.
-    const report = parseStatusReport(req.body);
+    const report = parseStatusReport(req.body, signedText(req));
     res.json(await applyTo(String(req.params.id), { kind: 'provisioned', outcome: report.status, detail: report.detail }));
   });
 

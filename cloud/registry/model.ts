@@ -41,11 +41,30 @@ export type OrganizationEvent = { kind: 'provisioned'; outcome: 'ready' | 'faile
 
 export type Outcome<T, E extends string> = { ok: true; value: T } | { ok: false; reason: E; current?: Organization };
 
+/**
+ * Where a page of the pending list ended, as the store orders it (`created_at` to the microsecond,
+ * which a Date cannot hold, then id). Opaque outside the store: pass a page's `next` back unchanged.
+ */
+export interface PendingCursor {
+  readonly createdAt: string;
+  readonly id: string;
+}
+
+export interface PendingPage {
+  organizations: Organization[];
+  /** Where the next page starts; absent when this page holds the last pending organization. */
+  next?: PendingCursor;
+}
+
 export interface RegistryStore {
   /** Writes one row, nothing else. */
   createOrganization(signup: Signup): Promise<Outcome<Organization, 'name_taken'>>;
-  /** Every organization whose Status is provisioning, oldest first. */
-  pendingOrganizations(): Promise<Organization[]>;
+  /**
+   * Up to `limit` organizations whose Status is provisioning, oldest first, after `after` (the `next`
+   * of the page before; the first page without it). Each page is read on its own, not in one snapshot:
+   * an organization that leaves provisioning meanwhile is absent from later pages, a new one appears.
+   */
+  pendingOrganizations(page: { after?: PendingCursor; limit: number }): Promise<PendingPage>;
   /** Applies an event under a row lock, through both state machines; a refused event writes nothing. */
   applyEvent(id: string, event: OrganizationEvent): Promise<Outcome<Organization, 'not_found' | 'refused'>>;
 }

@@ -2,7 +2,7 @@
  * The PostgreSQL adapter of {@link RegistryStore}.
  */
 import type { Pool } from 'pg';
-import type { IdentityMode, LicenseStatus, Organization, OrganizationEvent, Outcome, RegistryStore, Signup, Status, Tier } from './model.js';
+import type { IdentityMode, LicenseStatus, Organization, OrganizationEvent, Outcome, PendingCursor, PendingPage, RegistryStore, Signup, Status, Tier } from './model.js';
 import { transition } from './transitions.js';
 
 const COLUMNS = 'id, name, display_name, tier, host, identity_mode, issuer, license_status, status, status_detail, created_at';
@@ -20,6 +20,12 @@ interface OrganizationRow {
   status_detail: string | null;
   created_at: Date;
 }
+
+interface PendingRow extends OrganizationRow {
+  cursor_created_at: string;
+}
+
+const PENDING_SELECT = `SELECT ${COLUMNS}, created_at::text AS cursor_created_at FROM organizations WHERE status = 'provisioning'`;
 
 function organizationOf(row: OrganizationRow): Organization {
   return {
@@ -56,9 +62,24 @@ export class PgRegistryStore implements RegistryStore {
     return row ? { ok: true, value: organizationOf(row) } : { ok: false, reason: 'name_taken' };
   }
 
-  async pendingOrganizations(): Promise<Organization[]> {
-    const result = await this.pool.query<OrganizationRow>(`SELECT ${COLUMNS} FROM organizations WHERE status = 'provisioning' ORDER BY created_at, id`);
-    return result.rows.map(organizationOf);
+  /**
+   * Keyset pages on (created_at, id), which organizations_provisioning_idx holds in order: each page is
+   * one short query however long the list. The cursor keeps created_at as PostgreSQL's text, exact to
+   * the microsecond; a Date would round it to the millisecond and skip or repeat rows.
+   */
+  async pendingOrganizations(page: { after?: PendingCursor; limit: number }): Promise<PendingPage> {
+    const { after, limit } = page;
+    const result =
+      after === undefined
+        ? await this.pool.query<PendingRow>(`${PENDING_SELECT} ORDER BY created_at, id LIMIT $1`, [limit])
+        : await this.pool.query<PendingRow>(`${PENDING_SELECT} AND (created_at, id) > ($2::timestamptz, $3::uuid) ORDER BY created_at, id LIMIT $1`, [
+            limit,
+            after.createdAt,
+            after.id,
+          ]);
+    const last = result.rows.at(-1);
+    const organizations = result.rows.map(organizationOf);
+    return last !== undefined && result.rows.length === limit ? { organizations, next: { createdAt: last.cursor_created_at, id: last.id } } : { organizations };
   }
 
   async applyEvent(id: string, event: OrganizationEvent): Promise<Outcome<Organization, 'not_found' | 'refused'>> {

@@ -1,11 +1,13 @@
 /**
  * Registry's wire. JSON uses exactly the seed's field names (`ID, Name, DisplayName, Tier, Host,
  * IdentityMode, Issuer, LicenseStatus, Status, StatusDetail, created_at`); input keys match
- * case-insensitively, so `name`, `NAME` and `Name` are one key.
+ * case-insensitively, so `name`, `NAME` and `Name` are one key, and a key may be given once only, in
+ * any spelling.
  */
 import * as t from 'io-ts';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { CONTROL_CHARACTERS, decode, isName, NAME_EXPECTATION, NonEmptyString, storableText } from '../../shared/kinds.js';
+import { topLevelKeys } from './json-keys.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
 
@@ -66,40 +68,51 @@ const STATUS_KEYS = ['status', 'detail'] as const;
 
 /**
  * Renames the keys of a body to their canonical spelling, matching case-insensitively. A key given
- * twice (`name` and `Name`) and a key the request does not have are problems, reported with the rest.
+ * twice (`name` and `Name`, or `Name` and `Name` again) and a key the request does not have are
+ * problems, reported with the rest. `written` is the body's keys as its text has them
+ * ({@link topLevelKeys}): the parsed body holds only the last of a key spelled the same way twice.
  *
  * @example
  * canonicalKeys({ name: 'acme', TIER: 'pooled' }, ['Name', 'Tier']); // { value: { Name: 'acme', Tier: 'pooled' }, problems: [] }
+ * canonicalKeys({ Name: 'evil' }, ['Name'], ['Name', 'Name']); // problems: ['Name: given twice']
  */
-export function canonicalKeys(body: unknown, keys: readonly string[]): { value: Record<string, unknown>; problems: string[]; notListed: number } {
+export function canonicalKeys(
+  body: unknown,
+  keys: readonly string[],
+  written?: readonly string[],
+): { value: Record<string, unknown>; problems: string[]; notListed: number } {
   if (body === undefined) return { value: {}, problems: [], notListed: 0 };
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return { value: {}, problems: ['request body: expected a JSON object'], notListed: 0 };
+  const fields = body as Record<string, unknown>;
   const byLower = new Map(keys.map((k) => [k.toLowerCase(), k]));
   const value: Record<string, unknown> = {};
   const seen = new Map<string, string>();
   const problems: string[] = [];
-  const unknown: string[] = [];
-  for (const [given, v] of Object.entries(body)) {
+  const repeated = new Set<string>();
+  const unknown = new Set<string>();
+  for (const given of written ?? Object.keys(fields)) {
     const canonical = byLower.get(given.toLowerCase());
     if (canonical === undefined) {
-      unknown.push(given);
+      unknown.add(given);
       continue;
     }
     const earlier = seen.get(canonical);
     if (earlier !== undefined) {
-      problems.push(`${canonical}: given twice (as ${earlier} and ${given})`);
+      if (!repeated.has(canonical)) problems.push(`${canonical}: given twice${earlier === given ? '' : ` (as ${earlier} and ${given})`}`);
+      repeated.add(canonical);
       continue;
     }
     seen.set(canonical, given);
-    value[canonical] = v;
+    value[canonical] = fields[given];
   }
-  const unknownKeys = unknownKeyProblems(unknown, (key) => `${key}: not a field of this request (expected ${keys.join(', ')})`);
+  const unknownKeys = unknownKeyProblems([...unknown], (key) => `${key}: not a field of this request (expected ${keys.join(', ')})`);
   problems.push(...unknownKeys.problems);
   return { value, problems, notListed: unknownKeys.notListed };
 }
 
-function parse<A>(codec: t.Type<A, unknown, unknown>, keys: readonly string[], body: unknown): A {
-  const { value, problems, notListed } = canonicalKeys(body, keys);
+/** `text` is the body as sent (undefined when none was read), where a key spelled the same way twice still shows. */
+function parse<A>(codec: t.Type<A, unknown, unknown>, keys: readonly string[], body: unknown, text: string | undefined): A {
+  const { value, problems, notListed } = canonicalKeys(body, keys, text === undefined ? undefined : topLevelKeys(text));
   const decoded = decode(codec, value);
   const errors = reportedProblems([...(decoded.ok ? [] : decoded.errors), ...problems], notListed);
   if (!decoded.ok || errors.length > 0) throw new HttpError(400, errors.join('; '), { errors });
@@ -145,9 +158,9 @@ function canonicalName(name: string): string {
   return name.normalize('NFKC').replace(/\s+/gu, ' ').trim();
 }
 
-/** Reads a signup body, or throws a 400 naming every problem. */
-export function parseSignup(body: unknown): Signup {
-  const input = parse(SignupBody, SIGNUP_KEYS, body);
+/** Reads a signup body (parsed, and its text as sent), or throws a 400 naming every problem. */
+export function parseSignup(body: unknown, text: string | undefined): Signup {
+  const input = parse(SignupBody, SIGNUP_KEYS, body, text);
   const identityMode = input.IdentityMode ?? 'platform';
   const issuer = input.Issuer ?? '';
   const name = canonicalName(input.Name);
@@ -162,9 +175,9 @@ export function parseSignup(body: unknown): Signup {
   return { name, displayName: input.DisplayName ?? '', tier: input.Tier, identityMode, issuer };
 }
 
-/** Reads a status report `{status, detail}`; anything but ready or failed is a 400. */
-export function parseStatusReport(body: unknown): { status: 'ready' | 'failed'; detail: string | null } {
-  const input = parse(StatusBody, STATUS_KEYS, body);
+/** Reads a status report `{status, detail}` (parsed, and its text as sent); anything but ready or failed is a 400. */
+export function parseStatusReport(body: unknown, text: string | undefined): { status: 'ready' | 'failed'; detail: string | null } {
+  const input = parse(StatusBody, STATUS_KEYS, body, text);
   return { status: input.status, detail: input.detail ?? null };
 }
 

@@ -3,12 +3,14 @@
  * database, and talks to it the way a signup form and the provisioner do.
  */
 import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { request } from 'undici';
 import { sign } from '../../../../shared/hmac.js';
 import { silentLogger } from '../../../../shared/logger.js';
 import { createRegistryApp } from '../../../../cloud/registry/app.js';
+import type { RegistryStore } from '../../../../cloud/registry/model.js';
 import { PgRegistryStore } from '../../../../cloud/registry/pg-store.js';
 import { runMigrations } from '../../../../shared/pg-migrations.js';
 import { serve } from '../../../support/http.js';
@@ -29,6 +31,7 @@ export interface Answer {
 
 export interface RegistryUnderTest {
   url: string;
+  server: Server;
   pool: pg.Pool;
   secret: string;
   /** POST /organizations with a JSON (or raw string) body. */
@@ -49,16 +52,27 @@ async function answer(response: Awaited<ReturnType<typeof request>>): Promise<An
   return { status: response.statusCode, headers: response.headers, text, json };
 }
 
-export async function startRegistry(t: Teardown, options: { keys?: string[] } = {}): Promise<RegistryUnderTest> {
+export interface RegistryOptions {
+  keys?: string[];
+  /** Organizations per page of the pending list (the app's default otherwise). */
+  pendingPageSize?: number;
+  /** Wraps the real PostgreSQL store, to act on the database between the app's calls. */
+  wrapStore?: (store: RegistryStore, pool: pg.Pool) => RegistryStore;
+}
+
+export async function startRegistry(t: Teardown, options: RegistryOptions = {}): Promise<RegistryUnderTest> {
   const pool = new pg.Pool({ connectionString: await freshPgDatabase(t), max: 10 });
   pool.on('error', () => undefined);
   t.teardown(() => pool.end());
   await runMigrations(pool, 'registry', REGISTRY_MIGRATIONS);
   const keys = options.keys ?? [`secret-${randomUUID()}`];
   const secret = keys[0] ?? '';
-  const { url } = await serve(t, createRegistryApp({ store: new PgRegistryStore(pool), keys, logger: silentLogger() }));
+  const pgStore = new PgRegistryStore(pool);
+  const store = options.wrapStore ? options.wrapStore(pgStore, pool) : pgStore;
+  const { url, server } = await serve(t, createRegistryApp({ store, keys, logger: silentLogger(), pendingPageSize: options.pendingPageSize }));
   return {
     url,
+    server,
     pool,
     secret,
     signup: async (body) =>
