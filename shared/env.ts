@@ -118,7 +118,7 @@ export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
         if (bad !== undefined) return problem(`not a mongodb:// or mongodb+srv:// URL: ${JSON.stringify(bad)} is not a host[:port]`);
         if (m[1] === 'mongodb+srv' && (hosts.length !== 1 || /:\d+$/.test(hosts[0] ?? ''))) return problem('a mongodb+srv:// URL names one host, without a port');
         // The database name is read from the path percent-decoded (mongoDatabaseOf): refused here, not at use.
-        if (!decodes(m[4] ?? '')) return problem('the database name in the path is not valid percent-encoding (write a literal % as %25)');
+        if (!percentDecodable(m[4] ?? '')) return problem('the database name in the path is not valid percent-encoding (write a literal % as %25)');
         return s;
       }),
   };
@@ -137,7 +137,8 @@ export function mongoDatabaseOf(uri: string): string | undefined {
 
 const isPort = (n: number) => n >= 1 && n <= 65535;
 
-function decodes(text: string): boolean {
+/** Whether `text` is valid percent-encoding, as decodeURIComponent reads it (a lone `%` is not). */
+export function percentDecodable(text: string): boolean {
   try {
     decodeURIComponent(text);
     return true;

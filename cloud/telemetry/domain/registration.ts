@@ -4,6 +4,7 @@
  */
 import * as t from 'io-ts';
 import { metricOf } from '../../../shared/catalog/metrics.js';
+import { percentDecodable } from '../../../shared/env.js';
 import { CONTROL_CHARACTERS, Finite, NonEmptyString, decode, storableText } from '../../../shared/kinds.js';
 import type { RegisteredSensor } from '../../../shared/devices/adapter.js';
 
@@ -30,16 +31,6 @@ export interface Registration {
   rooms: string[];
   thresholds: Array<{ metric: string; bounds: Record<string, number> }>;
   sensors: RegisteredSensor[];
-}
-
-/** Whether `text` is valid percent-encoding, as decodeURIComponent reads it (a lone `%` is not). */
-function percentDecodable(text: string): boolean {
-  try {
-    decodeURIComponent(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Why an endpoint cannot be registered, or undefined when it is an absolute http(s) URL. */

@@ -9,6 +9,7 @@ import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { createPoller } from '../../../edge/src/poll/poller.js';
 import type { SnmpTarget } from '../../../edge/src/poll/types.js';
 import { recording, startSnmpd, type RunningSnmpd } from '../../support/peers/snmpd.js';
+import { readTlv } from './support/fake-snmp-agent.js';
 
 const dialects = loadDialects();
 const SNMP_VERSION = { 0: 'v1', 1: 'v2c', 3: 'v3' } as const;
@@ -20,37 +21,23 @@ interface Seen {
   pdu: string | null;
 }
 
-/** A BER TLV at `at`: its tag, where its value starts, and where it ends. */
-function tlv(buf: Buffer, at: number): { tag: number; start: number; end: number } {
-  const tag = buf[at]!;
-  let length = buf[at + 1]!;
-  let start = at + 2;
-  if (length & 0x80) {
-    const bytes = length & 0x7f;
-    length = 0;
-    for (let i = 0; i < bytes; i++) length = length * 256 + buf[start + i]!;
-    start += bytes;
-  }
-  return { tag, start, end: start + length };
-}
-
 /** Reads the version and PDU tag of an SNMP request (v1/v2c: after the community; v3: in a plaintext scoped PDU). */
 function inspect(datagram: Buffer): Seen {
-  const message = tlv(datagram, 0);
-  const version = tlv(datagram, message.start);
+  const message = readTlv(datagram, 0);
+  const version = readTlv(datagram, message.start);
   const number = datagram[version.start]!;
   const name = SNMP_VERSION[number as keyof typeof SNMP_VERSION] ?? `unknown(${number})`;
   if (number !== 3) {
-    const community = tlv(datagram, version.end);
+    const community = readTlv(datagram, version.end);
     const pdu = datagram[community.end]!;
     return { version: name, pdu: PDU[pdu as keyof typeof PDU] ?? `0x${pdu.toString(16)}` };
   }
-  const globalData = tlv(datagram, version.end);
-  const securityParameters = tlv(datagram, globalData.end);
-  const data = tlv(datagram, securityParameters.end);
+  const globalData = readTlv(datagram, version.end);
+  const securityParameters = readTlv(datagram, globalData.end);
+  const data = readTlv(datagram, securityParameters.end);
   if (data.tag !== 0x30) return { version: name, pdu: null }; // encrypted (authPriv)
-  const contextEngineId = tlv(datagram, data.start);
-  const contextName = tlv(datagram, contextEngineId.end);
+  const contextEngineId = readTlv(datagram, data.start);
+  const contextName = readTlv(datagram, contextEngineId.end);
   const pdu = datagram[contextName.end]!;
   return { version: name, pdu: PDU[pdu as keyof typeof PDU] ?? `0x${pdu.toString(16)}` };
 }

@@ -43,7 +43,7 @@ const RESPONSE = 0xa2;
 const END_OF_MIB_VIEW = 0x82;
 
 /** A BER TLV at `at`: its tag, where its value starts, and where it ends. */
-function readTlv(buf: Buffer, at: number): { tag: number; start: number; end: number } {
+export function readTlv(buf: Buffer, at: number): { tag: number; start: number; end: number } {
   const tag = buf[at]!;
   let length = buf[at + 1]!;
   let start = at + 2;
