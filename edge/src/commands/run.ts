@@ -127,7 +127,7 @@ export function startFailureExitCode(err: unknown): 1 | 2 {
   if (err instanceof NativeAddonError) return 1;
   const errno = errnoOf(err);
   if (errno !== undefined) return LASTING_ERRNOS.has(errno) ? 2 : 1;
-  // A device key error with no errno is a key file of the wrong length.
+  // A device key error with no errno is a key file of the wrong length, or a link to no file.
   return err instanceof DeviceKeyError ? 2 : 1;
 }
 

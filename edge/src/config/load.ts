@@ -13,6 +13,7 @@ import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
 import { metricOf } from '../../../shared/catalog/metrics.js';
 import type { RegisteredSensor } from '../../../shared/devices/adapter.js';
 import { looksLikeIdentifier } from '../report/identifiers.js';
+import { normalizeMac } from '../poll/mac.js';
 import { EdgeConfigFile, type AccessPointConfig } from './schema.js';
 
 /** What the config needs to know of an AP dialect. */
@@ -25,6 +26,11 @@ export interface DialectInfo {
    * per AP even when it is not a controller (an ArubaOS mobility controller keyed by BSSID).
    */
   namesApOfStation?: boolean;
+  /**
+   * How its rows name that AP: `mac` (the poller matches apZones keys as normalised MACs, so two
+   * spellings of one MAC are one AP) or `text` (keys as written).
+   */
+  apIdentity?: 'mac' | 'text' | undefined;
 }
 
 export interface EdgeConfig {
@@ -65,6 +71,12 @@ const DEFAULT_INGEST_TIMEOUT_S = 5;
 /** yaml's own default: enough for any hand-written config, far too few for an alias bomb. */
 const MAX_ALIAS_COUNT = 100;
 const NAME_FOR_REPORTS = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}$/;
+/**
+ * The longest the tracker remembers, in seconds. Every move of the transition window is kept in memory,
+ * walked and rewritten to the zone file every poll; every device unheard for absentPolls is kept, and a
+ * randomised MAC is never heard again. A day is more than any report needs; much more outgrows the heap.
+ */
+const MAX_TRACKER_MEMORY_S = 86_400;
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === 'object' && u !== null && !Array.isArray(u);
 
@@ -269,28 +281,17 @@ function crossCheck(raw: unknown, options: LoadOptions, baseDir: string, warning
   if (zones && zones.size === 0) errors.push('zones: expected at least one zone');
   if (Array.isArray(raw.accessPoints)) {
     if (raw.accessPoints.length === 0) errors.push('accessPoints: expected at least one access point');
-    const names = new Map<string, number>();
+    const names = new Map<string, NameUse>();
     raw.accessPoints.forEach((ap, i) => {
       if (!isRecord(ap)) return;
       const at = `accessPoints[${i}]`;
-      if (typeof ap.name === 'string') {
-        const first = names.get(ap.name);
-        if (first !== undefined) errors.push(`${at}.name: "${ap.name}" is already used by accessPoints[${first}]; AP names must be unique`);
-        else names.set(ap.name, i);
-      }
-      if (isRecord(ap.apZones)) {
-        for (const [identity, entry] of Object.entries(ap.apZones)) {
-          const reported = isRecord(entry) && typeof entry.name === 'string' ? entry.name : identity;
-          for (const name of new Set([identity, reported])) {
-            const first = names.get(name);
-            if (first !== undefined && first !== i) errors.push(`${at}.apZones.${identity}: "${name}" is already used by accessPoints[${first}]; AP names must be unique`);
-            else names.set(name, i);
-          }
-        }
-      }
+      errors.push(...checkApNames(ap, i, names));
+      const dialect = typeof ap.dialect === 'string' ? options.dialects.get(ap.dialect) : undefined;
+      if (dialect?.apIdentity === 'mac' && isRecord(ap.apZones)) errors.push(...checkApMacs(ap.apZones, at, String(ap.dialect)));
       errors.push(...checkAccessPoint(ap, at, zones, options.dialects, baseDir, warnings));
     });
   }
+  errors.push(...checkTrackerMemory(raw.tracker, pollIntervalS));
   if (Array.isArray(raw.sensors)) {
     const ids = new Map<string, number>();
     raw.sensors.forEach((sensor, i) => {
@@ -310,6 +311,83 @@ function crossCheck(raw: unknown, options: LoadOptions, baseDir: string, warning
         else if (metric.actions.length === 0) errors.push(`${at}.metric: ${metric.key} declares no actions; only metrics with actions (e.g. temperature) have sensors to drive`);
       }
     });
+  }
+  return errors;
+}
+
+/** Where a name was first used: an AP's own name, or an apZones key (the AP behind it) of that AP. */
+interface NameUse {
+  index: number;
+  key?: string;
+}
+
+/**
+ * Every name a poll result is reported under belongs to one AP. Two results under one name give two
+ * apClients readings with one roomId and timestamp, of which telemetry keeps one; their gateway metrics
+ * overwrite each other, and a controller's AP-down state flips each tick. So an AP's name, and each AP
+ * behind it (its apZones key and reported name), is checked against every other AP and, within one
+ * apZones, against every other key. A controller's own name is not reported once it has apZones, so one
+ * of its keys may use it.
+ */
+function checkApNames(ap: Record<string, unknown>, i: number, names: Map<string, NameUse>): string[] {
+  const errors: string[] = [];
+  const at = `accessPoints[${i}]`;
+  if (typeof ap.name === 'string') {
+    const first = names.get(ap.name);
+    if (first !== undefined) errors.push(`${at}.name: "${ap.name}" is already used by accessPoints[${first.index}]; AP names must be unique`);
+    else names.set(ap.name, { index: i });
+  }
+  if (!isRecord(ap.apZones)) return errors;
+  for (const [identity, entry] of Object.entries(ap.apZones)) {
+    const reported = isRecord(entry) && typeof entry.name === 'string' ? entry.name : identity;
+    for (const name of new Set([identity, reported])) {
+      const first = names.get(name);
+      if (first === undefined || (first.index === i && first.key === undefined)) names.set(name, { index: i, key: identity });
+      else if (first.index !== i) errors.push(`${at}.apZones.${identity}: "${name}" is already used by accessPoints[${first.index}]; AP names must be unique`);
+      else if (first.key !== identity) {
+        errors.push(
+          `${at}.apZones.${identity}: "${name}" is already the name of ${at}.apZones.${first.key}; give each AP a name of its own (each radio too, e.g. lobby-east-2g and lobby-east-5g), as two APs under one name give two apClients readings with one roomId and one is dropped`,
+        );
+      }
+    }
+  }
+  return errors;
+}
+
+/**
+ * apZones keys of a dialect that names APs by MAC are matched as normalised MACs (as the poller does), so
+ * two spellings of one MAC (`AA-BB-…`, `aa:bb:…`) are one AP, and the poller would keep only the last.
+ */
+function checkApMacs(apZones: Record<string, unknown>, at: string, dialect: string): string[] {
+  const errors: string[] = [];
+  const keys = new Map<string, string>();
+  for (const identity of Object.keys(apZones)) {
+    const mac = normalizeMac(identity);
+    if (mac === undefined) continue;
+    const first = keys.get(mac);
+    if (first === undefined) keys.set(mac, identity);
+    else errors.push(`${at}.apZones.${identity}: the same MAC as ${at}.apZones.${first}, written differently; the ${dialect} dialect matches APs by MAC, so only one of them would be counted; keep one`);
+  }
+  return errors;
+}
+
+/** The tracker may remember at most {@link MAX_TRACKER_MEMORY_S}: its window, and a device's absence. */
+function checkTrackerMemory(tracker: unknown, pollIntervalS: unknown): string[] {
+  if (!isRecord(tracker)) return [];
+  const errors: string[] = [];
+  const { transitionWindowS, absentPolls } = tracker;
+  if (typeof transitionWindowS === 'number' && transitionWindowS > MAX_TRACKER_MEMORY_S) {
+    errors.push(
+      `tracker.transitionWindowS: expected at most ${MAX_TRACKER_MEMORY_S} (one day), got ${transitionWindowS}; every move in the window is kept in memory and rewritten to the zone file each poll`,
+    );
+  }
+  if (typeof absentPolls === 'number' && typeof pollIntervalS === 'number' && pollIntervalS > 0) {
+    const most = Math.max(1, Math.floor(MAX_TRACKER_MEMORY_S / pollIntervalS));
+    if (absentPolls > most) {
+      errors.push(
+        `tracker.absentPolls: expected at most ${most} (one day of polls at pollIntervalS ${pollIntervalS}), got ${absentPolls}; every device unheard that long is kept in memory, and a randomised MAC is never heard again`,
+      );
+    }
   }
   return errors;
 }
@@ -410,7 +488,10 @@ function cipherAvailable(cipher: string): boolean {
   }
 }
 
-/** A secret file must be a readable, non-empty regular file; one others can read is a warning. */
+/**
+ * A secret file must be a readable regular file holding more than whitespace: an empty key would be used
+ * as it is (the ingest would sign with it and every batch be refused). One others can read is a warning.
+ */
 function checkSecretFile(value: unknown, at: string, baseDir: string, errors: string[], warnings: string[]): void {
   // an empty or multi-line value is reported by the codec, without echoing it
   if (typeof value !== 'string' || value.trim() === '' || /[\r\n]/.test(value)) return;
@@ -422,7 +503,8 @@ function checkSecretFile(value: unknown, at: string, baseDir: string, errors: st
       return;
     }
     accessSync(path, constants.R_OK);
-    if (stat.size === 0) errors.push(`${at}: ${path} is empty`);
+    // never echoed: what is there may be part of a secret
+    if (readFileSync(path, 'utf8').trim() === '') errors.push(`${at}: ${path} holds no secret`);
     // Group read is how the service user reads a root-owned secret (root:lintel-edge 0640); more is too much.
     if ((stat.mode & 0o027) !== 0) warnings.push(`${at}: ${path} is open to others (mode ${(stat.mode & 0o777).toString(8)}); chmod 600 or 640 it`);
   } catch (err) {

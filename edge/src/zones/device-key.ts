@@ -4,7 +4,7 @@
  * stored id cannot be tied back to a MAC (not even by hashing every possible MAC).
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, fstatSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fstatSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 export const DEVICE_KEY_BYTES = 32;
@@ -27,6 +27,9 @@ export class DeviceKeyError extends Error {
  * The key is written whole to a file of its own, synced, then linked to `path` (which fails if another
  * start created it first) and the directory synced: a power cut at any point leaves either no key
  * file or the complete one, never an empty file that would stop every later start.
+ *
+ * A symbolic link at `path` is followed; one to nothing is refused (a DeviceKeyError without an errno,
+ * which stops the start for good), not replaced by a new key.
  *
  * @example
  * const key = loadOrCreateDeviceKey('/var/lib/lintel-edge/device.key');
@@ -59,6 +62,13 @@ export function loadOrCreateDeviceKey(path: string, onWarning: (message: string)
     }
     key = readFileSync(path);
   } catch (err) {
+    const target = (err as NodeJS.ErrnoException).code === 'ENOENT' ? danglingLinkTarget(path) : undefined;
+    // No errno: a link to nothing stays so until someone restores the key or removes the link (exit 2).
+    if (target !== undefined) {
+      throw new DeviceKeyError(
+        `device key file ${path} is a symbolic link to ${target}, which does not exist; put the key back there, or remove the link to generate a new key (tracked devices will be forgotten)`,
+      );
+    }
     throw new DeviceKeyError(`cannot read the device key file ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, (err as NodeJS.ErrnoException).code);
   }
   if (key.length !== DEVICE_KEY_BYTES) {
@@ -69,12 +79,34 @@ export function loadOrCreateDeviceKey(path: string, onWarning: (message: string)
   return key;
 }
 
+/**
+ * Whether anything is at `path`, a symbolic link included: a link is followed when the key is read (the
+ * key may be kept elsewhere), but a link to nothing is not a missing key. A new key made there would
+ * fail to link over it, or hide that the key it pointed to was lost.
+ */
 function exists(path: string): boolean {
   try {
-    statSync(path);
+    lstatSync(path);
     return true;
   } catch {
     return false;
+  }
+}
+
+/** Where `path` points when it is a symbolic link to nothing, else undefined. */
+function danglingLinkTarget(path: string): string | undefined {
+  try {
+    if (!lstatSync(path).isSymbolicLink()) return undefined;
+    statSync(path);
+    return undefined;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') return undefined;
+    try {
+      return readlinkSync(path);
+    } catch {
+      return undefined;
+    }
   }
 }
 

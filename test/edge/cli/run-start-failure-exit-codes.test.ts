@@ -2,14 +2,15 @@
  * The exit code of a start that cannot open the state: 2 (the unit does not restart) only for what a
  * fix alone cures (a file read-only to the service user, not a database or damaged, an invalid device
  * key, a permission), 1 (restarted) for what may clear by itself: a lock held past the busy timeout, a
- * full disk, an I/O error. A device.key that is a directory (EISDIR) is a state to fix: exit 2.
+ * full disk, an I/O error. A device.key that is a directory (EISDIR), or a symbolic link to nothing, is a
+ * state to fix: exit 2.
  *
  * SQLite says SQLITE_CANTOPEN alike for a file it may not create and one it could not create for want
  * of inodes: only a directory that refuses the user (its access(2) answer) makes it exit 2, and a file
  * whose directory refuses its -wal and -shm is exit 2 too, naming the directory.
  */
 import t from 'tap';
-import { chownSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chownSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
@@ -40,6 +41,7 @@ const thrownBy = (fn: () => unknown): unknown => {
 
 t.test('what only a fix cures: exit 2', async (t) => {
   const dir = t.testdir({ 'not-a-ledger.sqlite': 'not a ledger\n'.repeat(100), 'short.key': 'too short', 'device.key': {} });
+  symlinkSync(join(dir, 'moved-away.key'), join(dir, 'dangling.key'));
   const cases: Array<[string, unknown]> = [
     ['a ledger that is not a database', thrownBy(() => openLedger(join(dir, 'not-a-ledger.sqlite')))],
     ['a file this user may not write', new StorageError('cannot write /s/ledger.sqlite: it is owned by root (uid 0), mode 644; …', 'SQLITE_READONLY')],
@@ -55,6 +57,7 @@ t.test('what only a fix cures: exit 2', async (t) => {
     ['a file whose directory refuses its journal, as SQLite says it', new StorageError('cannot prepare /s/zones.sqlite: attempt to write a readonly database: …', 'SQLITE_READONLY_DIRECTORY')],
     ['a device key of the wrong length', thrownBy(() => loadOrCreateDeviceKey(join(dir, 'short.key')))],
     ['a device.key that is a directory', thrownBy(() => loadOrCreateDeviceKey(join(dir, 'device.key')))],
+    ['a device.key that is a symbolic link to nothing', thrownBy(() => loadOrCreateDeviceKey(join(dir, 'dangling.key')))],
     ['a device key this user may not create', new DeviceKeyError('cannot create the device key file /s/device.key: EACCES', 'EACCES')],
     ['a state directory on a read-only mount', errno('EROFS')],
     ['a state directory this user may not write', errno('EACCES')],
@@ -115,6 +118,20 @@ t.test('run with a device.key that is a directory: exit 2, naming it', async (t)
   });
   t.equal(await child.exited, 2, `exit 2, which the unit does not restart (stderr: ${child.stderr().slice(0, 600)})`);
   t.match(child.stderr(), `cannot open the state in ${stateDir}: cannot read the device key file ${join(stateDir, 'device.key')}: EISDIR`);
+});
+
+t.test('run with a device.key that is a symbolic link to nothing: exit 2, naming the link', async (t) => {
+  const dir = t.testdir({});
+  const stateDir = join(dir, 'state');
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  symlinkSync(join(dir, 'moved-away.key'), join(stateDir, 'device.key'));
+  const config = await writeSilentCollectorConfig(dir, stateDir);
+  const child = startCli(['run', '--config', config], {}, WITHOUT_TEST_HOOK);
+  t.teardown(() => {
+    if (child.process.exitCode === null) child.process.kill('SIGKILL');
+  });
+  t.equal(await child.exited, 2, `exit 2, which the unit does not restart (stderr: ${child.stderr().slice(0, 600)})`);
+  t.match(child.stderr(), `device key file ${join(stateDir, 'device.key')} is a symbolic link to ${join(dir, 'moved-away.key')}, which does not exist`);
 });
 
 /** A device key of the right length, as the collector made it. */

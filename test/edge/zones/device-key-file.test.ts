@@ -3,7 +3,7 @@
  * the same key on every later start, and a broken key file refused with what to do.
  */
 import t from 'tap';
-import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEVICE_KEY_BYTES, loadOrCreateDeviceKey } from '../../../edge/src/zones/device-key.js';
 
@@ -54,4 +54,27 @@ t.test('a state directory the key cannot be written to is a clear error', async 
   const dir = t.testdir({ 'not-a-dir': 'a file where the state directory should be' });
   const path = join(dir, 'not-a-dir', 'device.key');
   t.throws(() => loadOrCreateDeviceKey(path), { name: 'DeviceKeyError', message: /^cannot create the directory of the device key file .*\/not-a-dir\/device\.key: (EEXIST|ENOTDIR)$/ });
+});
+
+t.test('a device.key that is a symbolic link is followed to the key it points to', async (t) => {
+  const dir = t.testdir({});
+  const key = Buffer.alloc(DEVICE_KEY_BYTES, 0x5c);
+  writeFileSync(join(dir, 'kept-elsewhere.key'), key, { mode: 0o600 });
+  symlinkSync(join(dir, 'kept-elsewhere.key'), join(dir, 'device.key'));
+  t.same(loadOrCreateDeviceKey(join(dir, 'device.key')), key);
+});
+
+t.test('a device.key that is a symbolic link to nothing is refused with what to do, no new key made', async (t) => {
+  const dir = t.testdir({});
+  const path = join(dir, 'device.key');
+  const target = join(dir, 'lost', 'device.key');
+  symlinkSync(target, path);
+  t.throws(() => loadOrCreateDeviceKey(path), {
+    name: 'DeviceKeyError',
+    code: undefined,
+    message: `device key file ${path} is a symbolic link to ${target}, which does not exist; put the key back there, or remove the link to generate a new key (tracked devices will be forgotten)`,
+  });
+  t.equal(readlinkSync(path), target, 'the link is left alone');
+  t.notOk(existsSync(target), 'no key is made where it points');
+  t.same(readdirSync(dir), ['device.key'], 'nothing staged is left behind');
 });
