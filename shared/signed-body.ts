@@ -86,3 +86,12 @@ export function signedBody(options: SignedBodyOptions): RequestHandler[] {
   };
   return [raw, check];
 }
+
+/**
+ * The text of a body `signedBody()` verified and parsed; undefined when it was empty (and so not
+ * parsed). JSON.parse keeps only the last of a key given twice: the text is where a check finds one.
+ */
+export function signedBodyText(req: Request): string | undefined {
+  const raw = (req as SignedRequest).rawBody;
+  return raw === undefined || raw.length === 0 ? undefined : raw.toString('utf8');
+}

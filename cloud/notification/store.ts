@@ -380,7 +380,10 @@ export class MongoNotificationStore implements NotificationStore {
     const now = this.clock();
     this.dropExpiredRecipients(now);
     const hit = this.recipientCache.get(key);
-    if (hit) return hit.value;
+    // Checked here too: the sweep stops at the first fresh entry, and after the clock steps back an
+    // older entry can stand before an expired one.
+    if (hit && now - hit.at < this.cacheMs) return hit.value;
+    this.recipientCache.delete(key);
     const value = this.queryRecipients(domainName, metric);
     this.recipientCache.set(key, { at: now, value });
     value.catch(() => {

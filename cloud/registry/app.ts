@@ -5,9 +5,8 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { DEFAULT_JSON_LIMIT, errorHandler, HttpError, jsonBody, jsonBodyText, notFoundHandler } from '../../shared/errors.js';
 import type { KeyRing } from '../../shared/hmac.js';
-import { signedBody } from '../../shared/signed-body.js';
+import { signedBody, signedBodyText } from '../../shared/signed-body.js';
 import { healthHandler } from '../../shared/http.js';
-import { signedText } from './json-body.js';
 import type { OrganizationEvent, RegistryStore } from './model.js';
 import { DEFAULT_PENDING_PAGE_SIZE, sendPendingList } from './pending-list.js';
 import { organizationJson, parseSignup, parseStatusReport } from './wire.js';
@@ -58,7 +57,7 @@ export function createRegistryApp(options: RegistryAppOptions): Express {
 
   app.post('/internal/organizations/:id/status', ...signed, async (req, res) => {
     // Validated before anything is read or written: a bad report changes nothing.
-    const report = parseStatusReport(req.body, signedText(req));
+    const report = parseStatusReport(req.body, signedBodyText(req));
     res.json(await applyTo(String(req.params.id), { kind: 'provisioned', outcome: report.status, detail: report.detail }));
   });
 

@@ -106,13 +106,12 @@ export class PgRetentionStore {
       if (signal?.aborted) throw new RetentionCancelled();
       return client.query(text, values);
     };
+    let report: RetentionReport;
     try {
       await query('BEGIN');
       await query('SELECT pg_advisory_xact_lock($1)', [ROLLUP_LOCK]);
-      const report = await this.rollUpAndDrop(query, policy);
+      report = await this.rollUpAndDrop(query, policy);
       await query('COMMIT');
-      await this.forget(policy);
-      return report;
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw signal?.aborted ? new RetentionCancelled() : err;
@@ -123,6 +122,10 @@ export class PgRetentionStore {
       await cancelling;
       client.release(signal?.aborted === true);
     }
+    // Committed: the report stands whatever follows. The bookkeeping is left to the next run when the
+    // stop came meanwhile (its deletes are not the rollup's, and nothing depends on them being prompt).
+    if (!signal?.aborted) await this.forget(policy);
+    return report;
   }
 
   private async rollUpAndDrop(query: Query, policy: RetentionPolicy): Promise<RetentionReport> {
