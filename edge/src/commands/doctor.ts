@@ -17,7 +17,7 @@ import type { EdgeConfig } from '../config/load.js';
 import { createLocalDevices, unknownDrivers } from '../actions/index.js';
 import { loadShippedBindings } from './action.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
-import { deliveryOf, probeBody, probeVerdict, sendProbe, type ProbeAnswer } from './ingest-probe.js';
+import { probeBody, probeVerdict, sendProbe, type ProbeAnswer } from './ingest-probe.js';
 import { statePaths } from './gateway.js';
 import { currentUid, describeUser, userNameOf } from '../storage/ownership.js';
 
@@ -253,7 +253,7 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
         seq: entry.seq,
         close(answer) {
           try {
-            if (answer) ledger.setDelivery(entry.seq, deliveryOf(answer));
+            if (answer) ledger.setDelivery(entry.seq, answer.outcome);
           } finally {
             ledger.close();
           }
@@ -279,5 +279,5 @@ async function checkIngest(config: EdgeConfig, now: number, check: Check): Promi
   }
   const verdict = probeVerdict(answer, config.buildingId, ingest.keyId);
   check.line(verdict.ok ? OK : FAIL, `ingest    ${ingest.url}${ingest.keyId ? ` (key id ${ingest.keyId})` : ''}: ${verdict.text}`);
-  return answer.reached ? answer.serverDate : undefined;
+  return answer.outcome === 'unreachable' ? undefined : answer.serverDate;
 }

@@ -11,13 +11,12 @@
  * the probe before, was refused for its shape before the building was looked at: a key bound to another
  * building passed doctor, and the collector's every batch was then refused.
  *
- * It is posted by the collector's own poster, which hands back the answer's text: the verdict rests on
- * the answer's errors.
+ * It is posted by the collector's own poster, which hands back its outcome (recorded in the ledger, as
+ * for any batch) and the answer's text: the verdict rests on the answer's errors.
  */
 import type { EdgeConfig } from '../config/load.js';
 import { redactIdentifiers } from '../report/identifiers.js';
-import type { Delivery } from '../report/ledger.js';
-import { createBatchPoster } from '../report/poster.js';
+import { createBatchPoster, reasonOf, type PostOutcome } from '../report/poster.js';
 import { printableLine } from '../ui/printable.js';
 
 /** When the probe's reading is dated: inside the ledger audit's plausible times (2000–2100), and long gone from any ingest. */
@@ -26,10 +25,16 @@ export const PROBE_READING_TIME = Date.UTC(2001, 0, 1);
 /** Errors of an unexpected refusal shown on the line. */
 const SHOWN_ERRORS = 3;
 
-/** How the ingest answered the probe. */
+/** The longest refusal shown on the line. */
+const MAX_REFUSAL = 300;
+
+/**
+ * How the ingest answered the probe: the poster's outcome, which the ledger records as the probe's
+ * delivery, with the answer's text and Date header when there was one.
+ */
 export type ProbeAnswer =
-  | { reached: true; status: number; body: string; serverDate?: string }
-  | { reached: false; reason: string };
+  | { outcome: 'accepted' | 'rejected'; status: number; body: string; serverDate?: string }
+  | Extract<PostOutcome, { outcome: 'unreachable' }>;
 
 /** What an answer means for the collector: whether its batches would be taken, in words for doctor's line. */
 export interface ProbeVerdict {
@@ -61,18 +66,12 @@ export async function sendProbe(ingest: NonNullable<EdgeConfig['ingest']>, body:
   const poster = createBatchPoster({ url: ingest.url, secret: ingest.secret, ...(ingest.keyId ? { keyId: ingest.keyId } : {}), timeoutMs: ingest.timeoutMs, withAnswer: true });
   try {
     const posted = await poster.post(body);
-    if (posted.outcome === 'unreachable') return { reached: false, reason: posted.reason };
+    if (posted.outcome === 'unreachable') return posted;
     const { body: text = '', serverDate } = posted.answer ?? {};
-    return { reached: true, status: posted.status, body: text, ...(serverDate ? { serverDate } : {}) };
+    return { outcome: posted.outcome, status: posted.status, body: text, ...(serverDate ? { serverDate } : {}) };
   } finally {
     await poster.close();
   }
-}
-
-/** How the probe's post went, as the ledger records a delivery. */
-export function deliveryOf(answer: ProbeAnswer): Delivery {
-  if (!answer.reached) return 'unreachable';
-  return answer.status >= 200 && answer.status < 300 ? 'accepted' : 'rejected';
 }
 
 /** The JSON object of an answer, or undefined for any other body (a bad signature's plain text, a proxy's page). */
@@ -89,20 +88,17 @@ function errorsOf(json: { errors?: unknown } | undefined): AnswerError[] {
   return Array.isArray(json?.errors) ? json.errors.filter((e): e is AnswerError => e !== null && typeof e === 'object') : [];
 }
 
-/** Shown text from the ingest: one printable line, no identifier, not too long. */
-function shown(text: string, max = 200): string {
-  const line = redactIdentifiers(printableLine(text));
-  return line.length > max ? `${line.slice(0, max)}…` : line;
-}
-
-/** A refusal as the ingest worded it: its message, and the fields its first errors name. */
-function refusalOf(answer: { status: number; body: string }): string {
-  const json = jsonOf(answer.body);
-  const message = typeof json?.message === 'string' ? json.message : answer.body;
-  const fields = errorsOf(json)
+/**
+ * A refusal as the ingest worded it: the poster's reason (its message, or its text), and the fields its
+ * first errors name. On one printable line without identifiers, as everything doctor prints; the reason
+ * is taken whole and the line cut only once they are redacted, so no cut identifier escapes redaction.
+ */
+function refusalOf(answer: { body: string }): string {
+  const fields = errorsOf(jsonOf(answer.body))
     .slice(0, SHOWN_ERRORS)
     .map((e) => `${String(e.field)}: ${String(e.message)}`);
-  return shown([message || 'no reason given', ...fields].join('; '), 300);
+  const line = redactIdentifiers(printableLine([reasonOf(answer.body, Infinity), ...fields].join('; ')));
+  return line.length > MAX_REFUSAL ? `${line.slice(0, MAX_REFUSAL)}…` : line;
 }
 
 /**
@@ -111,7 +107,7 @@ function refusalOf(answer: { status: number; body: string }): string {
  * ingest that kept the reading (2xx `{accepted}`; the telemetry service never does, for one this old).
  */
 export function probeVerdict(answer: ProbeAnswer, buildingId: string, keyId: string | undefined): ProbeVerdict {
-  if (!answer.reached) return { ok: false, text: `reachable ✗ (${answer.reason})` };
+  if (answer.outcome === 'unreachable') return { ok: false, text: `reachable ✗ (${answer.reason})` };
   const { status } = answer;
   const json = jsonOf(answer.body);
   const errors = errorsOf(json);

@@ -42,11 +42,15 @@ export interface IngestAnswer {
 const MAX_REASON = 200;
 
 /**
- * A short, single-line reason from an error body: its `message` when JSON, else the text. Printable: it
- * is shown on the installer's terminal (doctor, simulate), where a control character from the ingest
- * would be obeyed, not read.
+ * A short, single-line reason from an error body: its `message` when JSON, else the text, cut after
+ * `max` characters. Printable: it is shown on the installer's terminal (doctor, simulate), where a
+ * control character from the ingest would be obeyed, not read. Doctor words its probe's refusals with it.
+ *
+ * @example
+ * reasonOf('{"type":"validation","message":"invalid batch"}'); // 'invalid batch'
+ * reasonOf(''); // 'no reason given'
  */
-function reasonOf(text: string): string {
+export function reasonOf(text: string, max = MAX_REASON): string {
   let reason = text;
   try {
     const parsed = JSON.parse(text) as { message?: unknown };
@@ -55,7 +59,7 @@ function reasonOf(text: string): string {
     // not JSON: the text itself (e.g. `invalid signature`)
   }
   const line = printableLine(reason);
-  return line.length > MAX_REASON ? `${line.slice(0, MAX_REASON)}…` : line || 'no reason given';
+  return line.length > max ? `${line.slice(0, max)}…` : line || 'no reason given';
 }
 
 /** The most of an answer's body read: a reason is at most a line; an ingest has nothing longer to say. */

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
-import { createServer, request } from 'node:http';
+import { request } from 'node:http';
 import { MongoClient, type CommandStartedEvent, type Db } from 'mongodb';
 import { LIST_INDEX } from '../../../cloud/chat/mongo-store.js';
 import { LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
+import { serve } from '../../support/http.js';
 import { freshChatDatabase } from './support/mongo.js';
 import { call, claimsOf, conversationsOf, createConversation, fillConversation, getConversation, send, startChat, type ConversationWire } from './support/harness.js';
 
@@ -35,7 +35,7 @@ t.test('create: default title, an optional title, camelCase fields and a Locatio
  * `/chat/conversations`. Any other path is not the chat service's (404 here).
  */
 async function prefixStrippingIngress(t: Test, target: string): Promise<string> {
-  const server = createServer((req, res) => {
+  const { url } = await serve(t, (req, res) => {
     const path = /^\/chat(\/.*)$/.exec(req.url ?? '')?.[1];
     if (path === undefined) {
       res.writeHead(404).end();
@@ -48,9 +48,7 @@ async function prefixStrippingIngress(t: Test, target: string): Promise<string> 
     upstream.on('error', () => res.destroy());
     req.pipe(upstream);
   });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return `http://127.0.0.1:${port}`;
+  return url;
 }
 
 t.test('the Location of a created conversation resolves, against the URL the client posted to, to that conversation: behind an ingress that strips /chat, one that keeps it, and with a trailing slash', async (t) => {

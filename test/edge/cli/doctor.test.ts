@@ -4,13 +4,12 @@
  */
 import t, { type Test } from 'tap';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { doctor } from '../../../edge/src/commands/doctor.js';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
+import { serve } from '../../support/http.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { freePort, runCli, writeBuildingConfig } from './building-config.js';
 
@@ -21,18 +20,16 @@ import { freePort, runCli, writeBuildingConfig } from './building-config.js';
 async function startPlainHttpToHttpsPort(t: Test): Promise<{ url: string; calls: string[] }> {
   const calls: string[] = [];
   const unexpected: string[] = [];
-  const server = createServer((req, res) => {
+  t.teardown(() => {
+    if (unexpected.length > 0) throw new Error(`the proxy stand-in got calls it was not set up for: ${unexpected.join(' | ')}`);
+  });
+  const { url } = await serve(t, (req, res) => {
     if (req.method !== 'POST' || req.url !== '/ingest') unexpected.push(`${req.method} ${req.url}`);
     else calls.push(`${req.method} ${req.url}`);
     req.resume();
     res.writeHead(400, { 'content-type': 'text/html' }).end('<html><head><title>400 The plain HTTP request was sent to HTTPS port</title></head><body></body></html>\n');
   });
-  t.teardown(() => {
-    if (unexpected.length > 0) throw new Error(`the proxy stand-in got calls it was not set up for: ${unexpected.join(' | ')}`);
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return { url: `http://127.0.0.1:${port}/ingest`, calls };
+  return { url: `${url}/ingest`, calls };
 }
 
 /**
