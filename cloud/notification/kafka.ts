@@ -64,6 +64,8 @@ export class KafkaAlertConsumer {
   private attempt: Promise<void> | undefined;
   /** The consumer of the attempt in progress, until it joined or gave up. */
   private joining: Consumer | undefined;
+  /** The stop under way, kept so that {@link closed} can wait for it past the time `stop` gave it. */
+  private closing: Promise<void> | undefined;
 
   constructor(private readonly options: AlertConsumerOptions) {
     this.topic = options.topic ?? ALERTS_TOPIC;
@@ -218,7 +220,7 @@ export class KafkaAlertConsumer {
    * before it leaves the group. An attempt to join still in progress is cut short: a broker that does
    * not answer would hold it for retries of its request timeout. Waits at most `timeoutMs`; past it the
    * consumer is left to close on its own, and records it settled but did not commit are read again by
-   * the group, as duplicates. True when everything closed in time.
+   * the group, as duplicates, unless {@link closed} waits for it longer. True when everything closed in time.
    */
   async stop(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     this.stopped = true;
@@ -226,7 +228,7 @@ export class KafkaAlertConsumer {
     this.reconnectTimer = undefined;
     if (this.lagTimer) clearInterval(this.lagTimer);
     this.lagTimer = undefined;
-    const closing = (async () => {
+    this.closing = (async () => {
       // The same graceful disconnect: anything the attempt already consumes is still settled and committed.
       await this.joining?.disconnect().catch(() => undefined);
       await this.attempt?.catch(() => undefined);
@@ -236,6 +238,14 @@ export class KafkaAlertConsumer {
       await this.admin?.disconnect().catch(() => undefined);
       this.admin = undefined;
     })();
-    return settlesWithin(closing, timeoutMs);
+    return settlesWithin(this.closing, timeoutMs);
+  }
+
+  /**
+   * Waits at most `timeoutMs` more for the stop under way to finish: the slice being settled, its
+   * commit and the leave. True when it finished (or no stop was asked for).
+   */
+  closed(timeoutMs: number): Promise<boolean> {
+    return settlesWithin(this.closing ?? Promise.resolve(), timeoutMs);
   }
 }

@@ -31,12 +31,13 @@ const LOOKUP_TIMEOUT_MS = 2000;
 
 /**
  * The stop sequence, in ms from the signal; `runUntilSignal` exits 1 past 5000. Kafka and HTTP stop at
- * once. Kafka gets long enough for a slice waiting out a lookup timeout to settle and commit; the HTTP
- * server closes its connections by itself within about 2 s (`closeServer`). Push fan-outs run all along,
- * and are waited for until DRAIN_UNTIL_MS; the clients then close by CLIENTS_UNTIL_MS, leaving room
- * for the exit itself.
+ * once; the HTTP server closes its connections by itself within about 2 s (`closeServer`). A consumer
+ * not stopped by KAFKA_STOP_MS (a slice waiting out a lookup timeout) is logged, and waited for until
+ * DRAIN_UNTIL_MS, since a slice's fan-outs start only when it ends. Push fan-outs run all along and
+ * are waited for until DRAIN_UNTIL_MS too. The clients then close by CLIENTS_UNTIL_MS, leaving room for
+ * the exit itself.
  */
-const KAFKA_STOP_MS = 3000;
+const KAFKA_STOP_MS = 2000;
 const DRAIN_UNTIL_MS = 3800;
 const CLIENTS_UNTIL_MS = 4300;
 
@@ -173,7 +174,14 @@ async function main(): Promise<void> {
         const begun = performance.now();
         const until = (ms: number) => ms - (performance.now() - begun);
         const [kafkaStopped] = await Promise.all([consumer.stop(KAFKA_STOP_MS), server ? closeServer(server) : undefined]);
-        if (!kafkaStopped) logger.warn('the alert consumer did not stop in time; records it settled but did not commit will be read again, as duplicates');
+        // A slice hands its push fan-outs to the background only once all of it is published: until it
+        // ends, pushes of alerts it already published (read again, they are duplicates) are not drainable.
+        if (!kafkaStopped) {
+          logger.warn('the alert consumer did not stop in time; waiting for the slice it settles as long as for push fan-outs');
+          if (!(await consumer.closed(until(DRAIN_UNTIL_MS)))) {
+            logger.warn('the alert consumer has still not stopped; records it settled but did not commit will be read again, as duplicates, and pushes it has not handed over are lost');
+          }
+        }
         if (!(await delivery.drain(until(DRAIN_UNTIL_MS)))) logger.warn('stopping with push fan-outs still running; they are dropped');
         await push.close();
         const redisClosed = settlesWithin(redis.quit(), until(CLIENTS_UNTIL_MS));

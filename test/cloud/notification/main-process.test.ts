@@ -358,7 +358,7 @@ t.test('SIGTERM mid-slice, with a breach push and a /trigger push held by a slow
   service.child.kill('SIGTERM');
   await waitFor('the service to begin stopping', () => service.logs.some((l) => l.msg === 'stopping'), 30_000);
   // Once the stop is under way, the directory goes away: the lookup fails at once. Left to wait out its
-  // 2 s timeout, it would take most of the consumer's 3 s stop budget, and a busy machine the rest.
+  // 2 s timeout, it would take most of the 3.8 s the consumer is waited for, and a busy machine the rest.
   directory.dropHanging();
   const [code] = await service.exited;
   if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));

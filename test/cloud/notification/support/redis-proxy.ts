@@ -4,7 +4,8 @@
  * reply comes back instead of passing it on. The client saw its command leave and never got an answer,
  * as when a connection drops between Redis running a command and the reply arriving. It can also cut
  * the connection before a command holding a marker is whole, so Redis never runs it, as when the
- * connection drops while the command is sent. Later connections are forwarded untouched.
+ * connection drops while the command is sent. And it can hold replies back, as a Redis slow to answer.
+ * Later connections are forwarded untouched.
  */
 import { connect, createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
@@ -24,6 +25,15 @@ export interface RedisProxy {
   cutBefore(marker: string): void;
   /** How many commands were cut so far. */
   readonly cutCommands: number;
+  /**
+   * Holds back, on the connection that next sends `marker`, every reply Redis sends from then on (the
+   * one to that command included), until {@link releaseReplies}. Redis still runs the commands. Once.
+   */
+  holdRepliesAfter(marker: string): void;
+  /** True while a connection's replies are held back. */
+  readonly holding: boolean;
+  /** Passes every held reply on, in order, and stops holding. */
+  releaseReplies(): void;
 }
 
 export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
@@ -32,11 +42,15 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
   let lostReplies = 0;
   let cutMarker: string | undefined;
   let cutCommands = 0;
+  let holdMarker: string | undefined;
+  /** Per held connection, what passes its held replies on. */
+  const held = new Set<() => void>();
   const sockets = new Set<Socket>();
   const server = createServer((client) => {
     const redis = connect(Number(upstream.port || 6379), upstream.hostname);
     sockets.add(client).add(redis);
     let cutOnReply = false;
+    let heldReplies: Buffer[] | undefined;
     // The last bytes sent, so a marker split between two chunks is found.
     let tail = Buffer.alloc(0);
     client.on('data', (chunk: Buffer) => {
@@ -51,6 +65,17 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
         }
         tail = recent.subarray(Math.max(0, recent.length - cutMarker.length));
       }
+      if (holdMarker !== undefined && heldReplies === undefined && chunk.includes(holdMarker)) {
+        holdMarker = undefined;
+        const replies: Buffer[] = [];
+        heldReplies = replies;
+        const release = () => {
+          held.delete(release);
+          heldReplies = undefined;
+          for (const reply of replies) client.write(reply);
+        };
+        held.add(release);
+      }
       if (marker !== undefined && chunk.includes(marker)) {
         marker = undefined;
         cutOnReply = true;
@@ -58,6 +83,10 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
       redis.write(chunk);
     });
     redis.on('data', (chunk: Buffer) => {
+      if (heldReplies) {
+        heldReplies.push(chunk);
+        return;
+      }
       if (!cutOnReply) {
         client.write(chunk);
         return;
@@ -95,6 +124,15 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
     },
     get cutCommands() {
       return cutCommands;
+    },
+    holdRepliesAfter(next) {
+      holdMarker = next;
+    },
+    get holding() {
+      return held.size > 0;
+    },
+    releaseReplies() {
+      for (const release of [...held]) release();
     },
   };
 }

@@ -1,0 +1,123 @@
+/**
+ * SIGTERM while a slice outlives the alert consumer's 2 s stop: the slice hands its push fan-outs over
+ * only once all of it is published, so the stop waits for it (as long as for push fan-outs) before it
+ * drains them and closes the push sender. An alert the slice already published gets its push; read
+ * again it would be a duplicate, and the push would be lost for good.
+ *
+ * The slice is held deterministically: Redis is reached through a proxy that holds back every reply
+ * from the slice's second publish on, until the service logs that the consumer did not stop in time.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import t from 'tap';
+import webpush from 'web-push';
+import { startFakeDirectory } from './support/fake-directory.js';
+import { startFakePushHost } from './support/fake-push-host.js';
+import { browserKeys, call, member } from './support/harness.js';
+import { startRedisProxy } from './support/redis-proxy.js';
+import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { ALERTS_PER_CALL } from '../../../cloud/notification/redis.js';
+
+const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
+/** In the in-app message of the second arming call's alert only, never in a key: the proxy's marker. */
+const LATE_VALUE = 7777777;
+
+/** Starts the service as a process and waits for its "listening" log line. Killed at teardown if still running. */
+async function startService(t: Teardown, env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ msg: line });
+    }
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = once(child, 'close') as Promise<[number | null]>;
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  const listening = await waitFor(
+    'the service to listen',
+    () => {
+      if (child.exitCode !== null) throw new Error(`service exited ${child.exitCode}: ${stderr}`);
+      return logs.find((l) => l.msg === 'notification service listening');
+    },
+    30_000,
+  );
+  return { url: `http://127.0.0.1:${String(listening.port)}`, logs, child, exited };
+}
+
+t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the alerts it already published are sent', async (t) => {
+  const keys = webpush.generateVAPIDKeys();
+  const host = await startFakePushHost(t, { vapidPublicKey: keys.publicKey });
+  const directory = await startFakeDirectory(t);
+  const proxy = await startRedisProxy(t);
+  const { uri } = await freshMongo(t);
+  const { topic, admin } = await freshTopic(t, 'alerts', 1);
+  const groupId = uniqueName('alerts');
+  const channelName = uniqueName('notifications');
+  const channel = await channelRecorder(t, channelName);
+  const service = await startService(t, {
+    MONGO_URI: uri,
+    REDIS_URL: proxy.url,
+    KAFKA_BROKERS: STACK.kafkaBrokers.join(','),
+    DIGITAL_TWIN_URL: directory.url,
+    VAPID_PUBLIC_KEY: keys.publicKey,
+    VAPID_PRIVATE_KEY: keys.privateKey,
+    WEB_PUSH_ALLOW_HTTP: 'true',
+    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    NOTIFICATIONS_CHANNEL: channelName,
+    ALERTS_TOPIC: topic,
+    ALERTS_GROUP: groupId,
+  });
+  // One alert with a subscribed device; the others go to a domain nobody subscribed in.
+  const acme = uniqueName('acme');
+  const quiet = uniqueName('quiet');
+  const watched = uniqueName('b-watched');
+  const filler = uniqueName('b-filler');
+  const late = uniqueName('b-late');
+  directory.set(watched, [acme]).set(filler, [quiet]).set(late, [quiet]);
+  const { header } = member(acme, 'ana');
+  const subscribed = await call(service.url, 'POST', '/subscribe', {
+    claims: header,
+    body: { subscription: { endpoint: host.subscribe('/push/device', 201), keys: browserKeys() }, domainName: acme },
+  });
+  t.equal(subscribed.status, 201);
+  await waitFor('the consumer to run', () => service.logs.some((l) => l.msg === 'alert consumer running'), 30_000);
+
+  // One slice of two arming calls: the first (ALERTS_PER_CALL distinct keys, the watched alert first)
+  // publishes; the second's publish is held by the proxy, so the slice does not end.
+  const alert = (buildingId: string, roomId: string, value: number) =>
+    JSON.stringify({ alertId: uniqueName('alert'), type: 'airQuality', field: 'co2', buildingId, roomId, value, bound: 'maxCo2', threshold: 1200 });
+  const messages = [{ key: `${watched}:r0`, value: alert(watched, 'r0', 1800) }];
+  for (let i = 1; i < ALERTS_PER_CALL; i++) messages.push({ key: `${filler}:r${i}`, value: alert(filler, `r${i}`, 1800) });
+  messages.push({ key: `${late}:r0`, value: alert(late, 'r0', LATE_VALUE) });
+  proxy.holdRepliesAfter(`${LATE_VALUE} ppm`);
+  const p = await producer(t);
+  await p.send({ topic, messages });
+  await waitFor('the second publish to be held', () => proxy.holding, 30_000);
+  t.ok(
+    channel.messages.some((m) => (m as { buildingId?: string; domainName?: string }).buildingId === watched && (m as { domainName?: string }).domainName === acme),
+    'the watched alert was published (its seen mark set published) before the signal',
+  );
+  t.same(host.calls, [], 'its push waits for the slice to end');
+
+  service.child.kill('SIGTERM');
+  await waitFor('the consumer stop to run out', () => service.logs.some((l) => /^the alert consumer did not stop in time/.test(String(l.msg))), 30_000);
+  proxy.releaseReplies();
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.same(host.calls, ['/push/device'], 'the device got the push of the alert published before the signal');
+  t.same(service.logs.filter((l) => /push failed/.test(String(l.msg))), [], 'no push failed');
+  t.notOk(service.logs.some((l) => /push fan-outs still running/.test(String(l.msg))), 'nothing was left to drop');
+  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  t.same(committed?.partitions.map((c) => c.offset), [String(messages.length)], 'the slice was committed: none of it is read again');
+});
