@@ -7,11 +7,9 @@
  * The slice is held deterministically: Redis is reached through a proxy that holds back every reply
  * from the slice's second publish on, until the service logs that the consumer did not stop in time.
  */
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
 import t from 'tap';
 import webpush from 'web-push';
+import { startServiceProcess } from '../../support/service-process.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { browserKeys, call, member } from './support/harness.js';
@@ -19,39 +17,12 @@ import { startRedisProxy } from './support/redis-proxy.js';
 import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
 import { ALERTS_PER_CALL } from '../../../cloud/notification/redis.js';
 
-const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
 /** In the in-app message of the second arming call's alert only, never in a key: the proxy's marker. */
 const LATE_VALUE = 7777777;
 
-/** Starts the service as a process and waits for its "listening" log line. Killed at teardown if still running. */
-async function startService(t: Teardown, env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs: Array<Record<string, unknown>> = [];
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    try {
-      logs.push(JSON.parse(line) as Record<string, unknown>);
-    } catch {
-      logs.push({ msg: line });
-    }
-  });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = once(child, 'close') as Promise<[number | null]>;
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  const listening = await waitFor(
-    'the service to listen',
-    () => {
-      if (child.exitCode !== null) throw new Error(`service exited ${child.exitCode}: ${stderr}`);
-      return logs.find((l) => l.msg === 'notification service listening');
-    },
-    30_000,
-  );
-  return { url: `http://127.0.0.1:${String(listening.port)}`, logs, child, exited };
+/** The service as its own process, as `npm run notification` starts it. */
+function startService(t: Teardown, env: Record<string, string>) {
+  return startServiceProcess(t, { name: 'notification', script: 'cloud/notification/main.ts', env, listening: 'notification service listening' });
 }
 
 t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the alerts it already published are sent', async (t) => {
@@ -112,7 +83,7 @@ t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the aler
   service.child.kill('SIGTERM');
   await waitFor('the consumer stop to run out', () => service.logs.some((l) => /^the alert consumer did not stop in time/.test(String(l.msg))), 30_000);
   proxy.releaseReplies();
-  const [code] = await service.exited;
+  const { code } = await service.exited;
   if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));
   t.equal(code, 0, 'SIGTERM stops it cleanly');
   t.same(host.calls, ['/push/device'], 'the device got the push of the alert published before the signal');
