@@ -20,6 +20,12 @@
  * still a duplicate. The key is forgotten here, so the read asks Redis instead of being suppressed
  * from memory.
  *
+ * A publish call that failed without an answer may have run all the same. The alerts it held are
+ * remembered with their fan-outs: read again and found published by this replica's own call
+ * (`published-here`), such an alert is settled as delivered then, and its pushes, never sent, go out
+ * now. An alert another replica published first (two replicas read the same record during a rebalance)
+ * is answered `elsewhere` by the publish and counted `suppressed`: its pushes are that replica's.
+ *
  * An alertId is a duplicate only once it asked Redis. A record suppressed from memory (its key armed
  * here and live) is suppressed because of its key and leaves no seen mark, so its resend after the
  * cooldown expired is delivered as a new alert.
@@ -37,7 +43,7 @@ import { rememberBounded } from './bounded-memory.js';
 import { mapSettled } from './concurrency.js';
 import type { AlertFanOut, Delivery } from './delivery.js';
 import { ALERT_OUTCOMES, type AlertOutcome, type NotificationMetrics } from './metrics.js';
-import { ALERTS_PER_CALL, type AlertKeys, type Arming, type Cooldown } from './redis.js';
+import { ALERTS_PER_CALL, type AlertKeys, type Arming, type Cooldown, type PublishOutcome } from './redis.js';
 
 const ALERTABLE = new Set(ALERTABLE_METRICS);
 
@@ -46,6 +52,19 @@ const ALERTABLE = new Set(ALERTABLE_METRICS);
  * Past it the oldest is forgotten: read again, it is counted as the duplicate it then is.
  */
 const MAX_UNSETTLED_DELIVERIES = 100_000;
+
+/**
+ * Alerts whose publish call failed without an answer, remembered with what delivering them came to, at
+ * most. Past it the oldest is forgotten: if that call had published it, its pushes are not sent.
+ */
+const MAX_OWED_DELIVERIES = 10_000;
+
+/** What a publish call that failed without an answer may have delivered: its pushes are still owed. */
+interface OwedDelivery {
+  outcome: 'delivered' | 'unroutable';
+  /** The alert's fan-out, as it was published; none for an alert published unscoped. */
+  event?: AlertFanOut;
+}
 
 export interface BreachDeps {
   cooldown: Cooldown;
@@ -108,6 +127,12 @@ export class BreachHandler {
    * a record before them failed, so they will be read again. Insertion order is age.
    */
   private readonly unsettledDeliveries = new Map<string, AlertOutcome>();
+  /**
+   * alertId → the delivery of alerts whose publish call failed without an answer: Redis may have run it.
+   * Read again, such an alert is answered `armed` when it was not published (and is delivered afresh),
+   * and `published-here` when that call published it: then its pushes, never sent, go out now.
+   */
+  private readonly owedDeliveries = new Map<string, OwedDelivery>();
 
   constructor(private readonly deps: BreachDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -235,6 +260,8 @@ export class BreachHandler {
     const { cooldown, delivery } = this.deps;
     const failures = new Map<number, unknown>();
     const deliveries: Array<Promise<AlertFanOut[]>> = [];
+    // Alerts a lost publish reply left undelivered here, published all the same: their pushes.
+    const owedPushes: AlertFanOut[] = [];
     // Resolved once the previous delivery published: the next one publishes after it.
     let turn: Promise<void> = Promise.resolve();
     const fail = (records: readonly Pending[], err: unknown) => {
@@ -258,10 +285,16 @@ export class BreachHandler {
         const won: Pending[] = [];
         call.forEach((p, i) => {
           const result = armed[i];
+          const owed = result === 'armed' || result === 'published-here' ? this.owedDeliveries.get(p.alert.alertId) : undefined;
+          if (owed !== undefined) this.owedDeliveries.delete(p.alert.alertId);
           if (result === 'armed') won.push(p);
-          else if (result === 'cooling' || result === 'duplicate') p.outcome = 'suppressed';
+          else if (result === 'published-here' && owed !== undefined) {
+            // Published by a call of this replica whose answer was lost: delivered then, pushed now.
+            p.outcome = owed.outcome;
+            if (owed.event !== undefined) owedPushes.push(owed.event);
+          } else if (result === 'cooling' || result === 'duplicate' || result === 'published-here') p.outcome = 'suppressed';
           else failures.set(p.index, result ?? new Error('no reply from redis'));
-          const follower = result === 'duplicate' ? waiting.get(p.keys.cooldown)?.shift() : undefined;
+          const follower = result === 'duplicate' || result === 'published-here' ? waiting.get(p.keys.cooldown)?.shift() : undefined;
           if (follower) next.push(follower);
         });
         if (won.length === 0) continue;
@@ -272,7 +305,7 @@ export class BreachHandler {
       }
       asking = next;
     }
-    const toPush = (await Promise.all(deliveries)).flat();
+    const toPush = [...owedPushes, ...(await Promise.all(deliveries)).flat()];
     await delivery.pushInBackground(toPush, pushTopicOf);
     return failures;
   }
@@ -298,7 +331,7 @@ export class BreachHandler {
     const notifications: Notification[] = [];
     const owners: number[] = [];
     const events: Array<AlertFanOut | undefined> = [];
-    let outcomes: Array<Error | undefined>;
+    let outcomes: PublishOutcome[];
     try {
       domainsByBuilding = await this.routesOf(won);
       won.forEach((p, w) => {
@@ -336,21 +369,32 @@ export class BreachHandler {
       published();
     }
     const failedPublish = new Map<number, Error>();
-    outcomes.forEach((error, i) => {
-      if (error !== undefined) failedPublish.set(owners[i] as number, error);
+    const elsewhere = new Set<number>();
+    outcomes.forEach((outcome, i) => {
+      if (outcome instanceof Error) failedPublish.set(owners[i] as number, outcome);
+      else if (outcome === 'elsewhere') elsewhere.add(owners[i] as number);
     });
 
     const toPush: AlertFanOut[] = [];
     won.forEach((p, w) => {
       const publishError = failedPublish.get(w);
+      const event = events[w];
       if (publishError !== undefined) {
-        // Not published: its seen mark stays pending in Redis, so the record read again (here or on
-        // another replica) is answered `armed`; here it must ask rather than be suppressed from memory.
+        // Not published, or published with the answer lost. Not published, its seen mark stays pending
+        // in Redis, so the record read again (here or on another replica) is answered `armed`; here it
+        // must ask rather than be suppressed from memory. Published, it is answered `published-here`
+        // here, and its pushes are sent then.
         failures.set(p.index, publishError);
         cooldown.forgetArmed(p.keys.cooldown);
+        rememberBounded(this.owedDeliveries, p.alert.alertId, { outcome: event === undefined ? 'unroutable' : 'delivered', event }, MAX_OWED_DELIVERIES);
         return;
       }
-      const event = events[w];
+      if (elsewhere.has(w)) {
+        // Another replica read the same record (a rebalance) and published it first: its pushes are
+        // that replica's.
+        p.outcome = 'suppressed';
+        return;
+      }
       if (event === undefined) {
         const route = domainsByBuilding.get(p.alert.buildingId);
         logger.error(

@@ -23,7 +23,7 @@ import type { Semaphore } from './concurrency.js';
 import type { NotificationMetrics } from './metrics.js';
 import { endpointOrigin, type PushMessage, type PushSender } from './push.js';
 import { pushPayloadOf } from './push-payload.js';
-import type { Publisher } from './redis.js';
+import type { PublishOutcome, Publisher } from './redis.js';
 import type { NotificationStore, Recipient } from './store.js';
 
 export interface DeliveryReport {
@@ -129,17 +129,18 @@ export class Delivery {
   /**
    * Publishes in-app notifications in one round trip per thousand and counts those published.
    * `alertOf` gives, per notification, the seen key of its alert, which the publish sets published
-   * (see {@link Publisher.publishAll}). Per notification: undefined when published, or why not.
+   * (see {@link Publisher.publishAll}). Per notification, its outcome: one published elsewhere (by
+   * another replica that read the same record) is not counted here.
    */
-  async publishEach(notifications: readonly Notification[], alertOf: readonly string[]): Promise<Array<Error | undefined>> {
-    const errors = await this.deps.publisher.publishAll(notifications, alertOf);
+  async publishEach(notifications: readonly Notification[], alertOf: readonly string[]): Promise<PublishOutcome[]> {
+    const outcomes = await this.deps.publisher.publishAll(notifications, alertOf);
     const published = { alert: 0, manual: 0 };
-    errors.forEach((error, i) => {
-      if (error === undefined) published[(notifications[i] as Notification).kind] += 1;
+    outcomes.forEach((outcome, i) => {
+      if (outcome === 'published') published[(notifications[i] as Notification).kind] += 1;
     });
     if (published.alert > 0) this.published.alert.inc(published.alert);
     if (published.manual > 0) this.published.manual.inc(published.manual);
-    return errors;
+    return outcomes;
   }
 
   /**

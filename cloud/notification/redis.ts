@@ -6,11 +6,15 @@
  * keys or messages, with one answer per alert or message.
  *
  * The seen mark is `{token}:{state}`: `P:{record}` the call armed the cooldown for the record at
- * `{record}` (topic/partition/offset) and the alert is not published yet, `1` it armed it and the alert
- * is published (the publish script sets it, in the same call as the alert's last PUBLISH), `0` the
- * cooldown was already armed (suppressed). A pending mark is the only record of an alert armed and
- * never published (the publish failed, the process stopped, a reply was lost), and it lives in Redis,
- * so whichever replica reads that record again delivers it.
+ * `{record}` (topic/partition/offset) and the alert is not published yet, `1:{publisher}` it armed it
+ * and the alert is published by the publish call `{publisher}` (the publish script sets it, in the same
+ * call as the alert's last PUBLISH), `0` the cooldown was already armed (suppressed). A pending mark is
+ * the only record of an alert armed and never published (the publish failed, the process stopped, a
+ * reply was lost), and it lives in Redis, so whichever replica reads that record again delivers it. The
+ * publisher, `{replica}.{call}`, tells the call that published an alert from any other (the client's
+ * resend of that very call is answered published; a second replica that read the same record is
+ * answered published elsewhere and pushes nothing), and tells a replica the alerts its own calls
+ * published (see {@link Arming}).
  */
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -27,7 +31,8 @@ export const SEEN_SECONDS = 24 * 3600;
 /**
  * The slice's alerts arm with one script call instead of commands each. KEYS holds two keys per alert,
  * its seen key then its cooldown key; ARGV[1] is the cooldown lifetime, ARGV[2] the seen lifetime,
- * ARGV[3] the call's token and ARGV[3 + n] the record of the n-th alert. Per alert, in order:
+ * ARGV[3] the call's token, ARGV[4] the replica's publisher id and ARGV[4 + n] the record of the n-th
+ * alert. Per alert, in order:
  * - not seen: 1 when this call armed the cooldown (`SET key 1 NX EX 300`, as the seed fixes it), its
  *   mark `{token}:P:{record}`; 0 when it was already armed, its mark `{token}:0`;
  * - pending for this same record (an earlier read of it armed the cooldown and never published: the
@@ -35,9 +40,12 @@ export const SEEN_SECONDS = 24 * 3600;
  *   While that cooldown is still there the answer is 1 when the mark holds this call's own token (the
  *   client resent the call after a lost reply: the cooldown's lifetime counts from this call) and 3
  *   otherwise (armed by an earlier call, here or on another replica; its lifetime is unknown here).
- *   Once it is gone the alert arms it again, as a new alert would. At least once, then: two replicas
- *   reading the same record at once (a rebalance) both deliver it, within the one cooldown;
+ *   Once it is gone the alert arms it again, as a new alert would. Two replicas reading the same
+ *   record at once (a rebalance) are both answered armed, within the one cooldown; the publish call
+ *   that runs first delivers it, and the other is answered published elsewhere (PUBLISH_ALL);
  * - `{token}:0` with this call's own token (a resend after a lost reply): 0 again;
+ * - published by a call of this replica (`{token}:1:{replica}.{call}`): 4, a duplicate the replica
+ *   may owe pushes for (its publish call ran and its reply was lost), its cooldown key not touched;
  * - anything else: 2, a duplicate, its cooldown key not touched. That holds for another record of the
  *   same alertId (a resend) while the first is pending: the first is not settled, so it is read again
  *   and delivered, and the copy is not delivered beside it.
@@ -49,8 +57,9 @@ const ARM_ALL = `
 local out = {}
 local answered = {}
 local token = ARGV[3]
+local replica = ARGV[4]
 for i = 1, #KEYS, 2 do
-  local seen, cooldown, record = KEYS[i], KEYS[i + 1], ARGV[3 + (i + 1) / 2]
+  local seen, cooldown, record = KEYS[i], KEYS[i + 1], ARGV[4 + (i + 1) / 2]
   local result = 2
   if not answered[seen] then
     local mark = redis.call('GET', seen)
@@ -66,6 +75,8 @@ for i = 1, #KEYS, 2 do
       result = holder == token and 1 or 3
     elseif mark == token .. ':0' then
       result = 0
+    elseif string.match(mark, '^[^:]*:1:([^.]*)%.') == replica then
+      result = 4
     end
   end
   answered[seen] = true
@@ -75,28 +86,37 @@ end
 return out`;
 
 /**
- * ARGV[1] the channel, then two arguments per message, in order: the message, and the index in KEYS of
- * the seen key of the alert it belongs to (0 for none). Each mark is read once, at the start. An alert already marked published
- * (`{token}:1`) is skipped: this very call resent by the client after a lost reply, or a second replica
- * that read the same record. Once an alert's last message is published, its pending mark
- * (`{token}:P:{record}`) becomes published, in the same call.
+ * ARGV[1] the channel, ARGV[2] the call's publisher id (`{replica}.{call}`), then two arguments per
+ * message, in order: the message, and the index in KEYS of the seen key of the alert it belongs to (0
+ * for none). Each mark is read once, at the start. An alert already marked published (`{token}:1:…`, or
+ * `{token}:1` as versions before the publisher id wrote it) is skipped: this very call resent by the
+ * client after a lost reply, or a second replica that read the same record. Once an alert's last
+ * message is published, its pending mark (`{token}:P:{record}`) becomes `{token}:1:{publisher}`, in the
+ * same call.
  *
  * Before anything is published, the call writes once: the first pending mark, rewritten as it is. A Redis
  * that refuses writes (out of memory, read-only, a failing save) refuses a script's first write, so the
  * call fails there with nothing of it sent, and read again it cannot publish twice; past a first write,
  * Redis lets a script finish. A message that cannot be published (the channel refused) fails the call
- * before its alert is marked published, so that alert is delivered when read again. Answers how many
- * messages.
+ * before its alert is marked published, so that alert is delivered when read again. Answers, per KEYS
+ * entry, 1 when this call published the alert (now, or in its own run before a resend) and 0 when
+ * another call had.
  */
 const PUBLISH_ALL = `
+local publisher = ARGV[2]
 local last = {}
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local k = tonumber(ARGV[i + 1])
   if k > 0 then last[k] = i end
 end
 local marks = {}
+local done = {}
+local out = {}
 for k = 1, #KEYS do
   marks[k] = redis.call('GET', KEYS[k]) or ''
+  local by = string.match(marks[k], '^[^:]*:1:(.*)$')
+  done[k] = by ~= nil or string.match(marks[k], '^[^:]*:1$') ~= nil
+  out[k] = (not done[k] or by == publisher) and 1 or 0
 end
 for k = 1, #KEYS do
   if string.match(marks[k], '^[^:]*:P:') then
@@ -104,17 +124,17 @@ for k = 1, #KEYS do
     break
   end
 end
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local k = tonumber(ARGV[i + 1])
-  if k == 0 or string.match(marks[k], '^[^:]*:1$') == nil then
+  if k == 0 or not done[k] then
     redis.call('PUBLISH', ARGV[1], ARGV[i])
     if k > 0 and last[k] == i then
       local holder = string.match(marks[k], '^([^:]*):P:')
-      if holder then redis.call('SET', KEYS[k], holder .. ':1', 'KEEPTTL') end
+      if holder then redis.call('SET', KEYS[k], holder .. ':1:' .. publisher, 'KEEPTTL') end
     end
   end
 end
-return (#ARGV - 1) / 2`;
+return out`;
 
 /** Keys (or messages) per script call, so one call never holds Redis for long. */
 const KEYS_PER_CALL = 1000;
@@ -123,7 +143,7 @@ export const ALERTS_PER_CALL = KEYS_PER_CALL / 2;
 
 interface ScriptedRedis {
   notificationArmAll(numberOfKeys: number, ...args: string[]): Promise<number[]>;
-  notificationPublishAll(numberOfKeys: number, ...args: string[]): Promise<number>;
+  notificationPublishAll(numberOfKeys: number, ...args: string[]): Promise<number[]>;
 }
 
 /** The scripts, defined once on the client (EVALSHA, with EVAL when the server does not know them). */
@@ -147,10 +167,19 @@ export interface AlertKeys {
 
 /**
  * What arming one alert came to: `armed` (deliver it: this call armed the cooldown, or an earlier call
- * did and the alert was never published), `cooling` (the cooldown was already armed), or `duplicate`
- * (its alertId was already seen; the cooldown was not touched).
+ * did and the alert was never published), `cooling` (the cooldown was already armed), `duplicate` (its
+ * alertId was already seen; the cooldown was not touched), or `published-here` (a duplicate whose alert
+ * a publish call of this replica published: if that call's reply was lost, the replica still owes the
+ * alert's pushes).
  */
-export type Arming = 'armed' | 'cooling' | 'duplicate';
+export type Arming = 'armed' | 'cooling' | 'duplicate' | 'published-here';
+
+/**
+ * What publishing one notification came to: `published` (this call published it), `elsewhere` (its
+ * alert was already published by another call, a second replica that read the same record: it was not
+ * published again, and its pushes are that call's to send), or why it was not sent.
+ */
+export type PublishOutcome = 'published' | 'elsewhere' | Error;
 
 /** Arms a cooldown key, and marks an alertId seen, once across every replica. */
 export interface Cooldown {
@@ -184,11 +213,12 @@ export interface Publisher {
    * Publishes several in order, with one script call per thousand at most. `alertOf[i]` is the seen key
    * of the alert the i-th notification belongs to (an alert's notifications are consecutive): its mark
    * is set published in the call that publishes it, an alert already marked published is not published
-   * again (counted published), and a call is never cut inside an alert (an alert of more than a
-   * thousand goes alone). Per notification: undefined when published; when a call fails, why, for its
-   * notifications and every later one (not sent). Never rejects.
+   * again (`elsewhere`, unless the call that published it is this one resent after a lost reply), and a
+   * call is never cut inside an alert (an alert of more than a thousand goes alone). Per notification,
+   * its outcome; when a call fails, why, for its notifications and every later one (not sent). Never
+   * rejects.
    */
-  publishAll(notifications: readonly Notification[], alertOf: readonly string[]): Promise<Array<Error | undefined>>;
+  publishAll(notifications: readonly Notification[], alertOf: readonly string[]): Promise<PublishOutcome[]>;
 }
 
 export interface RedisAdapterOptions {
@@ -204,6 +234,22 @@ export interface RedisAdapterOptions {
   seenSeconds?: number;
   /** Remember keys this process armed until they expire, so repeats skip the round trip. Default true. */
   rememberArmed?: boolean;
+  /**
+   * This replica's publisher id, written into the marks of the alerts it publishes, by which its
+   * cooldown knows them (`published-here`): give the cooldown and the publisher the same. Default one
+   * random id per process.
+   */
+  replicaId?: string;
+}
+
+/** The replica id of this process, unless the adapters are given one. */
+const PROCESS_REPLICA_ID = randomBytes(9).toString('base64url');
+
+/** A replica id is written into marks between `:` and `.`: it holds neither, nor is it empty. */
+function replicaIdOf(options: RedisAdapterOptions): string {
+  const id = options.replicaId ?? PROCESS_REPLICA_ID;
+  if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new Error('a replica id is letters, digits, "-" and "_" only');
+  return id;
 }
 
 /**
@@ -221,6 +267,7 @@ export class RedisCooldown implements Cooldown {
   private readonly seconds: number;
   private readonly seenSeconds: number;
   private readonly remember: boolean;
+  private readonly replicaId: string;
   /** key → expiry (performance.now() ms); insertion order is arming order, so expired keys sit first. */
   private readonly armed = new Map<string, number>();
   /** The same keys and expiries, for the scan of a slice's records (made at the first arming). */
@@ -235,6 +282,7 @@ export class RedisCooldown implements Cooldown {
     this.seconds = options.cooldownSeconds ?? COOLDOWN_SECONDS;
     this.seenSeconds = options.seenSeconds ?? SEEN_SECONDS;
     this.remember = options.rememberArmed ?? true;
+    this.replicaId = replicaIdOf(options);
   }
 
   private get scripts(): ScriptedRedis {
@@ -257,11 +305,12 @@ export class RedisCooldown implements Cooldown {
     const replies: unknown[] = [];
     let failure: Error | undefined;
     const lifetimes = [String(this.seconds), String(this.seenSeconds)];
+    const replica = this.replicaId;
     for (let start = 0; start < alerts.length; start += ALERTS_PER_CALL) {
       const slice = alerts.slice(start, start + ALERTS_PER_CALL);
       const keys = slice.flatMap((a) => [`${this.prefix}${a.seen}`, `${this.prefix}${a.cooldown}`]);
       try {
-        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes, token, ...slice.map((a) => a.record ?? ''))));
+        replies.push(...(await this.scripts.notificationArmAll(keys.length, ...keys, ...lifetimes, token, replica, ...slice.map((a) => a.record ?? ''))));
       } catch (err) {
         // Redis may have run the call before the connection dropped: its alerts are then pending in
         // Redis, and arming their records again answers `armed`. The earlier calls' alerts are answered and
@@ -274,6 +323,7 @@ export class RedisCooldown implements Cooldown {
     return alerts.map(({ cooldown }, i) => {
       const reply = replies[i];
       if (reply === 2) return 'duplicate';
+      if (reply === 4) return 'published-here';
       if (reply === 0) return 'cooling';
       // Armed by an earlier call: its lifetime is not known here, so it is not remembered.
       if (reply === 3) return 'armed';
@@ -333,12 +383,14 @@ function callsOf(count: number, endsAlert: (index: number) => boolean): Array<[n
 export class RedisPublisher implements Publisher {
   private readonly channel: string;
   private readonly prefix: string;
+  private readonly replicaId: string;
   constructor(
     private readonly redis: Redis,
     options: RedisAdapterOptions = {},
   ) {
     this.channel = options.channel ?? NOTIFICATIONS_CHANNEL;
     this.prefix = options.keyPrefix ?? '';
+    this.replicaId = replicaIdOf(options);
   }
 
   private get scripts(): ScriptedRedis {
@@ -349,18 +401,23 @@ export class RedisPublisher implements Publisher {
     await this.redis.publish(this.channel, JSON.stringify(notification));
   }
 
-  async publishAll(notifications: readonly Notification[], alertOf: readonly string[]): Promise<Array<Error | undefined>> {
-    const outcomes = new Array<Error | undefined>(notifications.length).fill(undefined);
+  async publishAll(notifications: readonly Notification[], alertOf: readonly string[]): Promise<PublishOutcome[]> {
+    const outcomes = new Array<PublishOutcome>(notifications.length).fill('published');
     const endsAlert = (i: number) => alertOf[i + 1] !== alertOf[i];
     for (const [start, end] of callsOf(notifications.length, endsAlert)) {
       const keys: string[] = [];
-      const args: string[] = [this.channel];
+      // Per notification of the call, the index of its alert's seen key in `keys`.
+      const owner: number[] = [];
+      // One publisher id per call: the client's resend of the call after a lost reply presents it again.
+      const args: string[] = [this.channel, `${this.replicaId}.${randomBytes(12).toString('base64url')}`];
       for (let i = start; i < end; i++) {
         if (i === start || alertOf[i - 1] !== alertOf[i]) keys.push(`${this.prefix}${alertOf[i]}`);
         args.push(JSON.stringify(notifications[i]), String(keys.length));
+        owner.push(keys.length - 1);
       }
+      let answers: number[];
       try {
-        await this.scripts.notificationPublishAll(keys.length, ...keys, ...args);
+        answers = await this.scripts.notificationPublishAll(keys.length, ...keys, ...args);
       } catch (err) {
         // A call refused at its first write sent nothing; one that failed later sent whole alerts,
         // marked published (skipped when read again), and at most part of the alert it failed on, which
@@ -368,6 +425,7 @@ export class RedisPublisher implements Publisher {
         outcomes.fill(err instanceof Error ? err : new Error('redis refused the publish'), start);
         break;
       }
+      for (let i = start; i < end; i++) if (answers[owner[i - start] as number] === 0) outcomes[i] = 'elsewhere';
     }
     return outcomes;
   }

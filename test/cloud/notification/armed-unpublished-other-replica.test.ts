@@ -32,7 +32,7 @@ t.test('replica A armed an alert, could neither publish nor release it, and went
   // A's Redis user arms, but publishing on the channel and deleting keys are refused.
   const { client: crippled, user } = await restrictedRedis(t, redis, [`${keyPrefix}*`]);
   await redis.call('ACL', 'SETUSER', user, 'resetchannels', '-del');
-  const a = await startHarness(t, { directory, shared, publishWith: crippled, cooldown: () => new RedisCooldown(crippled, { keyPrefix }) });
+  const a = await startHarness(t, { directory, shared, publishWith: crippled, cooldown: (_, replicaId) => new RedisCooldown(crippled, { keyPrefix, replicaId }) });
   const b = await startHarness(t, { directory, shared });
   const records = [{ value: temperatureAlert(uniqueName('alert'), building, 'r1'), offset: '41' }];
 
@@ -59,7 +59,7 @@ t.test('replica A lost the reply to its arming: replica B reading the record del
   const proxy = await startRedisProxy(t);
   // A client that gives up on a command at once when its connection drops.
   const proxied = proxiedClient(t, proxy.url, { maxRetriesPerRequest: 0 });
-  const a = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(proxied, { keyPrefix: shared.keyPrefix }) });
+  const a = await startHarness(t, { directory, shared, cooldown: (_, replicaId) => new RedisCooldown(proxied, { keyPrefix: shared.keyPrefix, replicaId }) });
   const b = await startHarness(t, { directory, shared });
   const alertId = uniqueName('alert');
   const records = [{ value: temperatureAlert(alertId, building, 'r1'), offset: '7' }];
@@ -80,7 +80,7 @@ t.test('while an alert is armed and unpublished, another record of its alertId s
   const { shared, recorder, building, keyPrefix } = await sharedState(t);
   const { client: crippled, user } = await restrictedRedis(t, redis, [`${keyPrefix}*`]);
   await redis.call('ACL', 'SETUSER', user, 'resetchannels');
-  const a = await startHarness(t, { directory, shared, publishWith: crippled, cooldown: () => new RedisCooldown(crippled, { keyPrefix }) });
+  const a = await startHarness(t, { directory, shared, publishWith: crippled, cooldown: (_, replicaId) => new RedisCooldown(crippled, { keyPrefix, replicaId }) });
   const b = await startHarness(t, { directory, shared });
   const value = temperatureAlert(uniqueName('alert'), building, 'r1');
   const original = [{ value, offset: '3' }];

@@ -46,7 +46,7 @@ t.test('a slice arming in several script calls: when a later call fails, the ale
   t.teardown(() => deleteKeys(redis, keyPrefix));
   const { client: restricted } = await restrictedRedis(t, redis, [`${keyPrefix}alert-seen:*`, `${keyPrefix}alert:temperature:temperature:${allowed}:*`]);
   const shared = { db: (await freshMongo(t)).db, channel: uniqueName('notifications'), keyPrefix };
-  const h = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(restricted, { keyPrefix }) });
+  const h = await startHarness(t, { directory, shared, cooldown: (_, replicaId) => new RedisCooldown(restricted, { keyPrefix, replicaId }) });
   const channel = await channelRecorder(t, h.channel);
   directory.set(allowed, [uniqueName('acme')]);
   const records = Array.from({ length: 500 }, (_, i) => ({ value: alert(allowed, `r${i}`) }));

@@ -19,7 +19,7 @@ t.test('an alert delivered after a record that could not be settled is counted d
   // May arm any cooldown, and mark seen only alertIds starting with `ok-`.
   const { client: restricted, user } = await restrictedRedis(t, redis, [`${keyPrefix}alert-seen:ok-*`, `${keyPrefix}alert:*`]);
   const shared = { db: (await freshMongo(t)).db, channel: uniqueName('notifications'), keyPrefix };
-  const h = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(restricted, { keyPrefix }) });
+  const h = await startHarness(t, { directory, shared, cooldown: (_, replicaId) => new RedisCooldown(restricted, { keyPrefix, replicaId }) });
   const channel = await channelRecorder(t, h.channel);
   const building = uniqueName('b');
   directory.set(building, [uniqueName('acme')]);

@@ -21,7 +21,7 @@ async function setUp(t: Teardown, client: (proxyUrl: string) => Redis) {
   const keyPrefix = `${uniqueName('notif-test')}:`;
   t.teardown(() => deleteKeys(redis, keyPrefix));
   const shared = { db: (await freshMongo(t)).db, channel: uniqueName('notifications'), keyPrefix };
-  const h = await startHarness(t, { directory, shared, cooldown: () => new RedisCooldown(client(proxy.url), { keyPrefix }) });
+  const h = await startHarness(t, { directory, shared, cooldown: (_, replicaId) => new RedisCooldown(client(proxy.url), { keyPrefix, replicaId }) });
   const recorder = await channelRecorder(t, shared.channel);
   const building = uniqueName('b');
   directory.set(building, [uniqueName('acme')]);

@@ -22,7 +22,7 @@ t.test('an alert armed but neither published nor released is delivered when read
   // Arming works; publishing on the channel and deleting keys are refused.
   await redis.call('ACL', 'SETUSER', user, 'resetchannels', '-del');
   const shared = { db: (await freshMongo(t)).db, channel, keyPrefix };
-  const h = await startHarness(t, { directory, shared, publishWith: restricted, cooldown: () => new RedisCooldown(restricted, { keyPrefix }) });
+  const h = await startHarness(t, { directory, shared, publishWith: restricted, cooldown: (_, replicaId) => new RedisCooldown(restricted, { keyPrefix, replicaId }) });
   const recorder = await channelRecorder(t, channel);
   const building = uniqueName('b');
   directory.set(building, [uniqueName('acme')]);

@@ -53,8 +53,8 @@ export interface HarnessOptions {
   vapid?: VapidKeys | null;
   /** Share a database, channel and cooldown prefix with another instance (a second replica). */
   shared?: { db: Db; channel: string; keyPrefix: string };
-  /** Wraps the real cooldown (fault injection). */
-  cooldown?: (real: Cooldown) => Cooldown;
+  /** Wraps the real cooldown (fault injection); a cooldown of its own gets the instance's replica id. */
+  cooldown?: (real: Cooldown, replicaId: string) => Cooldown;
   /** The client in-app notifications are published with (a restricted Redis user). Default the harness's. */
   publishWith?: Redis;
   logger?: Logger;
@@ -76,6 +76,8 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const keyPrefix = options.shared?.keyPrefix ?? `${uniqueName('notif-test')}:`;
   const redis = redisClient(t);
   if (!options.shared) t.teardown(() => deleteKeys(redis, keyPrefix));
+  // Each instance is a replica of its own, as separate processes would be.
+  const replicaId = uniqueName('replica');
   const vapid = options.vapid === null ? undefined : (options.vapid ?? newVapid());
   const metrics = createMetrics({ defaults: false });
   const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
@@ -85,7 +87,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const push = new WebPushSender({ vapid, timeoutMs: 2000, allowHttp, allowPrivateDestinations });
   t.teardown(() => push.close());
   const delivery = new Delivery({
-    publisher: new RedisPublisher(options.publishWith ?? redis, { channel, keyPrefix }),
+    publisher: new RedisPublisher(options.publishWith ?? redis, { channel, keyPrefix, replicaId }),
     store,
     push,
     pushPool: new Semaphore(8),
@@ -94,9 +96,9 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
     maxBackground: options.maxBackground,
   });
   t.teardown(() => delivery.drain());
-  const realCooldown = new RedisCooldown(redis, { keyPrefix });
+  const realCooldown = new RedisCooldown(redis, { keyPrefix, replicaId });
   const breach = new BreachHandler({
-    cooldown: options.cooldown ? options.cooldown(realCooldown) : realCooldown,
+    cooldown: options.cooldown ? options.cooldown(realCooldown, replicaId) : realCooldown,
     directory: coalesceLookups(createBuildingDirectory({ baseUrl: options.directory.url, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
     systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
     delivery,
