@@ -57,7 +57,8 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
   check.line(OK, `config    ${config.accessPoints.length} access point(s), ${config.zones.length} zone(s), poll every ${config.pollIntervalMs / 1000} s`);
   for (const warning of warnings) check.line(WARN, `config    ${warning}`);
 
-  const now = (options.clock ?? Date.now)();
+  const clock = options.clock ?? Date.now;
+  const now = clock();
   const year = new Date(now).getUTCFullYear();
   if (year < 2024 || year >= 2100) check.line(FAIL, `clock     the gateway's clock says ${new Date(now).toISOString()}; set the time (NTP) before counting`);
 
@@ -72,14 +73,21 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
   }
 
   let serverDate: string | undefined;
+  // The ingest's Date is compared with the gateway's clock read around the probe, not at the start:
+  // the ledger's verification and an AP that does not answer can take minutes before it.
+  let probedAt = now;
   if (!config.ingest) check.line(WARN, 'ingest    none configured: batches are kept in the ledger only');
   else if (!mayWriteState) check.line(WARN, `ingest    not probed: the probe is recorded in the ledger first, and this user must not write ${config.stateDir} (see state above)`);
-  else serverDate = await checkIngest(config, now, check);
+  else {
+    const sent = clock();
+    serverDate = await checkIngest(config, now, check);
+    probedAt = Math.round((sent + clock()) / 2);
+  }
 
   if (year >= 2024 && year < 2100) {
     if (serverDate) {
-      const skewS = (Date.parse(serverDate) - now) / 1000;
-      const text = `clock     ${new Date(now).toISOString()}, ingest clock differs by ${Math.abs(skewS).toFixed(0)} s`;
+      const skewS = (Date.parse(serverDate) - probedAt) / 1000;
+      const text = `clock     ${new Date(probedAt).toISOString()}, ingest clock differs by ${Math.abs(skewS).toFixed(0)} s`;
       if (Math.abs(skewS) > MAX_CLOCK_SKEW_S) check.line(FAIL, `${text} (more than ${MAX_CLOCK_SKEW_S} s: check NTP)`);
       else check.line(OK, text);
     } else {
@@ -204,7 +212,8 @@ const VERDICTS: Record<string, string> = {
 async function checkAccessPoints(config: EdgeConfig, poller: Poller, check: Check): Promise<void> {
   const results = await poller.pollAll(config.accessPoints, config.requestTimeoutMs);
   for (const ap of config.accessPoints) {
-    const mine: ApPollResult[] = ap.apZones ? results.filter((r) => r.ap in ap.apZones!) : results.filter((r) => r.ap === ap.name);
+    // Own names only: a plain AP named `constructor` or `toString` is no AP of a controller's.
+    const mine: ApPollResult[] = ap.apZones ? results.filter((r) => Object.hasOwn(ap.apZones!, r.ap)) : results.filter((r) => r.ap === ap.name);
     const head = `ap        ${ap.name} (${ap.dialect}, ${targetOf(ap)})`;
     const failed = mine.find((r) => !r.ok);
     if (mine.length === 0) {
