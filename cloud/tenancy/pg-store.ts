@@ -219,13 +219,17 @@ export class PgTenancyStore implements TenancyStore {
   }
 
   /** Inserts a domain; `provisioned` marks one an internal caller created (see ensureDomain). */
-  private async insertDomain(client: PoolClient, input: NewDomain, parentId: string | null, provisioned: boolean): Promise<Domain | undefined> {
+  /**
+   * Inserts a domain unless its name is taken. `provisioned` marks one an internal call created, with
+   * the administrator that call named (null for none): only a call naming the same is its retry.
+   */
+  private async insertDomain(client: PoolClient, input: NewDomain, parentId: string | null, provisioned: { admin: string | null } | false): Promise<Domain | undefined> {
     const inserted = await client.query<DomainRow>(
-      `INSERT INTO domains AS d (name, display_name, join_policy, is_public, parent_id, provisioned)
-       VALUES ($1, $2, $3, $4, $5, $6)
+      `INSERT INTO domains AS d (name, display_name, join_policy, is_public, parent_id, provisioned, provisioned_admin)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
        ON CONFLICT (name) DO NOTHING
        RETURNING ${DOMAIN_COLUMNS}`,
-      [input.name, input.displayName, input.joinPolicy, input.isPublic, parentId, provisioned],
+      [input.name, input.displayName, input.joinPolicy, input.isPublic, parentId, provisioned !== false, provisioned === false ? null : provisioned.admin],
     );
     const row = inserted.rows[0];
     return row ? domainOf(row) : undefined;
@@ -253,16 +257,21 @@ export class PgTenancyStore implements TenancyStore {
       if (input.adminAccountId !== undefined && (await this.accountDeleted(client, input.adminAccountId))) return fail('account_deleted');
       const parentId = await this.parentIdOf(client, input.parentName);
       if (parentId === undefined) return fail('parent_not_found');
-      let domain = await this.insertDomain(client, input, parentId, true);
+      const admin = input.adminAccountId ?? null;
+      let domain = await this.insertDomain(client, input, parentId, { admin });
       if (!domain) {
         // A concurrent or earlier call created it; ON CONFLICT waited for that to commit.
-        const existing = await client.query<DomainRow & { provisioned: boolean }>(`SELECT ${DOMAIN_COLUMNS}, d.provisioned FROM domains d WHERE d.name = $1`, [input.name]);
+        const existing = await client.query<DomainRow & { provisioned: boolean; provisioned_admin: string | null }>(
+          `SELECT ${DOMAIN_COLUMNS}, d.provisioned, d.provisioned_admin FROM domains d WHERE d.name = $1`,
+          [input.name],
+        );
         const row = existing.rows[0];
         if (!row) throw new Error('domain vanished between insert and select');
         domain = domainOf(row);
         // Only a domain an internal call created is a replay: one an end user created under this name
-        // is theirs, and must not be handed (with its administrator) to the caller's organization.
-        if (!row.provisioned || !sameDomain(domain, input, parentId)) return fail('conflicting_domain');
+        // is theirs, and must not be handed (with its administrator) to the caller's organization. Nor
+        // is one created for another administrator: another organization whose name derived alike.
+        if (!row.provisioned || row.provisioned_admin !== admin || !sameDomain(domain, input, parentId)) return fail('conflicting_domain');
       }
       if (input.adminAccountId !== undefined) {
         await client.query(INSERT_MEMBERSHIP_SQL, [input.adminAccountId, domain.id, 'business_admin', null, 'local']);

@@ -46,7 +46,7 @@ export function internalRoutes(store: TenancyStore, keys: KeyRing): Router {
     });
     if (!ensured.ok && ensured.reason === 'account_deleted') throw deletedAccountError(adminAccountId ?? '', 409);
     if (!ensured.ok && ensured.reason === 'parent_not_found') throw new HttpError(404, `parent domain ${JSON.stringify(body.parentName)} not found`);
-    if (!ensured.ok) throw new HttpError(409, `domain ${JSON.stringify(body.name)} already exists, with different attributes or created by an end user`);
+    if (!ensured.ok) throw new HttpError(409, `domain ${JSON.stringify(body.name)} already exists, with different attributes, for another administrator, or created by an end user`);
     res.json(domainJson(ensured.value));
   });
 

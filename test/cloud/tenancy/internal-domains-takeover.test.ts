@@ -35,3 +35,30 @@ t.test('POST /internal/domains never adopts a domain an end user created under t
   t.equal(retry.status, 200);
   t.equal(retry.text, first.text, 'a retry answers like the first call');
 });
+
+t.test('POST /internal/domains never hands a provisioned domain to another administrator', async (t) => {
+  const app = await startTenancy(t);
+  // Two organizations whose names derived alike ("Umbrella Inc" and "Umbrella, Inc"): the second
+  // provisioning call names the same domain, with the same attributes, and another administrator.
+  const firstAdmin = newAccount();
+  const secondAdmin = newAccount();
+  const first = await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'umbrella', displayName: 'Umbrella', adminAccountId: firstAdmin }));
+  t.equal(first.status, 200);
+  const second = await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'umbrella', displayName: 'Umbrella', adminAccountId: secondAdmin }));
+  t.equal(second.status, 409, 'the second organization does not get the first one\'s domain');
+  t.match(second.json, { type: 'Conflict' });
+  t.same((await app.signed('GET', `/internal/memberships?accountId=${secondAdmin}`)).json, [], 'its administrator joined nothing');
+  const none = await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'umbrella', displayName: 'Umbrella' }));
+  t.equal(none.status, 409, 'nor is a call naming no administrator its retry');
+  const upper = await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'umbrella', displayName: 'Umbrella', adminAccountId: firstAdmin.toUpperCase() }));
+  t.equal(upper.status, 200, 'the first call\'s retry is, however its id is spelled');
+  t.equal(upper.text, first.text);
+
+  // A domain provisioned with no administrator: its retries name none.
+  const bare = JSON.stringify({ name: 'stark', displayName: 'Stark' });
+  t.equal((await app.signed('POST', '/internal/domains', bare)).status, 200);
+  t.equal((await app.signed('POST', '/internal/domains', bare)).status, 200, 'a retry naming none');
+  t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'stark', displayName: 'Stark', adminAccountId: secondAdmin }))).status, 409, 'a call naming one is another organization');
+  const members = await app.pool.query<{ account_id: string; name: string }>('SELECT m.account_id, d.name FROM memberships m JOIN domains d ON d.id = m.domain_id ORDER BY d.name');
+  t.same(members.rows, [{ account_id: firstAdmin, name: 'umbrella' }], 'only the first administrator is a member of anything');
+});

@@ -20,17 +20,45 @@ async function emptyPool(t: { teardown(fn: () => unknown): void }): Promise<pg.P
 t.test('migrations apply in order, once, even when several replicas start at the same time', async (t) => {
   const pool = await emptyPool(t);
   const results = await Promise.all(Array.from({ length: 4 }, () => runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)));
-  t.same(results.flatMap((r) => r.applied).sort(), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts'], 'each applied by exactly one starter');
+  t.same(results.flatMap((r) => r.applied).sort(), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts', '0007_provisioned_admin'], 'each applied by exactly one starter');
   t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, [], 'a restart applies nothing');
   const rows = await pool.query("SELECT version FROM schema_migrations WHERE service = 'tenancy' ORDER BY version");
-  t.same(rows.rows.map((r) => r.version), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts']);
+  t.same(rows.rows.map((r) => r.version), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts', '0007_provisioned_admin']);
 });
 
 t.test('tenancy and registry can share one database', async (t) => {
   const pool = await emptyPool(t);
   const [tenancy, registry] = await Promise.all([runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS), runMigrations(pool, 'registry', REGISTRY_MIGRATIONS)]);
-  t.equal(tenancy.applied.length, 6);
+  t.equal(tenancy.applied.length, 7);
   t.same(registry.applied, ['0001_init']);
+});
+
+t.test('a domain provisioned before 0007 keeps its administrator as the one its retries must name', async (t) => {
+  const pool = await emptyPool(t);
+  const dir = await mkdtemp(join(tmpdir(), 'tenancy-migrations-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await cp(TENANCY_MIGRATIONS, dir, { recursive: true });
+  await rm(join(dir, '0007_provisioned_admin.sql'));
+  await runMigrations(pool, 'tenancy', dir);
+  // As the previous revision left them: a provisioned domain whose first administrator was joined by a
+  // second one later, a provisioned domain with no administrator, and an end user's domain.
+  const [first, second, user] = [newAccount(), newAccount(), newAccount()];
+  const domain = async (name: string, provisioned: boolean) =>
+    (await pool.query<{ id: string }>('INSERT INTO domains (name, display_name, provisioned) VALUES ($1, $1, $2) RETURNING id', [name, provisioned])).rows[0]!.id;
+  const org = await domain('initech', true);
+  await domain('hooli', true);
+  const own = await domain('mine', false);
+  await pool.query("INSERT INTO memberships (account_id, domain_id, role, created_at) VALUES ($1, $2, 'business_admin', now() - interval '1 day')", [first, org]);
+  await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'business_admin')", [second, org]);
+  await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'business_admin')", [user, own]);
+
+  t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, ['0007_provisioned_admin']);
+  const rows = await pool.query('SELECT name, provisioned_admin FROM domains ORDER BY name');
+  t.same(rows.rows, [
+    { name: 'hooli', provisioned_admin: null },
+    { name: 'initech', provisioned_admin: first },
+    { name: 'mine', provisioned_admin: null },
+  ]);
 });
 
 t.test('a migration edited after it was applied is refused, naming the file', async (t) => {
