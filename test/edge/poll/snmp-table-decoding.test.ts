@@ -48,10 +48,54 @@ t.test('cisco rows: client MAC from the index, AP name from a column, stale rows
     [25, new Map([[`${client}.${apMac}.0.0`, 412]])],
   ]);
   t.same(decodeStationTable(tableOf('cisco-wlc'), walked), {
-    sightings: [{ mac: 'f0:18:98:a1:b2:01', signal: -48, apIdentity: 'AP-Lobby-1' }],
+    sightings: [
+      { mac: 'f0:18:98:a1:b2:01', signal: -48, apIdentity: 'AP-Lobby-1' },
+      { mac: 'f0:18:98:a1:b2:01', signal: Number.NaN },
+    ],
     rows: 4,
-    skipped: 2,
+    skipped: 1,
     stale: 1,
+  });
+});
+
+t.test('a row without a numeric signal cell is a station of unknown signal, not a bad row', async (t) => {
+  const apMac = '0.58.154.17.34.1';
+  const rowOf = (lastOctet: number) => `2.0.0.0.0.${lastOctet}.${apMac}.1.0`;
+  const walked = new Map<number, Map<string, number | Buffer | null>>([
+    [
+      4,
+      new Map([
+        [rowOf(1), Buffer.from('AP-Lobby-1')],
+        [rowOf(2), Buffer.from('AP-Lobby-1')],
+        [rowOf(3), Buffer.from('AP-Lobby-1')],
+        [rowOf(4), Buffer.from('AP-Lobby-1')],
+      ]),
+    ],
+    // row 2 has no signal cell at all; row 3 a string; row 4 null
+    [5, new Map<string, number | Buffer | null>([[rowOf(1), -52], [rowOf(3), Buffer.from('n/a')], [rowOf(4), null]])],
+    [25, new Map([[rowOf(1), 2], [rowOf(2), 3], [rowOf(3), 4], [rowOf(4), 5]])],
+  ]);
+  t.same(decodeStationTable(tableOf('cisco-wlc'), walked), {
+    sightings: [
+      { mac: '02:00:00:00:00:01', signal: -52, apIdentity: 'AP-Lobby-1' },
+      { mac: '02:00:00:00:00:03', signal: Number.NaN, apIdentity: 'AP-Lobby-1' },
+      { mac: '02:00:00:00:00:04', signal: Number.NaN, apIdentity: 'AP-Lobby-1' },
+      { mac: '02:00:00:00:00:02', signal: Number.NaN, apIdentity: 'AP-Lobby-1' },
+    ],
+    rows: 4,
+    skipped: 0,
+    stale: 0,
+  });
+
+  const aruba = new Map([[14, new Map<string, number | Buffer>([['2.0.0.0.0.1', 41], ['2.0.0.0.0.2', Buffer.from('n/a')]])]]);
+  t.same(decodeStationTable(tableOf('aruba-aos'), aruba), {
+    sightings: [
+      { mac: '02:00:00:00:00:01', signal: 41 },
+      { mac: '02:00:00:00:00:02', signal: Number.NaN },
+    ],
+    rows: 2,
+    skipped: 0,
+    stale: 0,
   });
 });
 

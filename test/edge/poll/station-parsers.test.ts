@@ -18,7 +18,31 @@ t.test('iw station dump (recorded): instant signal, or signal avg when the drive
   });
   t.same(parseIwStationDump(read('openwrt-iw-phy1-ap0.txt')).stations.length, 2);
   t.same(parseIwStationDump(''), { stations: [], skipped: 0 }, 'an AP with nobody on it');
-  t.same(parseIwStationDump('Station 04:d3:b0:12:34:56 (on wlan0)\n\tinactive time:\t10 ms\n'), { stations: [], skipped: 1 });
+  t.same(parseIwStationDump('Station 04:d3:b0:12:34:56 (on wlan0)\n\tinactive time:\t10 ms\n'), {
+    stations: [{ mac: '04:d3:b0:12:34:56', signal: Number.NaN }],
+    skipped: 0,
+  });
+});
+
+t.test('iw station dump: a block without a signal line is a station of unknown signal, not a bad row', async (t) => {
+  const mixed = [
+    'Station 02:00:00:00:00:01 (on wlan0)',
+    '\tinactive time:\t10 ms',
+    '\tsignal:  \t-52 [-54, -56] dBm',
+    'Station 02:00:00:00:00:02 (on wlan0)',
+    '\tinactive time:\t40 ms',
+    '\ttx bitrate:\t6.0 MBit/s',
+    'Station not-a-mac (on wlan0)',
+    '\tsignal:  \t-60 dBm',
+    '',
+  ].join('\n');
+  t.same(parseIwStationDump(mixed), {
+    stations: [
+      { mac: '02:00:00:00:00:01', signal: -52 },
+      { mac: '02:00:00:00:00:02', signal: Number.NaN },
+    ],
+    skipped: 1,
+  }, 'only the block whose MAC cannot be read is skipped');
 });
 
 t.test('iw station dump: output that is not a station dump is an error', async (t) => {
@@ -35,8 +59,40 @@ t.test('ubus get_clients (recorded): every client, MACs normalised', async (t) =
     ],
     skipped: 0,
   });
-  t.same(parseUbusClients(read('openwrt-ubus-no-signal.json')), { stations: [], skipped: 2 }, 'old hostapd: no signal field');
+  t.same(
+    parseUbusClients(read('openwrt-ubus-no-signal.json')),
+    {
+      stations: [
+        { mac: 'd8:3a:dd:01:02:03', signal: Number.NaN },
+        { mac: 'f2:6e:0b:aa:bb:cc', signal: Number.NaN },
+      ],
+      skipped: 0,
+    },
+    'old hostapd: no signal field, clients listed all the same',
+  );
   t.same(parseUbusClients('{"freq":2437,"clients":{}}'), { stations: [], skipped: 0 });
+});
+
+t.test('ubus get_clients: a client without a numeric signal is a station of unknown signal, not a bad row', async (t) => {
+  const mixed = JSON.stringify({
+    freq: 5180,
+    clients: {
+      '02:00:00:00:00:01': { assoc: true, signal: -52 },
+      '02:00:00:00:00:02': { assoc: true },
+      '02:00:00:00:00:03': { assoc: true, signal: null },
+      '02:00:00:00:00:04': { assoc: true, signal: 'unknown' },
+      'not-a-mac': { assoc: true, signal: -60 },
+    },
+  });
+  t.same(parseUbusClients(mixed), {
+    stations: [
+      { mac: '02:00:00:00:00:01', signal: -52 },
+      { mac: '02:00:00:00:00:02', signal: Number.NaN },
+      { mac: '02:00:00:00:00:03', signal: Number.NaN },
+      { mac: '02:00:00:00:00:04', signal: Number.NaN },
+    ],
+    skipped: 1,
+  }, 'only the client whose MAC cannot be read is skipped');
 });
 
 t.test('ubus get_clients: malformed output is an error that does not echo the output', async (t) => {
@@ -60,7 +116,27 @@ t.test('mca-dump (recorded): stations of every VAP, signal in dBm', async (t) =>
   t.throws(() => parseMcaDump('{"hostname":"U6"}'), { message: /"vap_table" array/ });
   t.throws(() => parseMcaDump('{"vap_table":[{"sta_table":{}}]}'), { message: /sta_table is not an array/ });
   t.throws(() => parseMcaDump(''), { message: 'mca-dump: output is not JSON (0 bytes, empty)' });
-  t.same(parseMcaDump('{"vap_table":[{"sta_table":[{"mac":"zz","signal":-50},{"mac":"a0:78:17:5e:11:22"}]}]}'), { stations: [], skipped: 2 });
+  t.same(parseMcaDump('{"vap_table":[{"sta_table":[{"mac":"zz","signal":-50},{"mac":"a0:78:17:5e:11:22"}]}]}'), {
+    stations: [{ mac: 'a0:78:17:5e:11:22', signal: Number.NaN }],
+    skipped: 1,
+  });
+});
+
+t.test('mca-dump: a station without a numeric signal is a station of unknown signal, not a bad row', async (t) => {
+  const mixed = JSON.stringify({
+    vap_table: [
+      { name: 'ath0', sta_table: [{ mac: '02:00:00:00:00:01', signal: -52 }, { mac: '02:00:00:00:00:02', rssi: 40 }] },
+      { name: 'ath1', sta_table: [{ mac: '02:00:00:00:00:03', signal: null }, { signal: -60 }, 'not a station'] },
+    ],
+  });
+  t.same(parseMcaDump(mixed), {
+    stations: [
+      { mac: '02:00:00:00:00:01', signal: -52 },
+      { mac: '02:00:00:00:00:02', signal: Number.NaN },
+      { mac: '02:00:00:00:00:03', signal: Number.NaN },
+    ],
+    skipped: 2,
+  }, 'only the entries without a readable MAC are skipped');
 });
 
 t.test('MACs become lowercase colon form, from any spelling or octets', async (t) => {

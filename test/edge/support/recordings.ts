@@ -1,7 +1,7 @@
 /**
  * Recorded controller tables the edge tests add to the shared ones (test/support/peers/recordings): the
- * AP status tables of the recorded controllers, and the same controllers while some of their APs are down.
- * Served by the real snmpd like any recording.
+ * AP status tables of the recorded controllers, the same controllers while some of their APs are down,
+ * and a controller listing stations it has no signal reading for. Served by the real snmpd like any recording.
  *
  * @example
  * const snmpd = await startSnmpd({ recordings: [recording('cisco-wlc.snmpwalk'), edgeRecording('cisco-wlc-aps.snmpwalk')] });

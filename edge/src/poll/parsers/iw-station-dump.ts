@@ -1,6 +1,7 @@
 /**
  * `iw dev <if> station dump` (nl80211): one `Station <mac> (on <if>)` line per station, then indented
- * `key:<tab>value` lines. The instant `signal:` is preferred; `signal avg:` when the driver has no instant one.
+ * `key:<tab>value` lines. The instant `signal:` is preferred; `signal avg:` when the driver has no instant one;
+ * a block with neither is returned with a NaN signal, not skipped.
  */
 import { normalizeMac } from '../mac.js';
 import { ParseError, type ParsedStations, type RawStation } from './types.js';
@@ -39,9 +40,9 @@ export function parseIwStationDump(output: string): ParsedStations {
 
   const finish = () => {
     if (!current) return;
-    const signal = current.signal ?? current.avg;
-    if (current.mac === undefined || signal === undefined) skipped++;
-    else stations.push({ mac: current.mac, signal });
+    if (current.mac === undefined) skipped++;
+    // a block without a signal line is a station the driver has no reading for: associated all the same
+    else stations.push({ mac: current.mac, signal: current.signal ?? current.avg ?? Number.NaN });
     current = undefined;
   };
 

@@ -32,3 +32,8 @@ export function parseJsonOutput(output: string, what: string): unknown {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** A station's `signal` field as the AP wrote it, or NaN (unknown) when it is missing or not a number. */
+export function signalOf(value: unknown): number {
+  return typeof value === 'number' ? value : Number.NaN;
+}

@@ -1,9 +1,10 @@
 /**
  * UniFi `mca-dump`: one JSON document; stations are under `vap_table[].sta_table[]`, each with `mac` and
- * `signal` in dBm (`rssi` there is an SNR and is ignored).
+ * `signal` in dBm (`rssi` there is an SNR and is ignored). A station without a numeric `signal` is
+ * returned with a NaN signal, not skipped.
  */
 import { normalizeMac } from '../mac.js';
-import { isRecord, parseJsonOutput } from './json.js';
+import { isRecord, parseJsonOutput, signalOf } from './json.js';
 import { ParseError, type ParsedStations, type RawStation } from './types.js';
 
 /**
@@ -24,9 +25,8 @@ export function parseMcaDump(output: string): ParsedStations {
     if (!Array.isArray(vap.sta_table)) throw new ParseError('mca-dump: vap_table[].sta_table is not an array');
     for (const sta of vap.sta_table) {
       const mac = isRecord(sta) && typeof sta.mac === 'string' ? normalizeMac(sta.mac) : undefined;
-      const signal = isRecord(sta) ? sta.signal : undefined;
-      if (mac === undefined || typeof signal !== 'number') skipped++;
-      else stations.push({ mac, signal });
+      if (mac === undefined) skipped++;
+      else stations.push({ mac, signal: signalOf(isRecord(sta) ? sta.signal : undefined) });
     }
   }
   return { stations, skipped };

@@ -6,13 +6,16 @@
 export interface RawStation {
   /** Normalised `aa:bb:cc:dd:ee:ff`. */
   mac: string;
-  /** As the AP reported it, in the dialect's unit. */
+  /**
+   * As the AP reported it, in the dialect's unit; NaN when the AP listed the station without a numeric
+   * signal (no field, null, a string): the station is associated all the same, so it is still returned.
+   */
   signal: number;
 }
 
 export interface ParsedStations {
   stations: RawStation[];
-  /** Entries that named a station but had no usable MAC or signal. */
+  /** Entries that named a station but had no usable MAC. */
   skipped: number;
 }
 

@@ -1,8 +1,9 @@
 /**
  * `ubus call hostapd.<if> get_clients`: `{"freq": …, "clients": {"<mac>": {"signal": -52, …}, …}}`.
+ * A client without a numeric `signal` is returned with a NaN signal, not skipped.
  */
 import { normalizeMac } from '../mac.js';
-import { isRecord, parseJsonOutput } from './json.js';
+import { isRecord, parseJsonOutput, signalOf } from './json.js';
 import { ParseError, type ParsedStations, type RawStation } from './types.js';
 
 /**
@@ -19,9 +20,9 @@ export function parseUbusClients(output: string): ParsedStations {
   let skipped = 0;
   for (const [key, client] of Object.entries(json.clients)) {
     const mac = normalizeMac(key);
-    const signal = isRecord(client) ? client.signal : undefined;
-    if (mac === undefined || typeof signal !== 'number') skipped++;
-    else stations.push({ mac, signal });
+    // hostapd builds without signal reporting list a client with no "signal": still associated
+    if (mac === undefined) skipped++;
+    else stations.push({ mac, signal: signalOf(isRecord(client) ? client.signal : undefined) });
   }
   return { stations, skipped };
 }

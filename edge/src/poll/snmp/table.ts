@@ -10,6 +10,7 @@ import type { SnmpCell, SnmpSession, SnmpValue } from './session.js';
 /** One decoded row: a station as one AP hears it, the signal still in the dialect's unit. */
 export interface TableSighting {
   mac: string;
+  /** NaN when the row has no signal cell, or one that is not a number: the station is listed all the same. */
   signal: number;
   /** AP name or AP MAC (normalised), when the table says which AP heard the station. */
   apIdentity?: string;
@@ -19,7 +20,7 @@ export interface DecodedTable {
   sightings: TableSighting[];
   /** Rows seen in the walk (by index). */
   rows: number;
-  /** Rows that could not be read (bad index, missing or non-numeric signal, bad MAC). */
+  /** Rows that could not be read (bad index, bad MAC). */
   skipped: number;
   /** Rows dropped because the AP last heard the station too long ago. */
   stale: number;
@@ -125,8 +126,12 @@ export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): 
   const identityColumn = identity && 'column' in identity ? walked.get(identity.column) : undefined;
   const lastHeardColumn = spec.lastHeard ? walked.get(spec.lastHeard.column) : undefined;
 
+  // A row is any index one of the table's walked columns lists: a row the agent gives a MAC, an AP or a
+  // last-heard time but no signal cell is a station listed without a reading, not a missing one.
   const indexes = new Set(signalColumn.keys());
-  if (stationColumn) for (const index of stationColumn.keys()) indexes.add(index);
+  for (const column of [stationColumn, identityColumn, lastHeardColumn]) {
+    if (column) for (const index of column.keys()) indexes.add(index);
+  }
 
   const layout = indexLayout(spec);
   const stationAt = 'index' in spec.station ? layout.offsets.get(spec.station.index) : undefined;
@@ -137,9 +142,8 @@ export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): 
   let stale = 0;
   for (const index of indexes) {
     const ids = indexIds(index, layout.length);
-    const signal = signalColumn.get(index);
     const mac = stationAt !== undefined ? ids && macFromOctets(ids, stationAt) : macOf(stationColumn?.get(index));
-    if (!ids || mac === undefined || typeof signal !== 'number') {
+    if (!ids || mac === undefined) {
       skipped++;
       continue;
     }
@@ -150,7 +154,8 @@ export function decodeStationTable(spec: SnmpTableSpec, walked: WalkedColumns): 
         continue;
       }
     }
-    const sighting: TableSighting = { mac, signal };
+    const signal = signalColumn.get(index);
+    const sighting: TableSighting = { mac, signal: typeof signal === 'number' ? signal : Number.NaN };
     if (identityAt !== undefined) {
       const apMac = macFromOctets(ids, identityAt);
       if (apMac) sighting.apIdentity = apMac;
