@@ -5,8 +5,11 @@
  * the socket is opened: the host is resolved once, by the lookup the socket then connects with, and
  * refused when any of its addresses is private. A name that resolves to a public address at /subscribe
  * and to a private one later (DNS rebinding) is refused too.
+ *
+ * The same lookup bounds how many push hosts are looked up at once: dns.lookup runs on libuv's small
+ * threadpool, and a lookup that never answers holds its thread for good (see {@link limitLookups}).
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { buildConnector } from 'undici';
 
@@ -81,34 +84,103 @@ export class ForbiddenDestinationError extends Error {
   }
 }
 
-/**
- * dns.lookup, refusing a host when any of its addresses is private. It answers in the form the socket
- * asked for (one address, or all of them for happy eyeballs).
- */
-export const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-    if (err) {
-      callback(err, '');
-      return;
-    }
-    const refused = addresses.find((a) => isPrivateAddress(a.address));
-    const first = addresses[0];
-    if (refused) callback(new ForbiddenDestinationError(hostname, refused.address), '');
-    else if (options.all) callback(null, addresses);
-    else if (first) callback(null, first.address, first.family);
-    else callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
-  });
-};
+/** A push whose host could not be looked up: the push lookups in flight stayed busy past its wait. */
+export class LookupSlotTimeoutError extends Error {
+  readonly code = 'ERR_PUSH_LOOKUP_BUSY';
+  constructor(
+    readonly host: string,
+    readonly waitedMs: number,
+  ) {
+    super(`push endpoint host ${host} was not looked up: every DNS lookup slot for pushes stayed taken for ${waitedMs} ms`);
+    this.name = 'LookupSlotTimeoutError';
+  }
+}
+
+/** Resolves a host to all its addresses, in dns.lookup's shape with `all: true`. */
+export type Resolver = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/** dns.lookup: the system resolver, so /etc/hosts and the host's resolver configuration apply. */
+export const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(hostname, options, callback);
 
 /**
- * An undici connector that refuses private destinations: an IP-literal host is checked as is (a socket
- * never looks one up), any other host through {@link publicOnlyLookup}.
+ * `resolve`, with at most `maxInFlight` lookups running at once; a further one waits its turn at most
+ * `waitMs`, then fails with {@link LookupSlotTimeoutError}. dns.lookup runs getaddrinfo on libuv's
+ * threadpool (4 threads, shared with every other lookup, file and crypto call of the process), and
+ * neither an abort nor a connect timeout can cancel it: without a bound, pushes to a host whose DNS
+ * never answers take every thread, one each, and stall the whole process. A lookup keeps its slot until
+ * it answers, however late, since its thread is busy until then.
  *
  * @example
- * const agent = new Agent({ connect: publicOnlyConnector({ timeout: 10_000 }) });
+ * const resolve = limitLookups(systemResolver, { maxInFlight: 2, waitMs: 5000 });
  */
-export function publicOnlyConnector(options: { timeout: number }): buildConnector.connector {
-  const connect = buildConnector({ timeout: options.timeout, lookup: publicOnlyLookup });
+export function limitLookups(resolve: Resolver, options: { maxInFlight: number; waitMs: number }): Resolver {
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  return (hostname, lookupOptions, callback) => {
+    const run = () => {
+      inFlight++;
+      let answered = false;
+      resolve(hostname, lookupOptions, (err, addresses) => {
+        if (answered) return;
+        answered = true;
+        inFlight--;
+        waiting.shift()?.();
+        callback(err, addresses);
+      });
+    };
+    if (inFlight < options.maxInFlight) {
+      run();
+      return;
+    }
+    const start = () => {
+      clearTimeout(timer);
+      run();
+    };
+    const timer = setTimeout(() => {
+      waiting.splice(waiting.indexOf(start), 1);
+      callback(new LookupSlotTimeoutError(hostname, options.waitMs), []);
+    }, options.waitMs);
+    waiting.push(start);
+  };
+}
+
+/**
+ * A socket `lookup` on top of `resolve`, refusing a host when any of its addresses is private (unless
+ * `allowPrivate`). It answers in the form the socket asked for (one address, or all of them for happy
+ * eyeballs).
+ */
+export function pushLookup(resolve: Resolver, options: { allowPrivate: boolean }): LookupFunction {
+  return (hostname, lookupOptions, callback) => {
+    resolve(hostname, { ...lookupOptions, all: true }, (err, addresses) => {
+      if (err) {
+        callback(err, '');
+        return;
+      }
+      const refused = options.allowPrivate ? undefined : addresses.find((a) => isPrivateAddress(a.address));
+      const first = addresses[0];
+      if (refused) callback(new ForbiddenDestinationError(hostname, refused.address), '');
+      else if (lookupOptions.all) callback(null, addresses);
+      else if (first) callback(null, first.address, first.family);
+      else callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '');
+    });
+  };
+}
+
+/**
+ * The undici connector of pushes: connects through `lookup` ({@link pushLookup}), with a connect
+ * timeout. Unless `allowPrivate`, an IP-literal host is checked as is (a socket never looks one up).
+ *
+ * @example
+ * const lookup = pushLookup(limitLookups(systemResolver, { maxInFlight: 2, waitMs: 5000 }), { allowPrivate: false });
+ * const pool = new Pool('https://push.example.com', { connect: pushConnector({ timeout: 10_000, lookup, allowPrivate: false }) });
+ */
+export function pushConnector(options: { timeout: number; lookup: LookupFunction; allowPrivate: boolean }): buildConnector.connector {
+  const connect = buildConnector({ timeout: options.timeout, lookup: options.lookup });
+  if (options.allowPrivate) return connect;
   return (target, callback) => {
     const literal = privateIpLiteral(target.hostname);
     if (literal !== undefined) {

@@ -18,7 +18,7 @@ import { Semaphore } from './concurrency.js';
 import { Delivery } from './delivery.js';
 import { KafkaAlertConsumer } from './kafka.js';
 import { createMetrics } from './metrics.js';
-import { migrateAlertableMetrics } from './migration.js';
+import { StartupMigration } from './migration.js';
 import { WebPushSender, vapidProblems, type VapidKeys } from './push.js';
 import { RedisCooldown, RedisPublisher } from './redis.js';
 import { coalesceLookups } from './single-flight.js';
@@ -31,13 +31,16 @@ const LOOKUP_TIMEOUT_MS = 2000;
 
 /**
  * The stop sequence, in ms from the signal; `runUntilSignal` exits 1 past 5000. Kafka and HTTP stop at
- * once; the HTTP server closes its connections by itself within about 2 s (`closeServer`). A consumer
+ * once; the HTTP server closes its connections by itself within about 2 s (`closeServer`). A startup
+ * migration still running is told to stop and waited for until MIGRATION_STOP_MS; past it, its lock is
+ * released for it, before the database client closes. A consumer
  * not stopped by KAFKA_STOP_MS (a slice waiting out a lookup timeout) is logged, and waited for until
  * DRAIN_UNTIL_MS, since a slice's fan-outs start only when it ends. Push fan-outs run all along and
  * are waited for until DRAIN_UNTIL_MS too. The clients then close by CLIENTS_UNTIL_MS, leaving room for
  * the exit itself.
  */
 const KAFKA_STOP_MS = 2000;
+const MIGRATION_STOP_MS = 2000;
 const DRAIN_UNTIL_MS = 3800;
 const CLIENTS_UNTIL_MS = 4300;
 
@@ -153,6 +156,7 @@ async function main(): Promise<void> {
     allowHttpPushEndpoints: config.WEB_PUSH_ALLOW_HTTP,
     allowPrivatePushDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS,
   });
+  const migration = new StartupMigration(store, logger);
   let server: Server | undefined;
 
   await runUntilSignal(
@@ -160,8 +164,7 @@ async function main(): Promise<void> {
       async start() {
         await mongo.connect();
         await store.start();
-        const migration = await migrateAlertableMetrics(store, logger);
-        logger.info(migration, 'startup migration finished');
+        logger.info(await migration.run(), 'startup migration finished');
         await redis.connect().catch((err: unknown) => {
           throw new DependencyUnreachable('Redis', config.REDIS_URL, err);
         });
@@ -173,7 +176,11 @@ async function main(): Promise<void> {
       async stop() {
         const begun = performance.now();
         const until = (ms: number) => ms - (performance.now() - begun);
-        const [kafkaStopped] = await Promise.all([consumer.stop(KAFKA_STOP_MS), server ? closeServer(server) : undefined]);
+        const [kafkaStopped] = await Promise.all([
+          consumer.stop(KAFKA_STOP_MS),
+          server ? closeServer(server) : undefined,
+          settlesWithin(migration.stop(MIGRATION_STOP_MS), until(DRAIN_UNTIL_MS)),
+        ]);
         // A slice hands its push fan-outs to the background only once all of it is published: until it
         // ends, pushes of alerts it already published (read again, they are duplicates) are not drainable.
         if (!kafkaStopped) {

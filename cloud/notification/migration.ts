@@ -7,10 +7,17 @@
  * documents, so a preference written through it while the holder's update runs could be lost. The
  * update only adds missing entries, so a stored choice is never overwritten and a re-run after a crash
  * changes nothing already done. A lock whose holder stopped is taken over after its lease.
+ *
+ * A replica stopped while it runs the migration releases the lock before its database client closes
+ * ({@link StartupMigration}): a lock left behind would make every replica starting in the next 10 minutes
+ * wait out the lease before it serves.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
+import { describeError } from '../../shared/describe-error.js';
+import { settlesWithin } from '../../shared/lifecycle.js';
 import type { NotificationStore } from './store.js';
 
 /** A lock older than this is taken over: its holder stopped before finishing. */
@@ -25,6 +32,15 @@ export interface MigrationReport {
    * for), or `held` when another replica still held the lock after the wait.
    */
   metrics: Record<string, number | 'done' | 'held'>;
+}
+
+/** The migration was told to stop (the service is stopping) before it finished; it runs again at the next start. */
+export class MigrationStoppedError extends Error {
+  readonly code = 'ERR_MIGRATION_STOPPED';
+  constructor() {
+    super('the startup migration was stopped before it finished; it runs again at the next start');
+    this.name = 'MigrationStoppedError';
+  }
 }
 
 /** The marker id of the migration that switches `metric` on. */
@@ -49,9 +65,15 @@ export async function migrateAlertableMetrics(
     /** Pause between looks while waiting. Default 250 ms. */
     pollMs?: number;
     metrics?: readonly string[];
+    /** Stops the migration at its next step (a wait, a metric), releasing the lock if it holds it. */
+    signal?: AbortSignal;
   } = {},
 ): Promise<MigrationReport> {
   const owner = options.owner ?? randomUUID();
+  const { signal } = options;
+  const stopIfAsked = () => {
+    if (signal?.aborted) throw new MigrationStoppedError();
+  };
   const report: MigrationReport = { backfilled: 0, metrics: {} };
   const candidates = (options.metrics ?? ALERTABLE_METRICS).filter((m) => m !== 'temperature');
   const pending: string[] = [];
@@ -62,6 +84,7 @@ export async function migrateAlertableMetrics(
   const leaseMs = options.leaseMs ?? DEFAULT_MIGRATION_LEASE_MS;
   const waitUntil = Date.now() + (options.waitMs ?? leaseMs);
   let waited = false;
+  stopIfAsked();
   while ((await store.claimLock(MIGRATION_LOCK_ID, owner, leaseMs)) === 'held') {
     const unfinished: string[] = [];
     for (const metric of pending) if (!(await store.isMarkerDone(markerId(metric)))) unfinished.push(metric);
@@ -77,11 +100,14 @@ export async function migrateAlertableMetrics(
     }
     if (!waited) logger.info({ pending: unfinished }, 'migration: another replica holds the lock; waiting for it');
     waited = true;
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 250));
+    await sleep(options.pollMs ?? 250, undefined, { signal }).catch(() => undefined);
+    stopIfAsked();
   }
   try {
+    stopIfAsked();
     report.backfilled = await store.backfillDerivedFields();
     for (const metric of pending) {
+      stopIfAsked();
       // Checked again under the lock: the previous holder may have finished it meanwhile.
       if (await store.isMarkerDone(markerId(metric))) {
         report.metrics[metric] = 'done';
@@ -96,4 +122,44 @@ export async function migrateAlertableMetrics(
     await store.releaseLock(MIGRATION_LOCK_ID, owner);
   }
   return report;
+}
+
+/**
+ * The startup migration of one service process, stoppable while it runs: `stop()` tells it to stop at
+ * its next step and waits for it to release its lock, and past `timeoutMs` (a metric of many records,
+ * a record lock it waits for) releases the lock itself, while the database client is still open. The
+ * unfinished metric then fails when the client closes, and runs again at the next start.
+ *
+ * @example
+ * const migration = new StartupMigration(store, logger);
+ * await migration.run(); // in start()
+ * await migration.stop(2000); // in stop(), before the database client closes
+ */
+export class StartupMigration {
+  private readonly owner = randomUUID();
+  private readonly stopping = new AbortController();
+  private running: Promise<MigrationReport> | undefined;
+
+  constructor(
+    private readonly store: NotificationStore,
+    private readonly logger: Logger,
+  ) {}
+
+  run(): Promise<MigrationReport> {
+    this.running = migrateAlertableMetrics(this.store, this.logger, { owner: this.owner, signal: this.stopping.signal });
+    return this.running;
+  }
+
+  /** Whether the run had ended (its lock released by itself) within `timeoutMs`; its lock is released either way. */
+  async stop(timeoutMs: number): Promise<boolean> {
+    this.stopping.abort();
+    if (!this.running || (await settlesWithin(this.running, timeoutMs))) return true;
+    try {
+      await this.store.releaseLock(MIGRATION_LOCK_ID, this.owner);
+      this.logger.warn('the startup migration did not stop in time; its lock is released, and what it did not finish runs again at the next start');
+    } catch (err) {
+      this.logger.error({ error: describeError(err) }, 'the startup migration did not stop in time, and its lock could not be released: replicas starting in the next 10 minutes wait for it');
+    }
+    return false;
+  }
 }

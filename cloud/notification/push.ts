@@ -3,12 +3,22 @@
  * the request itself goes out with undici, with a whole-request timeout, so an endpoint that never
  * answers costs one timeout and nothing more. Private destinations (loopback, the private network, cloud
  * metadata) are refused when the socket is opened, and plain-http endpoints before anything is encrypted,
- * unless explicitly allowed for local push services.
+ * unless explicitly allowed for local push services. Connections are kept for a bounded number of push
+ * services, and push hosts are looked up a few at a time (`destinations.ts`).
  */
 import { createECDH } from 'node:crypto';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Pool, request } from 'undici';
 import webpush, { type Urgency } from 'web-push';
-import { ForbiddenDestinationError, publicOnlyConnector, pushSchemeAllowed } from './destinations.js';
+import {
+  ForbiddenDestinationError,
+  LookupSlotTimeoutError,
+  limitLookups,
+  pushConnector,
+  pushLookup,
+  pushSchemeAllowed,
+  systemResolver,
+  type Resolver,
+} from './destinations.js';
 import type { PushFailure } from './metrics.js';
 
 export interface VapidKeys {
@@ -64,7 +74,27 @@ export interface WebPushSenderOptions {
    * stays stored after it is turned off.
    */
   allowHttp?: boolean;
+  /**
+   * Push services (endpoint origins) whose connection pools are kept at once; pushing to one more closes
+   * the pool of the least recently pushed-to one. Default {@link DEFAULT_MAX_PUSH_SERVICES}.
+   */
+  maxPushServices?: number;
+  /**
+   * Push hosts looked up at once. Default {@link DEFAULT_MAX_PUSH_LOOKUPS}, leaving the rest of libuv's
+   * 4 threads to the process's other lookups (the building directory), files and crypto.
+   */
+  maxLookups?: number;
+  /** How push hosts are resolved. Default dns.lookup, so /etc/hosts applies. */
+  resolve?: Resolver;
 }
+
+/**
+ * Every real subscription is on one of a handful of push services (FCM, Mozilla, Apple, Windows), but
+ * /subscribe takes any public https origin, and an account may rotate through new ones: without a bound
+ * the sender would keep a pool per origin ever pushed to.
+ */
+export const DEFAULT_MAX_PUSH_SERVICES = 256;
+export const DEFAULT_MAX_PUSH_LOOKUPS = 2;
 
 /**
  * Checks a VAPID key pair the way web-push will use it. Returns the problems, each naming its variable.
@@ -122,18 +152,77 @@ function refusedScheme(endpoint: string, allowHttp: boolean): string | undefined
   return pushSchemeAllowed(protocol, allowHttp) ? undefined : protocol;
 }
 
+/**
+ * One undici Pool per origin, for the `max` most recently used origins. undici's Agent keeps a pool for
+ * every origin it ever dispatched to, so this takes its place. An evicted pool is closed: its pushes in
+ * flight finish (each within its timeout), then its connections close.
+ */
+class OriginPools {
+  /** Oldest use first: a pool is moved to the end on each use. */
+  private readonly pools = new Map<string, Pool>();
+  private readonly closing = new Set<Pool>();
+
+  constructor(
+    private readonly max: number,
+    private readonly create: (origin: string) => Pool,
+  ) {}
+
+  /** Pools kept for reuse (evicted pools still closing are not counted). */
+  get size(): number {
+    return this.pools.size;
+  }
+
+  /** The pool of `origin`, made the most recently used. Dispatch to it at once, before anything is awaited. */
+  poolFor(origin: string): Pool {
+    const kept = this.pools.get(origin);
+    if (kept) {
+      this.pools.delete(origin);
+      this.pools.set(origin, kept);
+      return kept;
+    }
+    const pool = this.create(origin);
+    this.pools.set(origin, pool);
+    for (const [oldest, evicted] of this.pools) {
+      if (this.pools.size <= this.max) break;
+      this.pools.delete(oldest);
+      this.closing.add(evicted);
+      void evicted
+        .close()
+        .catch(() => undefined)
+        .finally(() => this.closing.delete(evicted));
+    }
+    return pool;
+  }
+
+  /** Destroys every pool, evicted ones still closing too: requests in flight are aborted. */
+  async destroy(): Promise<void> {
+    const all = [...this.pools.values(), ...this.closing];
+    this.pools.clear();
+    this.closing.clear();
+    await Promise.all(all.map((pool) => pool.destroy().catch(() => undefined)));
+  }
+}
+
 export class WebPushSender implements PushSender {
   private readonly timeoutMs: number;
   private readonly ttlSeconds: number;
-  private readonly dispatcher: Dispatcher;
+  private readonly pools: OriginPools;
 
   constructor(private readonly options: WebPushSenderOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.ttlSeconds = options.ttlSeconds ?? 3600;
-    const timeouts = { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32 };
-    this.dispatcher = options.allowPrivateDestinations
-      ? new Agent({ ...timeouts, connectTimeout: this.timeoutMs })
-      : new Agent({ ...timeouts, connect: publicOnlyConnector({ timeout: this.timeoutMs }) });
+    const allowPrivate = options.allowPrivateDestinations ?? false;
+    // A lookup waits for a slot at most half the push's time, so the push keeps time to connect and be
+    // answered, and its failure names the lookup rather than a generic timeout.
+    const resolve = limitLookups(options.resolve ?? systemResolver, { maxInFlight: options.maxLookups ?? DEFAULT_MAX_PUSH_LOOKUPS, waitMs: Math.ceil(this.timeoutMs / 2) });
+    const connect = pushConnector({ timeout: this.timeoutMs, lookup: pushLookup(resolve, { allowPrivate }), allowPrivate });
+    const poolOptions = { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32, connect };
+    this.pools = new OriginPools(options.maxPushServices ?? DEFAULT_MAX_PUSH_SERVICES, (origin) => new Pool(origin, poolOptions));
+  }
+
+  /** Push services whose connection pools are kept (at most `maxPushServices`). */
+  get pushServicesKept(): number {
+    return this.pools.size;
   }
 
   async send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult> {
@@ -165,7 +254,7 @@ export class WebPushSender implements PushSender {
         method: 'POST',
         headers,
         body: details.body ?? undefined,
-        dispatcher: this.dispatcher,
+        dispatcher: this.pools.poolFor(new URL(details.endpoint).origin),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       await response.body.dump();
@@ -178,6 +267,9 @@ export class WebPushSender implements PushSender {
       if (err instanceof ForbiddenDestinationError) {
         return { kind: 'failed', reason: 'forbidden_destination', detail: `${err.message}; nothing was sent (WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS is off)` };
       }
+      if (err instanceof LookupSlotTimeoutError) {
+        return { kind: 'failed', reason: 'timeout', detail: `push service host not looked up within ${err.waitedMs} ms: earlier lookups of push hosts have not answered; nothing was sent` };
+      }
       const name = (err as Error).name;
       if (name === 'TimeoutError' || name === 'AbortError' || /Timeout/.test(name)) {
         return { kind: 'failed', reason: 'timeout', detail: `push service did not answer within ${this.timeoutMs} ms` };
@@ -188,6 +280,6 @@ export class WebPushSender implements PushSender {
 
   /** Closes the connections; a push still in flight is aborted (callers drain first). */
   async close(): Promise<void> {
-    await this.dispatcher.destroy();
+    await this.pools.destroy();
   }
 }

@@ -1,0 +1,120 @@
+/**
+ * Push hosts whose DNS never answers. dns.lookup runs on libuv's 4 threadpool threads and cannot be
+ * cancelled, so each such push would hold a thread for good and, a few pushes later, stall every other
+ * lookup of the process. The sender runs at most 2 push lookups at once: past that, a push waits for a
+ * slot at most half its timeout and then fails as a push failure (logged, counted as `timeout`, the
+ * subscription kept), while pushes needing no lookup, or finding a slot free, still arrive.
+ *
+ * The resolver is injected: names under `.stuck.test` never answer (as a resolver that drops queries),
+ * `localhost` goes to the real dns.lookup, and any other name is refused and recorded. The push service
+ * is the real web-push-testing; the store, Redis and the delivery are the real ones.
+ */
+import t from 'tap';
+import { Semaphore } from '../../../cloud/notification/concurrency.js';
+import { Delivery } from '../../../cloud/notification/delivery.js';
+import { systemResolver, type Resolver } from '../../../cloud/notification/destinations.js';
+import { createMetrics } from '../../../cloud/notification/metrics.js';
+import { WebPushSender } from '../../../cloud/notification/push.js';
+import { RedisPublisher } from '../../../cloud/notification/redis.js';
+import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
+import type { Notification } from '../../../shared/notification.js';
+import { capturedLogger } from '../../support/captured-logger.js';
+import { counterValue, newVapid } from './support/harness.js';
+import { startPushService, type BrowserSubscription } from './support/push-service.js';
+import { deleteKeys, freshMongo, redisClient, uniqueName } from './support/stack.js';
+
+/** The injected resolver, and the names it was asked for. */
+function stuckResolver() {
+  const stuck: string[] = [];
+  const unexpected: string[] = [];
+  const resolve: Resolver = (hostname, options, callback) => {
+    if (hostname.endsWith('.stuck.test')) {
+      stuck.push(hostname);
+      return;
+    }
+    if (hostname === 'localhost') {
+      systemResolver(hostname, options, callback);
+      return;
+    }
+    unexpected.push(hostname);
+    callback(Object.assign(new Error(`unexpected lookup of ${hostname}`), { code: 'ENOTFOUND' }), []);
+  };
+  return { resolve, stuck, unexpected };
+}
+
+/** The subscription's endpoint on another host of the same port: the same push service, another origin. */
+function on(host: string, subscription: BrowserSubscription) {
+  const endpoint = new URL(subscription.endpoint);
+  endpoint.hostname = host;
+  return { endpoint: endpoint.href, keys: subscription.keys };
+}
+
+t.test('two hosts that never answer take both lookup slots; later pushes to such hosts fail promptly, pushes that need no slot arrive', async (t) => {
+  const vapid = newVapid();
+  const service = await startPushService(t);
+  const resolver = stuckResolver();
+  const sender = new WebPushSender({ vapid, timeoutMs: 1000, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
+  t.teardown(() => sender.close());
+  const message = (title: string) => ({ payload: JSON.stringify({ title }) });
+
+  const first = await sender.send(on('a.stuck.test', await service.subscribe(vapid.publicKey)), message('a'));
+  t.match(first, { kind: 'failed', reason: 'timeout' }, 'a push whose lookup never answers times out');
+
+  const byName = await service.subscribe(vapid.publicKey);
+  t.match(await sender.send(on('localhost', byName), message('by name')), { kind: 'sent' }, 'a push by name finds the second slot free');
+  t.same(await service.messages(byName.clientHash), [JSON.stringify({ title: 'by name' })], 'and arrives');
+
+  const second = await sender.send(on('b.stuck.test', await service.subscribe(vapid.publicKey)), message('b'));
+  t.match(second, { kind: 'failed', reason: 'timeout' }, 'a second host that never answers holds the second slot');
+
+  // Both slots are held by lookups that will never answer. A fan-out through the real delivery: three
+  // more such hosts, and one device on an IP literal, which needs no lookup.
+  const { db } = await freshMongo(t);
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  await store.start();
+  const redis = redisClient(t);
+  const keyPrefix = `${uniqueName('notif-test')}:`;
+  t.teardown(() => deleteKeys(redis, keyPrefix));
+  const metrics = createMetrics({ defaults: false });
+  const { logger, lines } = capturedLogger('notification');
+  const delivery = new Delivery({
+    publisher: new RedisPublisher(redis, { channel: uniqueName('notifications'), keyPrefix }),
+    store,
+    push: sender,
+    pushPool: new Semaphore(8),
+    metrics,
+    logger,
+  });
+  const acme = uniqueName('acme');
+  const account = uniqueName('ana');
+  await store.setPreferences(account, acme, [{ notificationType: 'temperature', isSubscribed: true }]);
+  for (const host of ['c.stuck.test', 'd.stuck.test', 'e.stuck.test']) {
+    t.equal(await store.saveDevice(account, on(host, await service.subscribe(vapid.publicKey))), 'saved', `a device on ${host}`);
+  }
+  const byLiteral = await service.subscribe(vapid.publicKey);
+  t.equal(await store.saveDevice(account, on('127.0.0.1', byLiteral)), 'saved', 'a device on 127.0.0.1');
+  const notification: Notification = {
+    id: uniqueName('n'),
+    kind: 'manual',
+    severity: 'warning',
+    title: 'Probe',
+    message: 'lookup slots',
+    buildingId: uniqueName('b'),
+    createdAt: new Date().toISOString(),
+    domainName: acme,
+  };
+  const report = await delivery.toDomains(new Map([[acme, notification]]), undefined, { waitForPushes: true });
+
+  t.same(report, { inApp: 1, push: 1, pushFailed: 3, pushRemoved: 0 }, 'the literal device got its push; the three others failed');
+  t.equal((await service.messages(byLiteral.clientHash)).length, 1, 'the push to the IP literal arrived');
+  t.same(resolver.stuck, ['a.stuck.test', 'b.stuck.test'], 'no lookup was started past the two slots');
+  t.equal(await counterValue(metrics, 'notification_push_failed_total', { reason: 'timeout' }), 3, 'counted as timeouts');
+  const failures = lines.filter((line) => line.msg === 'push failed; subscription kept');
+  t.equal(failures.length, 3, 'each failure is logged');
+  for (const line of failures) {
+    t.match(line, { level: 40, reason: 'timeout', detail: /not looked up/ }, 'logged as a timeout waiting for a lookup');
+    t.notOk(JSON.stringify(line).includes('/notify/'), 'without the endpoint path');
+  }
+  t.equal(await db.collection(COLLECTIONS.devices).countDocuments({ accountName: account }), 4, 'the subscriptions are kept');
+  t.same(resolver.unexpected, [], 'no other name was looked up');
+});

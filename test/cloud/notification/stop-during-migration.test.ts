@@ -1,0 +1,117 @@
+/**
+ * SIGTERM while the service runs its startup migration. The migration holds a lock with a 10-minute
+ * lease, and every replica starting meanwhile waits for it before serving; the stop must release it
+ * before the database client closes, or the lock outlives the process and the next starts wait out the
+ * lease. The service runs as its own process (`node --import tsx cloud/notification/main.ts`) on the
+ * real FerretDB. The migration is held mid-way deterministically: one record it must update is locked
+ * by someone else (a preferences lock document that never expires), so once it has updated every other
+ * record it waits there, longer than the stop waits for it.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { ObjectId, type Db } from 'mongodb';
+import t from 'tap';
+import { silentLogger } from '../../../shared/logger.js';
+import { MIGRATION_LOCK_ID, markerId, migrateAlertableMetrics } from '../../../cloud/notification/migration.js';
+import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
+import { STACK, freshMongo, uniqueName, waitFor, type Teardown } from './support/stack.js';
+
+const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
+const on = (notificationType: string) => ({ notificationType, isSubscribed: true });
+
+/**
+ * The service as a process, its JSON log lines collected. Not awaited until it listens (it listens only
+ * once the migration is done); killed at teardown if still running.
+ */
+function startService(t: Teardown, mongoUri: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      MONGO_URI: mongoUri,
+      REDIS_URL: STACK.redisUrl,
+      KAFKA_BROKERS: STACK.kafkaBrokers.join(','),
+      // Never called: the service stops before it serves.
+      DIGITAL_TWIN_URL: 'http://127.0.0.1:9',
+      ALERTS_TOPIC: uniqueName('alerts'),
+      ALERTS_GROUP: uniqueName('alerts'),
+      NOTIFICATIONS_CHANNEL: uniqueName('notifications'),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: Array<Record<string, unknown>> = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    try {
+      logs.push(JSON.parse(line) as Record<string, unknown>);
+    } catch {
+      logs.push({ msg: line });
+    }
+  });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  // 'close', not 'exit': only then has every log line been read.
+  const exited = once(child, 'close') as Promise<[number | null]>;
+  t.teardown(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  return { child, logs, exited, stderr: () => stderr };
+}
+
+/** A record as an earlier version stored it, with temperature on: the migration must update it. */
+async function legacy(db: Db, accountName: string, domainName: string) {
+  await db.collection(COLLECTIONS.preferences).insertOne({ _id: new ObjectId(), accountName, domainName, preferences: [on('temperature')], createdAt: '2024-03-01T00:00:00.000Z' });
+}
+
+t.test('SIGTERM while the migration holds its lock and waits on a record: the lock is released, and the next start does not wait', async (t) => {
+  const { db, uri } = await freshMongo(t);
+  const accounts = Array.from({ length: 20 }, () => uniqueName('acct'));
+  for (const account of accounts) await legacy(db, account, 'acme');
+  const blocked = accounts[0] as string;
+  // The record's preferences lock, held by someone else and never expiring while the test runs.
+  const recordLocks = db.collection<{ _id: string; owner: string; claimedAt: Date }>(COLLECTIONS.locks);
+  const recordLockId = `preferences:${JSON.stringify([blocked, 'acme'])}`;
+  await recordLocks.insertOne({ _id: recordLockId, owner: 'someone-else', claimedAt: new Date(Date.now() + 60 * 60_000) });
+  const markers = db.collection<{ _id: string; owner?: string; state?: string }>(COLLECTIONS.migrations);
+
+  const service = startService(t, uri);
+  const lock = await waitFor('the service to take the migration lock', async () => (await markers.findOne({ _id: MIGRATION_LOCK_ID })) ?? undefined, 30_000);
+  t.match(lock, { state: 'running' }, 'the migration runs, holding its lock');
+  const records = db.collection(COLLECTIONS.preferences);
+  await waitFor('the migration to update every record but the locked one', async () => (await records.countDocuments({ configuredTypes: 'peopleCount' })) === accounts.length - 1, 30_000);
+  service.child.kill('SIGTERM');
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(service.stderr(), JSON.stringify(service.logs.slice(-8)));
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.notOk(service.logs.some((l) => l.msg === 'startup migration finished'), 'it was stopped mid-way');
+  t.ok(service.logs.some((l) => /^the startup migration did not stop in time; its lock is released/.test(String(l.msg))), 'the stop logged that it released the lock');
+  t.equal(await markers.countDocuments({ _id: MIGRATION_LOCK_ID }), 0, 'no migration lock is left behind');
+  t.equal(await markers.countDocuments({ _id: markerId('peopleCount'), state: 'done' }), 0, 'the unfinished metric is not marked done');
+
+  // The next replica to start finds no lock: it runs the migration at once rather than waiting.
+  await recordLocks.deleteOne({ _id: recordLockId });
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  await store.start();
+  const report = await migrateAlertableMetrics(store, silentLogger(), { waitMs: 0 });
+  t.same(report.metrics, { peopleCount: 1, airQuality: 20 }, 'the next start finishes the migration without waiting: the locked record, then the next metric');
+  t.equal(await records.countDocuments({ $and: [{ configuredTypes: 'peopleCount' }, { configuredTypes: 'airQuality' }] }), accounts.length, 'every record has both metrics on');
+});
+
+t.test('SIGTERM while waiting for another replica that holds the lock: it stops without touching that lock', async (t) => {
+  const { db, uri } = await freshMongo(t);
+  await legacy(db, uniqueName('acct'), 'acme');
+  const markers = db.collection<{ _id: string; owner?: string; state?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
+  await markers.insertOne({ _id: MIGRATION_LOCK_ID, state: 'running', owner: 'other-replica', claimedAt: new Date() });
+
+  const service = startService(t, uri);
+  await waitFor('the service to wait for the other replica', () => service.logs.some((l) => l.msg === 'migration: another replica holds the lock; waiting for it'), 30_000);
+  service.child.kill('SIGTERM');
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(service.stderr(), JSON.stringify(service.logs.slice(-8)));
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.ok(service.logs.some((l) => l.msg === 'start cut short by the stop'), 'the start was cut short');
+  t.notOk(service.logs.some((l) => /startup migration did not stop in time/.test(String(l.msg))), 'the migration stopped at once');
+  t.match(await markers.findOne({ _id: MIGRATION_LOCK_ID }), { owner: 'other-replica' }, "the other replica's lock is left to it");
+});
