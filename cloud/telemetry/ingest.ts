@@ -4,6 +4,11 @@
  * batch if a reading is for a building its key may not write, answer a repeated batch id with its
  * first result, validate every reading, find breaches, store everything in one transaction, then
  * publish on Redis and nudge the alert relay without waiting for either.
+ *
+ * Publications waiting for Redis are capped by their bytes: each holds its batch's messages (a slice
+ * of the request body), and a Redis that stays connected but stops answering would otherwise make
+ * them pile up with the ingest volume. Past the cap a batch's publication is dropped: counted as a
+ * failed publication and logged once per burst; the batch is still answered 200, its readings stored.
  */
 import type { Logger } from 'pino';
 import { metricOf } from '../../shared/catalog/metrics.js';
@@ -28,7 +33,15 @@ export interface IngestServiceOptions {
   logger: Logger;
   clock: Clock;
   limits?: BatchLimits;
+  /**
+   * Bytes of messages whose publication may wait for Redis at once (default 32 MiB): a batch's
+   * publication is started only while less than this waits, so at most one batch more is held.
+   */
+  maxPublishingBytes?: number;
 }
+
+/** Far above what a Redis that answers holds in flight (its replies come in a few milliseconds). */
+const DEFAULT_MAX_PUBLISHING_BYTES = 32 * 1024 * 1024;
 
 export interface IngestService {
   /**
@@ -42,7 +55,11 @@ export interface IngestService {
    * for one with a reading outside the key's buildings: {@link ingest} answers those.
    */
   ingestCanonical(key: IngestKeyScope, raw: Buffer): Promise<{ accepted: number }> | undefined;
-  /** Waits for the batches still being stored, then for the Redis publications still in flight. */
+  /**
+   * Waits for the batches still being stored, then for the Redis publications still in flight: with
+   * the publisher's client (PUBLISHING_REDIS_OPTIONS) each ends, published or failed, within its
+   * command timeout even when Redis stops answering.
+   */
   drain(): Promise<void>;
 }
 
@@ -72,20 +89,49 @@ interface ValidBatch {
 export function createIngestService(options: IngestServiceOptions): IngestService {
   const { store, publisher, metrics, logger } = options;
   const limits = options.limits ?? DEFAULT_LIMITS;
+  const maxPublishingBytes = options.maxPublishingBytes ?? DEFAULT_MAX_PUBLISHING_BYTES;
   const inFlight = new Set<Promise<void>>();
+  let publishingBytes = 0;
+  /** Publications dropped since one last started: the first drop of a burst (from 0) is logged. */
+  let droppedInBurst = 0;
   // Batches still being stored: one may commit during shutdown (the HTTP server gives up on its
   // request after a grace period), and its readings must still be published before Redis is closed.
   const storing = new Set<Promise<unknown>>();
 
   function publishLater(batch: PublishedBatch): void {
+    if (publishingBytes >= maxPublishingBytes) {
+      dropPublication(batch);
+      return;
+    }
+    if (droppedInBurst > 0) {
+      logger.info({ dropped: droppedInBurst }, 'publishing readings on Redis again; the batches dropped meanwhile are stored but were not published');
+      droppedInBurst = 0;
+    }
+    const bytes = batch.json.length;
+    publishingBytes += bytes;
     const publication = publisher
       .publish(batch)
       .catch((err) => {
         metrics.publishFailures.inc();
         logger.warn({ error: describeError(err), readings: batch.starts.length }, 'publishing readings on Redis failed; they are stored');
       })
-      .finally(() => inFlight.delete(publication));
+      .finally(() => {
+        publishingBytes -= bytes;
+        inFlight.delete(publication);
+      });
     inFlight.add(publication);
+  }
+
+  /** A publication past the cap: counted as failed, and logged for the first of a burst only. */
+  function dropPublication(batch: PublishedBatch): void {
+    metrics.publishFailures.inc();
+    if (droppedInBurst === 0) {
+      logger.warn(
+        { publishingBytes, maxPublishingBytes, readings: batch.starts.length },
+        'Redis is not answering the publications in flight; readings of new batches are stored but not published until it does',
+      );
+    }
+    droppedInBurst += 1;
   }
 
   async function tracked(work: () => Promise<{ accepted: number }>): Promise<{ accepted: number }> {

@@ -16,6 +16,7 @@ import { describeError } from '../../shared/describe-error.js';
 import { configOrExit, runUntilSignal } from '../../shared/lifecycle.js';
 import { createLogger } from '../../shared/logger.js';
 import { kafkaLogCreator } from './broker/kafka-log.js';
+import { PUBLISHING_REDIS_OPTIONS } from './broker/redis-publisher.js';
 import { TELEMETRY_ENV } from './config.js';
 import { TelemetryService } from './service.js';
 
@@ -26,7 +27,8 @@ async function main(): Promise<void> {
 
   const pool = openPgPool(env.DATABASE_URL, { max: 20, logger });
 
-  const redis = new Redis(env.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  // Bounded calls: a Redis that stops answering fails publications (and the stop's drain) in 2 s.
+  const redis = new Redis(env.REDIS_URL, PUBLISHING_REDIS_OPTIONS);
   let redisDown = false;
   redis.on('error', (err) => {
     if (!redisDown) logger.warn({ error: describeError(err) }, 'Redis unavailable; readings are stored but not published until it is back');

@@ -147,8 +147,10 @@ export class TelemetryService implements Lifecycle {
 
   /**
    * The batches still being stored and their publications go first, and Redis with them: they wait on
-   * nothing of Kafka's, so an outage cannot cost them the stop's deadline. The parts follow (they do
-   * not wait for a Kafka connection still being attempted), then the pool, which they all use.
+   * nothing of Kafka's, so an outage cannot cost them the stop's deadline, and a Redis that stopped
+   * answering holds them at most its client's command timeout (PUBLISHING_REDIS_OPTIONS, 2 s), QUIT
+   * included. The parts follow (they do not wait for a Kafka connection still being attempted), then
+   * the pool, which they all use.
    */
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);

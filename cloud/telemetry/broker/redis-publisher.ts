@@ -12,7 +12,32 @@
  * order. A handful of arguments instead of four per reading keeps the client's encoding, its socket
  * writes and its garbage small; the argument is a slice of the batch's bytes, not a copy.
  */
-import type { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
+
+/** How long a publication waits for Redis's reply, and a connection for any byte while one waits. */
+export const PUBLISH_TIMEOUT_MS = 2000;
+
+/**
+ * The options of the publisher's Redis client (main.ts creates it; it serves nothing else). A Redis
+ * that stays connected but stops answering (a network that drops packets) must neither keep a
+ * publication waiting, nor keep the bytes of the ones given up on:
+ * - `commandTimeout` fails a call not answered within 2 s, so every publication ends and a stop's
+ *   drain is bounded;
+ * - `socketTimeout` closes a connection that sends nothing for 2 s while a call waits: ioredis keeps
+ *   a timed-out call (and the slice of the request body it holds) until its reply comes or the
+ *   connection closes, so without it they would pile up for as long as the connection stays open.
+ *   The client connects again on its own;
+ * - a call given up on is not sent again on the next connection (`autoResendUnfulfilledCommands`):
+ *   it was counted as failed, and Redis may have run it already;
+ * - without a connection a publication fails at once (`enableOfflineQueue: false`), never queued.
+ */
+export const PUBLISHING_REDIS_OPTIONS: RedisOptions = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  commandTimeout: PUBLISH_TIMEOUT_MS,
+  socketTimeout: PUBLISH_TIMEOUT_MS,
+  autoResendUnfulfilledCommands: false,
+};
 
 /** Accepted readings as published: their messages as one JSON array, and the building of each. */
 export interface PublishedBatch {

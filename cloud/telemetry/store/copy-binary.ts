@@ -6,9 +6,9 @@
  *
  * Each row: the field count (int16), then per field its length (int32) and bytes: text as UTF-8, the
  * instant as int64 microseconds since 2000-01-01 UTC (to the nearest microsecond, as the text format
- * stored it), the value as a float8, the payload as jsonb (version byte 1, then its JSON text). A row
- * read from a canonical body (domain/canonical-batch.ts) has its payload copied from the body's bytes;
- * any other row's payload text is encoded here.
+ * stored it: {@link postgresMicros}), the value as a float8, the payload as jsonb (version byte 1,
+ * then its JSON text). A row read from a canonical body (domain/canonical-batch.ts) has its payload
+ * copied from the body's bytes; any other row's payload text is encoded here.
  */
 import type { ReadingRow } from '../domain/batch.js';
 import { ScannedRow } from '../domain/canonical-batch.js';
@@ -28,12 +28,26 @@ const CLOSE_BRACE = 0x7d;
 const FIXED_BYTES_PER_ROW = 2 + FIELDS * 4 + 8 + 8 + 1;
 
 /**
- * Microseconds since PostgreSQL's epoch, rounded as `to_timestamp(ms / 1000.0)` keeps them: a
- * fraction of a millisecond to the nearest microsecond.
+ * Microseconds since PostgreSQL's epoch: a fraction of a millisecond to the nearest microsecond (half
+ * a microsecond up). Every path that stores or looks up a reading's instant takes it from here: the
+ * keep-first insert of store/readings.ts gets these integers too, never the milliseconds, since
+ * PostgreSQL's `to_timestamp(ms / 1000.0)` divides first and rounds some fractions to the microsecond
+ * next to this one (a repeat would then be no conflict, but a second row).
+ *
+ * @example
+ * postgresMicros(946_684_800_001.2346); // 1235
  */
 export function postgresMicros(ms: number): number {
   const whole = Math.floor(ms);
   return (whole - POSTGRES_EPOCH_MS) * 1000 + Math.round((ms - whole) * 1000);
+}
+
+/**
+ * The instant a reading is stored at, in Unix milliseconds ({@link postgresMicros}): a reading a
+ * fraction of a microsecond before midnight UTC is stored at midnight, in the next day's partition.
+ */
+export function storedInstant(ms: number): number {
+  return POSTGRES_EPOCH_MS + postgresMicros(ms) / 1000;
 }
 
 /**

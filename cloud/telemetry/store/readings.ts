@@ -23,7 +23,7 @@ import type { RaisedAlert, ThresholdRow } from '../domain/alerts.js';
 import { alertKeyOf } from '../domain/alerts.js';
 import type { ReadingRow } from '../domain/batch.js';
 import { DAY_MS, HOUR_MS, isoUtc, partitionNameOf } from '../domain/utc.js';
-import { binaryCopyRows } from './copy-binary.js';
+import { binaryCopyRows, postgresMicros, storedInstant } from './copy-binary.js';
 import { copyIn } from './copy-in.js';
 import { OUTBOX_LOCK, PARTITION_LOCK } from './locks.js';
 import { open } from './opening.js';
@@ -68,12 +68,22 @@ export interface ReadingsStore {
 }
 
 /**
+ * The instant `micros` microseconds after PostgreSQL's epoch, exactly: an interval of whole
+ * microseconds (a bigint is a float8 exactly below 2^53) added to the epoch, whatever the session's
+ * time zone. The keep-first insert must store, and look up, the very microsecond COPY stores
+ * ({@link postgresMicros}); `to_timestamp(ms / 1000.0)` rounds some fractions to the next one.
+ */
+const instantOfMicros = (micros: string) => `(timestamptz '2000-01-01 00:00:00+00' + ${micros} * interval '1 microsecond')`;
+
+/**
  * The batch as one statement, for a batch that repeats a stored reading: it claims the batch id,
  * inserts the readings with ON CONFLICT DO NOTHING (one jsonb array parameter expanded by
  * jsonb_array_elements), tells which elements it stored, and marks late hours, each only if the batch
  * id was new and no reading is older than the raw data still kept. The alerts of the stored readings
  * go to the outbox after it ({@link outboxSql}). The common batch goes by COPY instead: ON CONFLICT's
  * speculative insertion costs PostgreSQL about as much again per row as the insert itself.
+ *
+ * $5 is the batch's oldest instant as stored and $6 the hours it is stored in (ms, exact in float8).
  */
 function ingestSql(readingConflicts: 'ON CONFLICT DO NOTHING'): string {
   return `
@@ -89,7 +99,7 @@ WITH state AS (
   SELECT 1 FROM fresh WHERE fresh.ok AND ($2::text IS NULL OR EXISTS (SELECT 1 FROM claim))
 ), ins AS (
   INSERT INTO readings (building_id, room_id, metric, ts, value, payload)
-  SELECT e->>0, e->>1, e->>2, to_timestamp((e->>3)::float8 / 1000.0), (e->>4)::float8, e->5
+  SELECT e->>0, e->>1, e->>2, ${instantOfMicros('(e->>3)::bigint')}, (e->>4)::float8, e->5
   FROM jsonb_array_elements($4::jsonb) AS e
   WHERE EXISTS (SELECT 1 FROM go)
   ${readingConflicts} RETURNING building_id, room_id, metric, ts, from_room_id
@@ -99,13 +109,13 @@ WITH state AS (
   SELECT min(e.i) AS i
   FROM ins JOIN jsonb_array_elements($4::jsonb) WITH ORDINALITY AS e(v, i)
     ON ins.building_id = e.v->>0 AND ins.room_id = e.v->>1 AND ins.metric = e.v->>2
-   AND ins.ts = to_timestamp((e.v->>3)::float8 / 1000.0) AND ins.from_room_id = coalesce(e.v->5->>'fromRoomId', '')
+   AND ins.ts = ${instantOfMicros('(e.v->>3)::bigint')} AND ins.from_room_id = coalesce(e.v->5->>'fromRoomId', '')
   GROUP BY ins.building_id, ins.room_id, ins.metric, ins.ts, ins.from_room_id
 ), late AS (
   INSERT INTO rollup_pending (hour)
-  SELECT DISTINCT date_trunc('hour', to_timestamp(t / 1000.0), 'UTC')
-  FROM unnest($6::float8[]) AS u(t), state
-  WHERE EXISTS (SELECT 1 FROM go) AND state.watermark > to_timestamp($5 / 1000.0) AND to_timestamp(t / 1000.0) < state.watermark
+  SELECT DISTINCT to_timestamp(h / 1000.0)
+  FROM unnest($6::float8[]) AS u(h), state
+  WHERE EXISTS (SELECT 1 FROM go) AND state.watermark > to_timestamp($5 / 1000.0) AND to_timestamp(h / 1000.0) < state.watermark
   ORDER BY 1
   ON CONFLICT DO NOTHING RETURNING 1
 )
@@ -128,29 +138,28 @@ function byKey(a: ReadingRow, b: ReadingRow): number {
 
 /**
  * Every row, payload included, serialised in one go as one JSON array of
- * `[buildingId, roomId, metric, ts, value, payload]`: PostgreSQL parses it once as jsonb and reads the
- * elements by position, which costs it about what COPY's text parsing does (json_to_recordset and
- * text arrays cost it more, and their encoding costs the service more). JSON numbers carry doubles
- * exactly (shortest round-trip digits). Validation leaves no lone surrogate in any string (ids refuse
- * them), so no escaped lone surrogate (`\\ud800`) reaches PostgreSQL's JSON parser, which refuses it.
+ * `[buildingId, roomId, metric, micros, value, payload]`: PostgreSQL parses it once as jsonb and reads
+ * the elements by position, which costs it about what COPY's text parsing does (json_to_recordset and
+ * text arrays cost it more, and their encoding costs the service more). The instant is the integer
+ * COPY stores ({@link postgresMicros}); JSON numbers carry the value's double exactly (shortest
+ * round-trip digits). Validation leaves no lone surrogate in any string (ids refuse them), so no
+ * escaped lone surrogate (`\\ud800`) reaches PostgreSQL's JSON parser, which refuses it.
  */
 function rowsJson(rows: readonly ReadingRow[]): string {
   // The payload is JSON text already: each element is written around it.
-  return `[${rows.map((r) => `${JSON.stringify([r.buildingId, r.roomId, r.metric, r.ts, r.value]).slice(0, -1)},${r.payload}]`).join(',')}]`;
+  return `[${rows.map((r) => `${JSON.stringify([r.buildingId, r.roomId, r.metric, storedMicros(r), r.value]).slice(0, -1)},${r.payload}]`).join(',')}]`;
+}
+
+/** A row's instant as COPY stores it, in microseconds since PostgreSQL's epoch. */
+function storedMicros(row: ReadingRow): number {
+  const micros = postgresMicros(row.ts);
+  if (!Number.isSafeInteger(micros)) throw new RangeError(`instant ${row.ts} is outside what a reading can be stored at`);
+  return micros;
 }
 
 const RETRYABLE = new Set(['40P01', '40001']);
 const NO_PARTITION = '23514';
 const DUPLICATE_KEY = '23505';
-
-/**
- * An instant as stored, to the nearest microsecond (as copy-binary.ts writes it): a reading a
- * fraction of a microsecond before midnight UTC is stored at midnight, in the next day's partition.
- */
-function storedInstant(ms: number): number {
-  const whole = Math.floor(ms);
-  return whole + Math.round((ms - whole) * 1000) / 1000;
-}
 
 /** A number as SQL text (finite by validation). */
 const numeric = (value: number) => (Number.isFinite(value) ? String(value) : 'NULL');
@@ -197,9 +206,6 @@ export function lateHoursToMark(hours: readonly number[], watermark: number | nu
   return hours.filter((hour) => hour < watermark && !pending.includes(hour)).sort((a, b) => a - b);
 }
 
-/** The hour (ms) an instant is stored in. */
-const hourOf = (ms: number) => Math.floor(storedInstant(ms) / HOUR_MS) * HOUR_MS;
-
 /** The UTC day (days since the epoch) an instant is stored in. */
 const dayOf = (ms: number) => Math.floor(storedInstant(ms) / DAY_MS);
 
@@ -209,9 +215,10 @@ interface KeyedRows {
   rows: ReadingRow[];
   order: number[];
   buildings: string[];
+  /** The earliest instant as stored (ms): compared with the raw data still kept as the rows will be. */
   oldest: number;
-  /** The earliest stored instant of each UTC hour the batch is stored in: enough to find the late hours. */
-  hourStarts: number[];
+  /** Each UTC hour (ms) the batch is stored in. */
+  hours: number[];
 }
 
 /**
@@ -224,20 +231,18 @@ function inKeyOrder(batchRows: readonly ReadingRow[]): KeyedRows {
   const rows: ReadingRow[] = [];
   const buildings: string[] = [];
   let oldest = Infinity;
-  const earliestOfHour = new Map<number, number>();
+  const hours = new Set<number>();
   for (const i of order) {
     const r = batchRows[i]!;
     if (r.buildingId !== rows[rows.length - 1]?.buildingId) buildings.push(r.buildingId);
     rows.push(r);
-    if (r.ts < oldest) oldest = r.ts;
-    // By the hour the row is stored in: a reading a fraction of a microsecond before the hour is stored
-    // at the hour (storedInstant), and that hour must be marked when it is late, not the one before.
+    // As stored: a reading a fraction of a microsecond before the hour is stored at the hour
+    // (storedInstant), and that hour must be marked when it is late, not the one before.
     const stored = storedInstant(r.ts);
-    const hour = Math.floor(stored / HOUR_MS) * HOUR_MS;
-    const earliest = earliestOfHour.get(hour);
-    if (earliest === undefined || stored < earliest) earliestOfHour.set(hour, stored);
+    if (stored < oldest) oldest = stored;
+    hours.add(Math.floor(stored / HOUR_MS) * HOUR_MS);
   }
-  return { rows, order, buildings, oldest, hourStarts: [...earliestOfHour.values()] };
+  return { rows, order, buildings, oldest, hours: [...hours] };
 }
 
 /**
@@ -286,9 +291,9 @@ function keyOrder(rows: readonly ReadingRow[]): number[] {
 /** Code-unit order, as byKey compares ids. */
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Indexes of the rows dated before `horizon`. */
+/** Indexes of the rows stored before `horizon`. */
 function olderThan(rows: readonly ReadingRow[], horizon: number): number[] {
-  return rows.flatMap((row, i) => (row.ts < horizon ? [i] : []));
+  return rows.flatMap((row, i) => (storedInstant(row.ts) < horizon ? [i] : []));
 }
 
 /**
@@ -406,7 +411,7 @@ export class PgReadingsStore implements ReadingsStore {
 
   private async write(client: PoolClient, batch: StoredBatch, keepFirst: boolean): Promise<StoreOutcome> {
     const keyed = inKeyOrder(batch.rows);
-    const hours = [...new Set(keyed.hourStarts.map(hourOf))];
+    const { hours } = keyed;
     const state = await open(client, {
       keyId: batch.keyId,
       batchId: batch.batchId,
@@ -422,7 +427,7 @@ export class PgReadingsStore implements ReadingsStore {
       return { kind: 'duplicate', accepted: first.rows[0]?.accepted ?? batch.rows.length };
     }
     const raised = alertsInOutboxOrder(batch, state?.thresholds ?? []);
-    if (keepFirst) return this.writeKeepingFirst(client, batch, keyed.rows, keyed.order, keyed.oldest, keyed.hourStarts, raised);
+    if (keepFirst) return this.writeKeepingFirst(client, batch, keyed, raised);
     // COPY stores every row (a repeat fails it, and the batch is written again keeping the first copy)
     const closing = closingSql(
       raised.map((r) => r.alert),
@@ -436,26 +441,12 @@ export class PgReadingsStore implements ReadingsStore {
    * The batch again, in a transaction whose claim is already made, keeping the stored copy of every
    * reading it repeats; commits it.
    */
-  private async writeKeepingFirst(
-    client: PoolClient,
-    batch: StoredBatch,
-    rows: readonly ReadingRow[],
-    order: readonly number[],
-    oldest: number,
-    hourStarts: number[],
-    raised: readonly RaisedAlert[],
-  ): Promise<StoreOutcome> {
+  private async writeKeepingFirst(client: PoolClient, batch: StoredBatch, keyed: KeyedRows, raised: readonly RaisedAlert[]): Promise<StoreOutcome> {
+    const { order } = keyed;
     const result = await client.query<{ fresh: boolean; stored: boolean; inserted: number; stored_elements: number[] }>({
       name: 'telemetry-ingest-batch-keep-first',
       text: INGEST_KEEPING_FIRST,
-      values: [
-        batch.keyId,
-        null,
-        batch.rows.length,
-        rowsJson(rows),
-        oldest,
-        hourStarts,
-      ],
+      values: [batch.keyId, null, batch.rows.length, rowsJson(keyed.rows), keyed.oldest, keyed.hours],
     });
     const outcome = result.rows[0];
     // Elements are numbered from 1, in key order.

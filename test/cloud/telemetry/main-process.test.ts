@@ -7,8 +7,8 @@ import { listen } from '../../../shared/lifecycle.js';
 import { TELEMETRY_ENV } from '../../../cloud/telemetry/config.js';
 import { freshPgDatabase } from './support/database.js';
 import { call, peopleReading, stackRedisUrl, until } from './support/harness.js';
-import { directKafka, stackBrokers, uniqueName } from './support/kafka.js';
-import { runScript as run, type RunningScript } from './support/process.js';
+import { deleteTopicsAtTeardown, stackBrokers, uniqueName } from './support/kafka.js';
+import { listeningPort, runScript as run } from './support/process.js';
 import { startSilentBroker } from './support/silent-broker.js';
 
 /** A loopback port where nothing listens: connections to it are refused. */
@@ -16,17 +16,6 @@ async function freePort(): Promise<number> {
   const server = createServer();
   const port = await listen(server, 0, '127.0.0.1');
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** The port the service logs once it listens; undefined if it does not within 30 s. */
-async function listeningPort(service: RunningScript): Promise<number | undefined> {
-  const deadline = Date.now() + 30_000;
-  let port: number | undefined;
-  while (!port && Date.now() < deadline) {
-    port = Number(/"port":(\d+)[^\n]*telemetry listening/.exec(service.out())?.[1]) || undefined;
-    if (!port) await new Promise((r) => setTimeout(r, 50));
-  }
   return port;
 }
 
@@ -77,14 +66,7 @@ t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from
   await admin.end();
 
   const suffix = uniqueName('main');
-  t.teardown(async () => {
-    // The consumer's subscription auto-created the registrations topic on the shared broker.
-    const admin = directKafka().admin();
-    await admin.connect();
-    const existing = await admin.listTopics();
-    await admin.deleteTopics({ topics: existing.filter((name) => name.startsWith(suffix)), timeout: 5000 }).catch(() => undefined);
-    await admin.disconnect();
-  });
+  deleteTopicsAtTeardown(t, suffix);
   const service = run('cloud/telemetry/main.ts', [], {
     PORT: '0',
     DATABASE_URL: databaseUrl,

@@ -21,7 +21,7 @@ import { createDeviceAdapter } from '../../../../shared/devices/adapter.js';
 import { loadBindingCatalog } from '../../../../shared/devices/bindings.js';
 import { createBuildingDirectory } from '../../../../shared/directory.js';
 import { sign } from '../../../../shared/hmac.js';
-import { silentLogger } from '../../../../shared/logger.js';
+import { silentLogger, type Logger } from '../../../../shared/logger.js';
 import { serve } from '../../../support/http.js';
 import { stackEnv, uniqueName } from '../../../support/stack.js';
 import { migratedPool } from './database.js';
@@ -56,18 +56,32 @@ export function stackRedisUrl(): string {
   return stackEnv().REDIS_URL;
 }
 
-/** `pool`: a database the test prepared and migrated itself (and ends itself); a fresh one otherwise. */
-export async function startHarness(t: Tap, options: { timeZone?: string; now?: number; pool?: pg.Pool } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  timeZone?: string;
+  now?: number;
+  /** A database the test prepared and migrated itself (and ends itself); a fresh one otherwise. */
+  pool?: pg.Pool;
+  /** The client readings are published with (the test closes it); a client of the stack's Redis otherwise. */
+  redis?: Redis;
+  maxPublishingBytes?: number;
+  logger?: Logger;
+}
+
+export async function startHarness(t: Tap, options: HarnessOptions = {}): Promise<Harness> {
   // First: it fails the test at teardown on a call it was not set up for, which must skip no cleanup.
   const directory = await startFakeDirectory(t);
   const pool = options.pool ?? (await migratedPool(t, options.timeZone ? { timeZone: options.timeZone } : {}));
-  const redis = new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 });
-  t.teardown(() => redis.quit());
+  let redis = options.redis;
+  if (redis === undefined) {
+    const own = new Redis(stackRedisUrl(), { maxRetriesPerRequest: 1 });
+    t.teardown(() => own.quit());
+    redis = own;
+  }
   const prefix = `${uniqueName('telemetry')}:`;
   const channels: ChannelNames = { raw: `${prefix}telemetry:raw`, filteredPrefix: `${prefix}telemetry:filtered:` };
   const clock = { now: options.now ?? Date.now() };
   const metrics = createTelemetryMetrics({ defaults: false });
-  const logger = silentLogger();
+  const logger = options.logger ?? silentLogger();
   const readings = new PgReadingsStore(pool);
   const buildings = new PgBuildingStore(pool);
   const keys = new PgIngestKeyStore(pool);
@@ -79,6 +93,7 @@ export async function startHarness(t: Tap, options: { timeZone?: string; now?: n
     metrics,
     logger,
     clock: () => clock.now,
+    ...(options.maxPublishingBytes !== undefined ? { maxPublishingBytes: options.maxPublishingBytes } : {}),
   });
   t.teardown(() => ingest.drain());
   const app = createApp({

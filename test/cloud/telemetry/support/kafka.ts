@@ -37,6 +37,20 @@ export async function createTopics(t: Tap, topics: string[], partitions = 3, bro
   });
 }
 
+/**
+ * At teardown, deletes the topics named `prefix…`: those a service process started by the test
+ * created on the shared broker (its registrations consumer's subscription auto-creates its topic).
+ */
+export function deleteTopicsAtTeardown(t: Tap, prefix: string, brokers = stackBrokers()): void {
+  t.teardown(async () => {
+    const admin = directKafka('telemetry-test', brokers).admin();
+    await admin.connect();
+    const existing = await admin.listTopics();
+    await admin.deleteTopics({ topics: existing.filter((name) => name.startsWith(prefix)), timeout: 5000 }).catch(() => undefined);
+    await admin.disconnect();
+  });
+}
+
 export interface Collected {
   key: string;
   value: Record<string, unknown>;

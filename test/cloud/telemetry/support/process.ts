@@ -25,3 +25,14 @@ export function runScript(script: string, args: string[], env: Record<string, st
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, exited, out: () => stdout, err: () => stderr };
 }
+
+/** The port the telemetry service logs once it listens; undefined if it does not within 30 s. */
+export async function listeningPort(service: RunningScript): Promise<number | undefined> {
+  const deadline = Date.now() + 30_000;
+  let port: number | undefined;
+  while (!port && Date.now() < deadline) {
+    port = Number(/"port":(\d+)[^\n]*telemetry listening/.exec(service.out())?.[1]) || undefined;
+    if (!port) await new Promise((r) => setTimeout(r, 50));
+  }
+  return port;
+}
