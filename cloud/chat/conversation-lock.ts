@@ -14,8 +14,14 @@
  *
  * Two layers: a FIFO chain per conversation inside this process (so concurrent sends of one replica
  * queue instead of polling), then the lease document (so replicas exclude each other).
+ *
+ * A lease's `expires_at` is stamped by its holder's wall clock, and replicas' clocks disagree (skew, an
+ * NTP step). So no replica compares another's stamp with its own clock: a waiter takes a lease over only
+ * once it has seen the same stamp, unchanged, for a whole lease on its own monotonic clock. Every
+ * renewal writes a new stamp, so a holder still renewing is never taken over, whatever the clocks say.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Collection } from 'mongodb';
 import { settlesWithin } from '../../shared/lifecycle.js';
@@ -25,6 +31,10 @@ export interface LeaseDocument {
   _id: string;
   /** The conversation locked; unique across the collection ({@link LEASE_INDEX}). */
   conversation: string;
+  /**
+   * When the holder's clock says the lease ends unless renewed. Other replicas only watch it change (a
+   * renewal); they never compare it with their own clocks.
+   */
   expires_at: Date;
 }
 
@@ -36,8 +46,9 @@ export const LEASE_INDEX = { key: { conversation: 1 } as const, name: 'conversat
 
 export interface ConversationLockOptions {
   /**
-   * How long a lease holds unless renewed, before another writer may take it over (a crashed holder).
-   * The holder renews it every third of this while its work runs.
+   * How long a lease holds unless renewed, before another writer may take it over (a crashed holder):
+   * a waiter takes it over once it has seen it unrenewed for this long, on its own monotonic clock. The
+   * holder renews it every third of this while its work runs.
    */
   leaseMs: number;
   /**
@@ -67,11 +78,59 @@ export class LockAbandonedError extends Error {
   }
 }
 
+/**
+ * The holder's lease was gone when it renewed it: another replica took it over (it saw no renewal for
+ * a whole lease) or it was removed. What the work wrote may have raced another writer's, so the work is
+ * not reported done.
+ */
+export class LeaseLostError extends Error {
+  constructor(key: string) {
+    super(`this replica lost its lease on conversation ${key} while its write ran; another writer may have written at the same time`);
+    this.name = 'LeaseLostError';
+  }
+}
+
 const DUPLICATE_KEY = 11000;
 
 /** True for the error of an insert refused by a unique index (E11000). */
 export function isDuplicateKey(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === DUPLICATE_KEY;
+}
+
+/** One taking of a lease: its `_id` and the expiry it was inserted with. */
+interface Taking {
+  id: string;
+  expiresAt: Date;
+}
+
+/** A held lease kept renewed while its work runs. */
+interface Renewal {
+  /** Stops renewing; resolves once no renewal is in flight, so none lands after the release. */
+  stop(): Promise<void>;
+  /** True once a renewal found the lease gone. */
+  lost(): boolean;
+}
+
+/**
+ * Another replica's lease as a waiter saw it: which taking, its last stamp, and since when (this
+ * replica's monotonic clock) the waiter has seen that stamp unchanged.
+ */
+interface Sighting {
+  id: string;
+  stamp: number;
+  since: number;
+}
+
+/** The sighting after seeing `holder` at `now`: the same one while neither its taking nor its stamp changed. */
+function sightingOf(previous: Sighting | undefined, holder: LeaseDocument, now: number): Sighting {
+  const stamp = holder.expires_at.getTime();
+  if (previous && previous.id === holder._id && previous.stamp === stamp) return previous;
+  return { id: holder._id, stamp, since: now };
+}
+
+/** A renewal's stamp: from this clock, but always later than the last, so a clock stepped back still changes it. */
+function nextStamp(previous: Date, leaseMs: number): Date {
+  return new Date(Math.max(Date.now() + leaseMs, previous.getTime() + 1));
 }
 
 export class ConversationLock {
@@ -123,7 +182,8 @@ export class ConversationLock {
    * Runs `work` while holding the conversation's lock. The result is returned as soon as the work is
    * done; the lease is released right after, in the background, and the next writer of this process
    * waits for that release. Released on failure too. Throws {@link LockTimeoutError} when the lock is
-   * not held within `waitMs` of this call.
+   * not held within `waitMs` of this call, and {@link LeaseLostError} instead of the work's result when a
+   * renewal found the lease gone while the work ran.
    */
   async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
     // Fixed now, not once the writers ahead are through: the k-th writer queued behind a slow holder
@@ -140,7 +200,7 @@ export class ConversationLock {
       release();
       if (this.queues.get(key) === tail) this.queues.delete(key);
     };
-    let lease: string;
+    let lease: Taking;
     try {
       await this.waitFor(key, previous, giveUpAt);
       lease = await this.acquire(key, giveUpAt);
@@ -152,45 +212,61 @@ export class ConversationLock {
       void tail.then(done);
       throw err;
     }
-    const stopRenewing = this.keepRenewed(lease);
+    const renewal = this.keepRenewed(lease);
+    let result: T;
     try {
-      return await work();
+      result = await work();
     } finally {
-      // A failed release only delays the next writer until the lease expires.
-      void stopRenewing()
-        .then(() => this.leases.deleteOne({ _id: lease }))
+      // A failed release only delays the next writer until the lease is taken over.
+      void renewal
+        .stop()
+        .then(() => this.leases.deleteOne({ _id: lease.id }))
         .catch(() => undefined)
         .finally(done);
     }
+    if (renewal.lost()) throw new LeaseLostError(key);
+    return result;
   }
 
   /**
    * Extends a held lease every third of its length while its work runs: a write slowed past the lease
    * (a loaded database) must not let another replica take the lease over and write at the same time.
-   * Only a holder that stops renewing (crashed, or cut off from the database) loses it at expiry.
-   * Returns a stop that resolves once no renewal is in flight, so none lands after the release.
+   * Only a holder that stops renewing (crashed, or cut off from the database) loses it, a lease after
+   * its last renewal. A renewal that matches nothing means the lease is gone: renewing stops, and
+   * {@link Renewal.lost} tells the work's caller.
    */
-  private keepRenewed(lease: string): () => Promise<void> {
+  private keepRenewed(lease: Taking): Renewal {
     const { leaseMs } = this.options;
     let stopped = false;
+    let lost = false;
+    let stamp = lease.expiresAt;
     let timer: ReturnType<typeof setTimeout> | undefined;
     let renewing: Promise<unknown> = Promise.resolve();
     const schedule = () => {
       timer = setTimeout(() => {
+        stamp = nextStamp(stamp, leaseMs);
         renewing = this.leases
-          .updateOne({ _id: lease }, { $set: { expires_at: new Date(Date.now() + leaseMs) } })
-          // A failed renewal is retried at the next one; the lease still holds until it expires.
-          .catch(() => undefined)
+          .updateOne({ _id: lease.id }, { $set: { expires_at: stamp } })
+          .then(
+            (renewed) => {
+              if (renewed.matchedCount === 0) lost = true;
+            },
+            // A failed renewal is retried at the next one; the lease holds until a lease passes unrenewed.
+            () => undefined,
+          )
           .finally(() => {
-            if (!stopped) schedule();
+            if (!stopped && !lost) schedule();
           });
       }, leaseMs / 3);
     };
     schedule();
-    return async () => {
-      stopped = true;
-      clearTimeout(timer);
-      await renewing;
+    return {
+      stop: async () => {
+        stopped = true;
+        clearTimeout(timer);
+        await renewing;
+      },
+      lost: () => lost,
     };
   }
 
@@ -215,25 +291,35 @@ export class ConversationLock {
     }
   }
 
-  /** Takes the conversation's lease by `giveUpAt`; returns the `_id` of this taking. */
-  private async acquire(key: string, giveUpAt: number): Promise<string> {
+  /** Takes the conversation's lease by `giveUpAt`; returns this taking. */
+  private async acquire(key: string, giveUpAt: number): Promise<Taking> {
     await this.ensureIndex();
-    const lease = randomUUID();
+    const id = randomUUID();
     let attempt = 0;
+    let sighting: Sighting | undefined;
     for (;;) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);
+      const expiresAt = new Date(Date.now() + this.options.leaseMs);
       try {
-        await this.leases.insertOne({ _id: lease, conversation: key, expires_at: new Date(Date.now() + this.options.leaseMs) });
-        return lease;
+        await this.leases.insertOne({ _id: id, conversation: key, expires_at: expiresAt });
+        return { id, expiresAt };
       } catch (err) {
         if (!isDuplicateKey(err)) throw err;
       }
+      // Timed before the read is sent, and a sighting after its answer: a takeover then needs the same
+      // stamp in two reads a whole lease apart, however slow either answer was.
+      const askedAt = performance.now();
       const holder = await this.leases.findOne({ conversation: key });
-      if (holder && holder.expires_at.getTime() <= Date.now()) {
-        // The holder outlived its lease (crashed or hung): remove exactly that taking (by its own `_id`,
-        // so never a lease taken since) and race for a new one.
-        await this.leases.deleteOne({ _id: holder._id });
-        continue;
+      if (holder) {
+        sighting = sightingOf(sighting, holder, performance.now());
+        if (askedAt - sighting.since >= this.options.leaseMs) {
+          // Unrenewed for a whole lease (crashed or cut off): remove exactly that taking, and only while
+          // still unrenewed (by its own `_id` and stamp, so never a lease taken or renewed since), and
+          // race for a new one.
+          await this.leases.deleteOne({ _id: holder._id, expires_at: holder.expires_at });
+          sighting = undefined;
+          continue;
+        }
       }
       if (Date.now() >= giveUpAt) throw new LockTimeoutError(key);
       attempt++;

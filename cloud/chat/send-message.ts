@@ -30,7 +30,7 @@ import {
   type Citation,
   type HistoryTurn,
 } from './conversation.js';
-import { LockAbandonedError } from './conversation-lock.js';
+import { LeaseLostError, LockAbandonedError } from './conversation-lock.js';
 import type { InFlight } from './in-flight.js';
 import type { ChatMetrics, StreamFailureReason } from './metrics.js';
 import { SseStream } from './sse.js';
@@ -159,6 +159,10 @@ export function sendMessageHandler(deps: SendMessageDeps): SendMessage {
         throw new StreamFailed('store_failed', 'the service is stopping and the answer was not stored; please send the question again');
       }
       deps.logger.error({ conversationId: send.conversationId, error: describeError(err) }, 'storing an exchange failed');
+      // The append may have landed, raced by another writer's: not done, and no blind resend either.
+      if (err instanceof LeaseLostError) {
+        throw new StreamFailed('store_failed', 'another writer took the conversation over while the answer was being stored; reload the conversation to see whether it was kept');
+      }
       throw new StreamFailed('store_failed', 'the answer could not be stored; please send the question again');
     } finally {
       stopTimer();

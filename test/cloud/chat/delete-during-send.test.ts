@@ -1,7 +1,8 @@
 import t from 'tap';
-import type { Db, Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
+import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { LEASE_COLLECTION } from '../../../cloud/chat/conversation-lock.js';
 import { call, conversationsOf, createConversation, send, startChat, terminalOf } from './support/harness.js';
+import { dbWith } from './support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 t.test('a conversation deleted while its answer streams: an error frame, and it stays deleted', async (t) => {
@@ -18,23 +19,6 @@ t.test('a conversation deleted while its answer streams: an error frame, and it 
   t.equal((await call(chat.url, 'GET', `/conversations/${conversation.id}`, 'ana')).status, 404);
   t.equal(await conversationsOf(chat.db).countDocuments({}), 0, 'the append did not bring it back');
 });
-
-/** A database whose named collections answer some methods with the functions given. */
-function dbWith(db: Db, overrides: Record<string, Record<string, unknown>>): Db {
-  return {
-    collection(name: string) {
-      const collection = db.collection(name);
-      const methods = overrides[name] ?? {};
-      return new Proxy(collection, {
-        get(target, property) {
-          if (typeof property === 'string' && property in methods) return methods[property];
-          const value: unknown = Reflect.get(target, property, target);
-          return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-        },
-      });
-    },
-  } as unknown as Db;
-}
 
 t.test('a delete landing between the read and the write back of an append: never a done for an exchange not stored', async (t) => {
   const { db } = await freshChatDatabase(t);
