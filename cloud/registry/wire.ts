@@ -22,7 +22,12 @@ function oneOf<const V extends readonly string[]>(values: V): t.Type<V[number], 
 }
 
 const MAX_TEXT = 256;
-const MAX_DETAIL = 4096;
+/**
+ * Characters of a status detail kept: a longer one (a provisioner's whole error output) is stored cut
+ * there, ending in `…`, rather than refused. The seed refuses a report for its status only, and a
+ * failure that could not be recorded would leave the organization provisioning for good.
+ */
+export const MAX_DETAIL = 4096;
 
 /**
  * A string codec; every stored string refuses NUL, which a PostgreSQL text column cannot hold, and an
@@ -49,7 +54,7 @@ const Issuer = storedString(
   (s) => s.length <= MAX_TEXT && !CONTROL_CHARACTERS.test(s),
 );
 const Text = storedString(`a string of at most ${MAX_TEXT} characters`, (s) => s.length <= MAX_TEXT);
-const DetailText = storedString(`a string of at most ${MAX_DETAIL} characters`, (s) => s.length <= MAX_DETAIL);
+const DetailText = storedString('a string', () => true);
 const Detail = new t.Type<string | null, string | null, unknown>(
   `${DetailText.name}; or null`,
   (u): u is string | null => u === null || DetailText.is(u),
@@ -168,7 +173,9 @@ export function parseSignup(body: unknown, text: string | undefined): Signup {
   if (name === '') problems.push('Name: expected a name, got only white space');
   // Compatibility forms can expand (U+FDFA is 18 letters): the canonical name is held to the same rules.
   else if (!isName(name)) problems.push(`Name: expected ${NAME_EXPECTATION}, once in its canonical form (NFKC)`);
-  if (INVISIBLE_CHARACTER.test(name)) problems.push('Name: must not hold invisible characters (soft hyphen, zero-width space or joiner, word joiner, bidi controls)');
+  // Checked before white space is collapsed too: JavaScript counts U+FEFF (the byte order mark) as white
+  // space, which would make a space of it.
+  if (INVISIBLE_CHARACTER.test(name) || INVISIBLE_CHARACTER.test(input.Name.normalize('NFKC'))) problems.push('Name: must not hold invisible characters (soft hyphen, zero-width space or joiner, word joiner, bidi controls)');
   if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
   if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL written out in full (http:// or https://, then the host), without spaces or backslashes, got ${JSON.stringify(issuer.slice(0, 40))}`);
   if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });
@@ -178,7 +185,20 @@ export function parseSignup(body: unknown, text: string | undefined): Signup {
 /** Reads a status report `{status, detail}` (parsed, and its text as sent); anything but ready or failed is a 400. */
 export function parseStatusReport(body: unknown, text: string | undefined): { status: 'ready' | 'failed'; detail: string | null } {
   const input = parse(StatusBody, STATUS_KEYS, body, text);
-  return { status: input.status, detail: input.detail ?? null };
+  return { status: input.status, detail: input.detail == null ? null : keptDetail(input.detail) };
+}
+
+/**
+ * A status detail as stored: at most {@link MAX_DETAIL} characters (code points, so no surrogate pair
+ * is split), a longer one cut and ending in `…`.
+ *
+ * @example
+ * keptDetail('x'.repeat(5000)).length; // 4096
+ */
+function keptDetail(detail: string): string {
+  if (detail.length <= MAX_DETAIL) return detail;
+  const points = Array.from(detail);
+  return points.length <= MAX_DETAIL ? detail : `${points.slice(0, MAX_DETAIL - 1).join('')}…`;
 }
 
 /** The organization as JSON, every field present, named exactly as the seed names them. */

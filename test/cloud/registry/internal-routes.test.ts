@@ -52,6 +52,22 @@ t.test('HMAC: empty-body GET, trailing whitespace, uppercase hex, missing header
   t.match(signedPadding.json, { Status: 'failed', StatusDetail: 'x' });
 });
 
+t.test('a failure reported with a detail longer than is kept is recorded, its detail cut', async (t) => {
+  const app = await startRegistry(t);
+  const id = ((await app.signup({ Name: 'acme', Tier: 'pooled' })).json as { ID: string }).ID;
+  // A provisioner's whole error output, with a character outside the BMP where the cut falls.
+  const detail = `${'e'.repeat(4094)}\u{1f4a5}${'rror '.repeat(2000)}`;
+  const reported = await app.signed('POST', `/internal/organizations/${id}/status`, JSON.stringify({ status: 'failed', detail }));
+  t.equal(reported.status, 200, 'the failure is recorded');
+  const kept = (reported.json as { StatusDetail: string }).StatusDetail;
+  t.equal(Array.from(kept).length, 4096, 'its detail is cut to 4,096 characters');
+  t.equal(kept, `${'e'.repeat(4094)}\u{1f4a5}…`, 'whole characters, and a mark that it was cut');
+  const row = (await app.pool.query('SELECT status, status_detail FROM organizations WHERE id = $1', [id])).rows[0];
+  t.same(row, { status: 'failed', status_detail: kept }, 'stored as answered');
+  const pending = await app.signed('GET', '/internal/organizations/pending');
+  t.same(pending.json, [], 'and the organization is no longer pending');
+});
+
 t.test('unknown or malformed ids are 404, after the signature and the body are checked', async (t) => {
   const app = await startRegistry(t);
   for (const id of [randomUUID(), 'not-a-uuid']) {

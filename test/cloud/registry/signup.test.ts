@@ -112,6 +112,7 @@ t.test('a Name with invisible characters, only white space, or too long once can
   const app = await startRegistry(t);
   const refusedNames: Array<[string, string]> = [
     ['ac\u200bme', 'a zero-width space'],
+    ['ac\ufeffme', 'a byte order mark (white space to JavaScript)'],
     ['acme\u202eevil', 'a bidi override'],
     ['ac\u061cme', 'an Arabic letter mark'],
     ['ac\u{e0020}me', 'a tag character'],
