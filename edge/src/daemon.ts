@@ -76,6 +76,11 @@ type BatchDelivery = { seq: number | null; delivery: Delivery | 'not_recorded'; 
  * gateway's own `ledger audit` would flag each as implausible for the month its entries are kept.
  */
 export const CLOCK_FLOOR_MS = Date.UTC(2024, 0, 1);
+/**
+ * Ticks stamped at or after this are taken for a wrong clock too (an RTC that fell back to 2106, a typo
+ * in `date -s`), for the same reasons, as `doctor` takes them.
+ */
+export const CLOCK_CEILING_MS = Date.UTC(2100, 0, 1);
 
 /** From the best outcome to the worst: a tick's several batches report the worst of theirs. */
 const DELIVERY_RANK: ReadonlyArray<Delivery | 'not_recorded'> = ['accepted', 'kept', 'unreachable', 'rejected', 'not_recorded'];
@@ -402,9 +407,9 @@ export class EdgeDaemon {
     const batchId = batchIdOf(config.buildingId, timestamp);
     const parts = batchesOf(batchId, built.readings);
     const deliveries: BatchDelivery[] = [];
-    const clockSet = timestamp >= CLOCK_FLOOR_MS;
+    const clockSet = timestamp >= CLOCK_FLOOR_MS && timestamp < CLOCK_CEILING_MS;
     if (clockSet !== this.clockSet) {
-      if (!clockSet) logger.warn({ clock: new Date(timestamp).toISOString() }, 'the wall clock is not set (before 2024): devices are tracked, but no batch is recorded or sent until it is (NTP)');
+      if (!clockSet) logger.warn({ clock: new Date(timestamp).toISOString() }, 'the wall clock is not set (before 2024, or 2100 and later): devices are tracked, but no batch is recorded or sent until it is (NTP)');
       else if (this.clockSet === false) logger.info({ clock: new Date(timestamp).toISOString() }, 'the wall clock is set: batches are recorded and sent again');
       this.clockSet = clockSet;
     }

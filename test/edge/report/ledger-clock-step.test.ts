@@ -101,6 +101,18 @@ t.test('a gateway that booted at 1970, before NTP: devices are tracked, no batch
   t.same(auditBody([...ledger.entries()][0]!.body), [], 'and what is recorded passes the gateway’s own audit');
 });
 
+t.test('a clock read past 2100 (an RTC fallen back to 2106) is not set either: nothing recorded or sent until it is', async (t) => {
+  const { daemon, ledger, setNow } = daemonAt(t);
+  setNow(Date.UTC(2106, 1, 7));
+  const wrong = await daemon.tick();
+  t.match(wrong.batch, { seq: null, delivery: 'not_recorded', reason: 'the wall clock is not set' });
+  t.equal(wrong.tracked, 1, 'the station is tracked all the same');
+  t.equal(ledger.count(), 0, 'nothing stamped 2106 in the ledger');
+  setNow(Date.UTC(2026, 10, 1));
+  t.match((await daemon.tick()).batch, { delivery: 'kept' });
+  t.same([...ledger.entries()].map((e) => auditBody(e.body)), [[]], 'and what is recorded passes the gateway’s own audit');
+});
+
 t.test('the ledger keeps the newest entries asked for, whatever their times', async (t) => {
   const path = join(t.testdir({}), 'ledger.sqlite');
   const ledger = openLedger(path);
