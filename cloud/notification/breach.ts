@@ -64,6 +64,10 @@ interface OwedDelivery {
   outcome: 'delivered' | 'unroutable';
   /** The alert's fan-out, as it was published; none for an alert published unscoped. */
   event?: AlertFanOut;
+  /** How many in-app notifications the call published for it: counted once it is known they went out. */
+  notifications: number;
+  /** For an alert published unscoped: why its building's domains are unknown, for the error line. */
+  lookup?: string;
 }
 
 export interface BreachDeps {
@@ -291,7 +295,9 @@ export class BreachHandler {
           else if (result === 'published-here' && owed !== undefined) {
             // Published by a call of this replica whose answer was lost: delivered then, pushed now.
             p.outcome = owed.outcome;
+            this.deps.metrics.inAppPublished.labels({ kind: 'alert' }).inc(owed.notifications);
             if (owed.event !== undefined) owedPushes.push(owed.event);
+            else this.logUnroutable(p, where, owed.lookup ?? 'no domains');
           } else if (result === 'cooling' || result === 'duplicate' || result === 'published-here') p.outcome = 'suppressed';
           else failures.set(p.index, result ?? new Error('no reply from redis'));
           const follower = result === 'duplicate' || result === 'published-here' ? waiting.get(p.keys.cooldown)?.shift() : undefined;
@@ -325,7 +331,7 @@ export class BreachHandler {
     after: Promise<void>,
     published: () => void,
   ): Promise<AlertFanOut[]> {
-    const { logger, cooldown, delivery } = this.deps;
+    const { cooldown, delivery } = this.deps;
     let domainsByBuilding: Map<string, { domains: string[]; failure?: string }>;
     const createdAt = new Date(this.clock()).toISOString();
     const notifications: Notification[] = [];
@@ -386,7 +392,11 @@ export class BreachHandler {
         // here, and its pushes are sent then.
         failures.set(p.index, publishError);
         cooldown.forgetArmed(p.keys.cooldown);
-        rememberBounded(this.owedDeliveries, p.alert.alertId, { outcome: event === undefined ? 'unroutable' : 'delivered', event }, MAX_OWED_DELIVERIES);
+        const owed: OwedDelivery =
+          event === undefined
+            ? { outcome: 'unroutable', notifications: 1, lookup: domainsByBuilding.get(p.alert.buildingId)?.failure }
+            : { outcome: 'delivered', event, notifications: event.byDomain.size };
+        rememberBounded(this.owedDeliveries, p.alert.alertId, owed, MAX_OWED_DELIVERIES);
         return;
       }
       if (elsewhere.has(w)) {
@@ -396,11 +406,7 @@ export class BreachHandler {
         return;
       }
       if (event === undefined) {
-        const route = domainsByBuilding.get(p.alert.buildingId);
-        logger.error(
-          { ...where(p.index), buildingId: p.alert.buildingId, metric: p.alert.type, lookup: route?.failure ?? 'no domains' },
-          'alert unroutable: building domains unknown; published unscoped, no push',
-        );
+        this.logUnroutable(p, where, domainsByBuilding.get(p.alert.buildingId)?.failure ?? 'no domains');
         p.outcome = 'unroutable';
         return;
       }
@@ -408,6 +414,14 @@ export class BreachHandler {
       toPush.push(event);
     });
     return toPush;
+  }
+
+  /** The error line of an alert published unscoped: its building's domains are unknown. */
+  private logUnroutable(p: Pending, where: (index: number) => Partial<RecordPosition>, lookup: string): void {
+    this.deps.logger.error(
+      { ...where(p.index), buildingId: p.alert.buildingId, metric: p.alert.type, lookup },
+      'alert unroutable: building domains unknown; published unscoped, no push',
+    );
   }
 
   /**

@@ -13,6 +13,7 @@ import type { AlertKeys, Cooldown } from '../../../cloud/notification/redis.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { call, claims, counterValue, startHarness, temperatureAlert, type Harness } from './support/harness.js';
 import { startPushService, type BrowserSubscription } from './support/push-service.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 import { proxiedClient, startRedisProxy } from './support/redis-proxy.js';
 import { channelRecorder, redisClient, uniqueName, waitFor } from './support/stack.js';
 
@@ -73,6 +74,37 @@ t.test('the publish ran and its answer was lost: read again, the alert is delive
   await h.delivery.drain();
   t.equal((await push.messages(phone.clientHash)).length, 2, 'and pushes nothing more');
   t.equal(await counterValue(h.metrics, 'notification_alerts_consumed_total', { outcome: 'delivered' }), 2, 'two alerts counted delivered');
+  t.equal(await counterValue(h.metrics, 'notification_inapp_published_total', { kind: 'alert' }), 2, 'and two in-app notifications counted published');
+});
+
+t.test('an unroutable alert whose publish answer was lost: read again, it is counted unroutable and logged at error', async (t) => {
+  const proxy = await startRedisProxy(t);
+  const { logger, lines } = capturedLogger('notification-test');
+  const h = await startHarness(t, { directory, logger, publishWith: proxiedClient(t, proxy.url, { maxRetriesPerRequest: 0 }) });
+  const recorder = await channelRecorder(t, h.channel);
+  const building = uniqueName('b');
+  directory.set(building, []);
+  const warmUp = await h.breach.settle([{ value: temperatureAlert(uniqueName('alert'), building, 'r0'), offset: '0' }], source);
+  t.same(warmUp.outcomes, ['unroutable']);
+
+  const records = [{ value: temperatureAlert(uniqueName('alert'), building, 'r1'), offset: '1' }];
+  // Only the publish holds the notification's text.
+  proxy.loseReplyTo(`exceeded in room r1 of building ${building}`);
+  t.equal((await h.breach.settle(records, source)).settled, 0, 'no answer: the record is not settled');
+  t.equal(proxy.lostReplies, 1, 'Redis ran the publish and its reply was lost');
+  t.same((await h.breach.settle(records, source)).outcomes, ['unroutable'], 'read again, it is unroutable');
+  const unroutable = lines.filter((line) => line.msg === 'alert unroutable: building domains unknown; published unscoped, no push');
+  t.same(
+    unroutable.map((line) => [line.level, line.roomId ?? (line as { offset?: string }).offset]),
+    [
+      [50, '0'],
+      [50, '1'],
+    ],
+    'each alert logged at error once, the second when it was known to have gone out',
+  );
+  t.equal(await counterValue(h.metrics, 'notification_alerts_consumed_total', { outcome: 'unroutable' }), 2);
+  t.equal(await counterValue(h.metrics, 'notification_inapp_published_total', { kind: 'alert' }), 2, 'both unscoped notifications counted published');
+  t.same((await published(recorder, h.channel)).map((m) => (m as { roomId: string }).roomId), ['r0', 'r1'], 'each published once');
 });
 
 t.test('two replicas arm the same record during a rebalance: one publishes and pushes, the other neither', async (t) => {
