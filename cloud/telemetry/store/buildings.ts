@@ -5,7 +5,7 @@
 import type { Pool } from 'pg';
 import type { RegisteredSensor, SensorLookup } from '../../../shared/devices/adapter.js';
 import type { Registration } from '../domain/registration.js';
-import { inLockOrder } from './locks.js';
+import { inLockOrder, lockBuildingThresholds } from './locks.js';
 import { inTransaction } from './tx.js';
 
 export interface BuildingStore extends SensorLookup {
@@ -39,6 +39,9 @@ export class PgBuildingStore implements BuildingStore {
   applyRegistration(registration: Registration): Promise<void> {
     const { buildingId, rooms, sensors, thresholds } = registration;
     return inTransaction(this.pool, async (client) => {
+      // First of its locks, as threshold edits take it first (store/locks.ts): its threshold rows are
+      // written in two statements, which a PATCH between them could otherwise deadlock with.
+      if (thresholds.length > 0) await lockBuildingThresholds(client, buildingId);
       await client.query(
         'INSERT INTO buildings (building_id) VALUES ($1) ON CONFLICT (building_id) DO UPDATE SET updated_at = now()',
         [buildingId],

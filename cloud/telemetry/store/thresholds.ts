@@ -6,10 +6,13 @@
  * with the building's bounds of that moment, and the patch applies over them: setting one bound for a
  * room keeps the others it had from the building, and clearing one leaves the room without it even
  * where the building sets it. Later building edits no longer reach a room with a row of its own.
+ *
+ * An edit first takes the building's threshold lock (store/locks.ts), which a registration takes too,
+ * so the two never hold rows the other waits for.
  */
 import type { Pool } from 'pg';
 import type { BoundsPatch } from '../domain/thresholds.js';
-import { inLockOrder } from './locks.js';
+import { inLockOrder, lockBuildingThresholds } from './locks.js';
 import { inTransaction } from './tx.js';
 
 export interface ThresholdStore {
@@ -41,6 +44,7 @@ export class PgThresholdStore implements ThresholdStore {
 
   patchRooms(buildingId: string, metric: string, rooms: ReadonlyArray<{ roomId: string; patch: BoundsPatch }>) {
     return inTransaction(this.pool, async (client) => {
+      await lockBuildingThresholds(client, buildingId);
       const after = new Map<string, Record<string, number>>();
       for (const { roomId, patch } of inLockOrder(rooms, (r) => r.roomId)) {
         const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_ROOM, [buildingId, roomId, metric, JSON.stringify(patch.set), patch.clear]);
@@ -54,6 +58,7 @@ export class PgThresholdStore implements ThresholdStore {
 
   patchBuilding(buildingId: string, metrics: ReadonlyArray<{ metric: string; patch: BoundsPatch }>) {
     return inTransaction(this.pool, async (client) => {
+      await lockBuildingThresholds(client, buildingId);
       const after = new Map<string, Record<string, number>>();
       for (const { metric, patch } of inLockOrder(metrics, (m) => m.metric)) {
         const { rows } = await client.query<{ bounds: Record<string, number> }>(UPSERT_BUILDING, [buildingId, metric, JSON.stringify(patch.set), patch.clear]);
