@@ -1,10 +1,13 @@
 /**
  * tools/stack's read-only commands and its protocol health checks, against the servers `npm test`
  * started. (`up`, `down` and `install` change shared servers, so they are exercised by `npm test` and
- * `.ci/run` themselves, not here.)
+ * `.ci/run` themselves, not here; only the refusal of `down --if-unused` while a run holds them is.)
  */
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { stackEnv } from '../support/stack.js';
@@ -56,6 +59,50 @@ t.test('status lists every server as up and exits 0', async (t) => {
     ['postgres', 'redis', 'kafka', 'ferretdb'],
   );
   for (const [name, state] of states) t.match(state, /^up\b/, `${name} is up`);
+});
+
+t.test('no server of the stack holds the users lock: the run that started them does not keep them in use for good', async (t) => {
+  // tools/test holds `stack.users` shared from before its `up`; a server that inherited it would keep
+  // every later `down --if-unused` from stopping the stack.
+  const cache = process.env.LINTEL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'lintel');
+  const lock = join(cache, 'stack.users');
+  const holders: string[] = [];
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    const holds = fds.some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === lock;
+      } catch {
+        return false;
+      }
+    });
+    if (holds) holders.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim());
+  }
+  const servers = holders.filter((cmd) => /postgres|redis-server|kafka\.Kafka|ferretdb/.test(cmd));
+  t.same(servers, [], 'none of postgres, redis, kafka or ferretdb');
+});
+
+t.test('down --if-unused leaves the servers running while a run holds them', async (t) => {
+  // The command run under `hold` says so once it runs: the lock is held from then on.
+  const held = spawn('bash', ['tools/stack', 'hold', 'bash', '-c', 'echo held; exec sleep 60'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+  t.teardown(() => {
+    held.kill();
+  });
+  await new Promise<void>((resolve, reject) => {
+    held.stdout.on('data', (chunk: Buffer) => {
+      if (chunk.toString().includes('held')) resolve();
+    });
+    held.on('exit', (code) => reject(new Error(`hold ended (${code}) before its command ran`)));
+  });
+  const down = stack('down', '--if-unused');
+  t.equal(down.status, 0, down.stderr);
+  t.match(down.stderr, /tests of another checkout are using the servers; left running/);
+  t.equal(stack('status').status, 0, 'every server still up');
 });
 
 t.test('an unknown command prints the usage and exits 2', async (t) => {

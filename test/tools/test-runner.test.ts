@@ -68,3 +68,11 @@ t.test('a file killed after a passing assertion is counted failed, beside other 
   t.equal(run.lastLine, '1 passed, 5 failed', run.tail);
   t.not(run.status, 0, run.tail);
 });
+
+t.test('a file that fails by its exit status after its plan is counted failed once', async (t) => {
+  // tap counts it (its plan was printed, its assertions passed): it is not a file killed mid-way too.
+  const run = runTests(t, 'test/tools/fixtures/one-pass.fixture.ts', 'test/tools/fixtures/exit-after-plan.fixture.ts');
+  t.match(run.summary, /pass: 2, fail: 1\b/, 'the summary counts the file once');
+  t.equal(run.lastLine, '2 passed, 1 failed', run.tail);
+  t.not(run.status, 0, run.tail);
+});
