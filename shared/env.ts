@@ -71,7 +71,15 @@ export function int(options: { default?: number; min?: number; max?: number; opt
 /** Said without echoing the value: the user info of such a URL is its password, split where it broke. */
 const UNENCODED_USER_INFO = 'its user info holds a character that must be percent-encoded (/ ? # @ as %2F %3F %23 %40); the value is not shown';
 
-/** A URL whose scheme is one of `protocols` (without the colon), e.g. `['redis', 'rediss']`. */
+/**
+ * A URL whose scheme is one of `protocols` (without the colon), e.g. `['redis', 'rediss']`. The scheme is
+ * returned lowercased and the rest exactly as given: ioredis turns TLS on only for a URL that starts with
+ * `rediss://` as written, yet reads the rest of it, password included, whatever the scheme's case, so
+ * `REDISS://` would send AUTH in clear.
+ *
+ * @example
+ * readEnv({ REDIS_URL: url(['redis', 'rediss']) }, { REDIS_URL: 'REDISS://:pw@cache:6380/0' }).REDIS_URL; // 'rediss://:pw@cache:6380/0'
+ */
 export function url(protocols: readonly string[], options: { default?: string; optional?: boolean } = {}): EnvVar<string> {
   return {
     read: (raw) =>
@@ -87,7 +95,9 @@ export function url(protocols: readonly string[], options: { default?: string; o
           if (s.includes('@') && ((u.username === '' && u.password === '') || `${u.pathname}${u.search}${u.hash}`.includes('@'))) {
             return problem(UNENCODED_USER_INFO);
           }
-          return s;
+          // `//` right after as many characters as the scheme has: so they are the scheme, nothing that URL
+          // drops (leading blanks, tabs, newlines) was among them, and only its case changes.
+          return `${u.protocol}${s.slice(u.protocol.length)}`;
         } catch {
           return problem(`not a ${protocols[0]}:// URL`);
         }

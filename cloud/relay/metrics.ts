@@ -49,7 +49,7 @@ export function createRelayMetrics(registry: Registry): RelayMetrics {
     }),
     messagesSkipped: new Counter({
       name: 'relay_messages_skipped_total',
-      help: 'Broker messages dropped because the payload was not valid JSON (or, for notifications, not the notification schema)',
+      help: 'Broker messages dropped because the payload was not valid JSON, nested too deep, or (for notifications) not the notification schema',
       labelNames: ['channel'],
       registers,
     }),

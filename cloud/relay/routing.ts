@@ -21,6 +21,15 @@ export function telemetryPattern(channels: BrokerChannels): string {
   return `${channels.telemetryPrefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
 }
 
+/**
+ * The deepest a broker payload may nest, its outer object counting as one level. Readings and
+ * notifications are flat objects (CONTRACTS.md), so this leaves ample room. A payload nested thousands of
+ * levels deep still parses, since JSON.parse does not recurse, but Socket.IO's encoder walks it recursively
+ * to look for binary: the emit would exhaust the stack after the message was parsed, and the message would
+ * be lost without being counted as skipped.
+ */
+export const MAX_PAYLOAD_DEPTH = 32;
+
 export type Route =
   | { kind: 'notification'; scope: 'domain'; room: string; payload: Notification }
   | { kind: 'notification'; scope: 'broadcast'; payload: Notification }
@@ -40,6 +49,7 @@ export function channelLabelOf(channel: string, channels: BrokerChannels): Chann
  * - notifications: must parse as the shared notification schema (unknown keys refused), then goes to
  *   `domain:{domainName}`, or to every socket when it has no domainName;
  * - telemetry: must be a JSON object, and goes to `building:{tail of the channel}` only.
+ * Either is skipped when it nests deeper than {@link MAX_PAYLOAD_DEPTH} levels.
  *
  * @example
  * routeBrokerMessage('telemetry:filtered:b1', '{"type":"co2","value":600}', DEFAULT_CHANNELS);
@@ -48,7 +58,9 @@ export function channelLabelOf(channel: string, channels: BrokerChannels): Chann
 export function routeBrokerMessage(channel: string, payload: string, channels: BrokerChannels): Route {
   const label = channelLabelOf(channel, channels);
   if (label === 'notifications') {
-    const parsed = parseNotification(payload);
+    const json = parseShallowJson(payload);
+    if (!json.ok) return { kind: 'skip', channel: label, reason: json.reason };
+    const parsed = parseNotification(json.value);
     if (!parsed.ok) return { kind: 'skip', channel: label, reason: parsed.errors.slice(0, 3).join('; ') };
     const { domainName } = parsed.notification;
     return domainName === undefined
@@ -58,16 +70,42 @@ export function routeBrokerMessage(channel: string, payload: string, channels: B
   if (label === 'telemetry') {
     const buildingId = channel.slice(channels.telemetryPrefix.length);
     if (!isValidBuildingId(buildingId)) return { kind: 'skip', channel: label, reason: 'channel does not end in a valid building id' };
-    let value: unknown;
-    try {
-      value = JSON.parse(payload);
-    } catch {
-      return { kind: 'skip', channel: label, reason: 'payload is not valid JSON' };
-    }
+    const json = parseShallowJson(payload);
+    if (!json.ok) return { kind: 'skip', channel: label, reason: json.reason };
+    const { value } = json;
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       return { kind: 'skip', channel: label, reason: 'payload is not a JSON object' };
     }
     return { kind: 'telemetry', room: buildingRoom(buildingId), payload: value as Record<string, unknown> };
   }
   return { kind: 'foreign' };
+}
+
+/** A payload parsed as JSON, or why it cannot be relayed. */
+function parseShallowJson(payload: string): { ok: true; value: unknown } | { ok: false; reason: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return { ok: false, reason: 'payload is not valid JSON' };
+  }
+  if (nestsDeeperThan(value, MAX_PAYLOAD_DEPTH)) return { ok: false, reason: `payload nests deeper than ${MAX_PAYLOAD_DEPTH} levels` };
+  return { ok: true, value };
+}
+
+/**
+ * Whether a parsed JSON value holds objects or arrays more than `max` levels deep, the value itself being
+ * level one. Iterative, so a value of any depth is measured without recursion.
+ */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  const pending: Array<{ node: unknown; depth: number }> = [{ node: value, depth: 1 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { node, depth } = next;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(node)) {
+      if (child !== null && typeof child === 'object') pending.push({ node: child, depth: depth + 1 });
+    }
+  }
+  return false;
 }
