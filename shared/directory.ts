@@ -3,6 +3,7 @@
  * domains a building belongs to. The answer is not scoped to the caller; callers filter it themselves.
  */
 import { request, type Dispatcher } from 'undici';
+import { untilAborted } from './abort.js';
 import { CLAIMS_HEADER } from './claims.js';
 import { NonEmptyString } from './kinds.js';
 import { TtlCache, systemClock, type Clock } from './ttl-cache.js';
@@ -69,14 +70,18 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
   async function lookup(buildingId: string, claimsHeader: string): Promise<string[]> {
     const url = `${base}/domain/${encodeURIComponent(buildingId)}`;
     let response: Dispatcher.ResponseData;
+    const signal = AbortSignal.timeout(timeoutMs);
+    const pending = request(url, {
+      method: 'GET',
+      headers: { [CLAIMS_HEADER]: claimsHeader, accept: 'application/json' },
+      signal,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
     try {
-      response = await request(url, {
-        method: 'GET',
-        headers: { [CLAIMS_HEADER]: claimsHeader, accept: 'application/json' },
-        signal: AbortSignal.timeout(timeoutMs),
-        ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-      });
+      // Connecting included: undici alone would wait out its own connect timeout (see untilAborted).
+      response = await untilAborted(pending, signal);
     } catch (err) {
+      pending.then((late) => late.body.dump(), () => undefined).catch(() => undefined);
       throw transportFailure(err);
     }
     let text = '';

@@ -17,6 +17,7 @@
  * from the command, so a caller cannot aim a request anywhere (no SSRF).
  */
 import { request, type Dispatcher } from 'undici';
+import { untilAborted } from '../abort.js';
 import { validateActionArguments, type FieldError } from '../catalog/validate.js';
 import type { BindingCatalog, DeviceBinding } from './bindings.js';
 
@@ -150,27 +151,6 @@ export interface DeviceAdapterOptions {
   /** Whole-request timeout towards a device, connecting included. Default 5000 ms. */
   timeoutMs?: number;
   dispatcher?: Dispatcher;
-}
-
-/**
- * Settles as `pending` does, or rejects with the signal's reason as soon as `signal` aborts. undici 6
- * acts on an abort only once the request has a connected socket, so a device whose host drops SYNs
- * (or whose name never resolves) would hold the caller until the dispatcher's own connect timeout
- * (10 s by default) whatever the device timeout says. The request itself still ends: undici aborts it
- * the moment it connects, or it fails with the connection attempt.
- */
-async function untilAborted<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
-  let onAbort = (): void => undefined;
-  const aborted = new Promise<never>((_resolve, reject) => {
-    onAbort = () => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([pending, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
 }
 
 export interface DeviceAdapter {
