@@ -84,8 +84,11 @@ export interface TenancyStore {
   ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain' | 'account_deleted'>>;
   findDomain(name: string): Promise<Domain | undefined>;
   listPublicDomains(page: Page): Promise<ListedDomain[]>;
-  /** Direct children of `parentName`, or undefined when there is no such domain. */
-  listSubdomains(parentName: string, page: Page): Promise<ListedDomain[] | undefined>;
+  /**
+   * Direct children of `parentName` (`public`: only the public ones), or undefined when there is no
+   * such domain.
+   */
+  listSubdomains(parentName: string, page: Page, visible: 'all' | 'public'): Promise<ListedDomain[] | undefined>;
   /** Every membership of an account, in domain name order: the login path. */
   membershipsOf(accountId: string): Promise<Membership[]>;
   /**
@@ -99,15 +102,24 @@ export interface TenancyStore {
   ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted'>>;
   /**
    * Removes a membership, holding the domain row lock while it counts administrators, so two removals
-   * racing can never leave the domain without one.
+   * racing can never leave the domain without one. The account's unredeemed invite codes that it may
+   * no longer issue (see mayIssueInviteCode) are deleted with it.
    */
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>>;
-  createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; lifetimeMs: number }): Promise<Outcome<InviteCode, 'domain_not_found'>>;
+  /** Stores a new code; a deleted creator (whose token outlived its account) makes none. */
+  createInviteCode(input: {
+    domainName: string;
+    code: string;
+    role: string;
+    createdBy: string;
+    lifetimeMs: number;
+  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted'>>;
   /** Marks the code redeemed and adds the membership, atomically; exactly one racer wins a code. */
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>>;
   /**
-   * The account-deleted event: records the deletion and removes every membership of the account;
-   * returns how many. A write adding a membership for it, under way or later, is refused or removed.
+   * The account-deleted event: records the deletion and removes every membership of the account, and
+   * every unredeemed invite code it made; returns how many memberships. A write adding a membership for
+   * it, or a code by it, under way or later, is refused or removed.
    */
   removeAccount(accountId: string): Promise<number>;
 }

@@ -7,7 +7,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
 import { BatchedLookup, type BatchedLookupOptions } from './batched-lookup.js';
-import { leavesNoAdministrator } from './policy.js';
+import { leavesNoAdministrator, mayIssueInviteCode } from './policy.js';
 
 const DOMAIN_COLUMNS = 'd.id, d.name, d.display_name, d.join_policy, d.is_public, d.created_at, d.parent_id';
 
@@ -35,6 +35,7 @@ ORDER BY page.name`;
 
 export const PUBLIC_DOMAINS_SQL = listingSql('d.is_public');
 export const SUBDOMAINS_SQL = listingSql('d.parent_id = $3');
+export const PUBLIC_SUBDOMAINS_SQL = listingSql('d.parent_id = $3 AND d.is_public');
 
 /** The login path: one index range scan on memberships' primary key, joined to domains by id. */
 export const MEMBERSHIPS_OF_SQL = `
@@ -73,6 +74,16 @@ SET redeemed_by = $2::uuid, redeemed_at = now()
 FROM d
 WHERE c.code = $1::text AND c.redeemed_at IS NULL AND c.expires_at > now() AND d.id = c.domain_id
 RETURNING c.domain_id, c.role, d.name AS domain_name`;
+
+/**
+ * The codes an account made that can still be redeemed (expired ones too: deleting those changes
+ * nothing a caller sees). Looked up through invite_codes_unredeemed_created_by_idx: the table keeps
+ * every code ever redeemed, and a removal holds its domain locked while it reads this.
+ */
+export const UNREDEEMED_CODES_OF_SQL = `
+SELECT c.id, d.name AS domain_name, c.role
+FROM invite_codes c JOIN domains d ON d.id = c.domain_id
+WHERE c.created_by = $1::uuid AND c.redeemed_at IS NULL`;
 
 /**
  * A deleted account's memberships stay gone. Every write that adds a membership holds the account's
@@ -291,10 +302,11 @@ export class PgTenancyStore implements TenancyStore {
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 
-  async listSubdomains(parentName: string, page: Page): Promise<ListedDomain[] | undefined> {
+  async listSubdomains(parentName: string, page: Page, visible: 'all' | 'public'): Promise<ListedDomain[] | undefined> {
     const parent = await this.findDomain(parentName);
     if (!parent) return undefined;
-    const result = await this.pool.query<DomainRow & { member_count: number }>(SUBDOMAINS_SQL, [page.after ?? '', page.limit ?? null, parent.id]);
+    const sql = visible === 'all' ? SUBDOMAINS_SQL : PUBLIC_SUBDOMAINS_SQL;
+    const result = await this.pool.query<DomainRow & { member_count: number }>(sql, [page.after ?? '', page.limit ?? null, parent.id]);
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 
@@ -361,25 +373,55 @@ export class PgTenancyStore implements TenancyStore {
       const roleCounts = Object.fromEntries(counts.rows.map((r) => [r.role, r.members]));
       if (leavesNoAdministrator(roleCounts, row.role)) return fail('last_administrator');
       await client.query('DELETE FROM memberships WHERE domain_id = $1 AND account_id = $2', [domainId, accountId]);
+      await this.revokeCodesBeyondRights(client, accountId);
       return ok(membershipOf(row, domainName));
     });
   }
 
   /**
+   * A code lives only as long as its creator may create it: after `accountId` lost a membership, its
+   * unredeemed codes that its remaining memberships no longer allow it to issue are deleted, so they
+   * answer like unknown ones. Its codes for the domain it left go (unless it is a platform
+   * administrator, who could issue them again at once); a platform administrator's codes for domains
+   * it is no member of go only with the membership that made it one. Runs in the removal's
+   * transaction, after its DELETE: a redemption of one of these codes either committed before (the
+   * code is redeemed, and stays) or finds it gone.
+   */
+  private async revokeCodesBeyondRights(client: PoolClient, accountId: string): Promise<void> {
+    const codes = await client.query<{ id: string; domain_name: string; role: string }>(UNREDEEMED_CODES_OF_SQL, [accountId]);
+    if (codes.rows.length === 0) return;
+    const remaining = await client.query<{ domain_name: string; role: string }>(MEMBERSHIPS_OF_SQL, [accountId]);
+    const memberships = remaining.rows.map((m) => ({ domainName: m.domain_name, role: m.role }));
+    const revoked = codes.rows.filter((c) => !mayIssueInviteCode(memberships, c.domain_name, c.role)).map((c) => c.id);
+    if (revoked.length > 0) await client.query('DELETE FROM invite_codes WHERE id = ANY($1::uuid[]) AND redeemed_at IS NULL', [revoked]);
+  }
+
+  /**
    * FOR KEY SHARE, as in ADD_MEMBER_SQL: a domain deleted concurrently reads as not found, not as a
    * foreign-key failure. The expiry is the creation time plus the lifetime, both on the database's
-   * clock, which redemption checks it against.
+   * clock, which redemption checks it against. A deleted creator (whose token outlives its account)
+   * makes none: the account lock orders this against removeAccount, which revokes the codes of any
+   * creation that committed first.
    */
-  async createInviteCode(input: { domainName: string; code: string; role: string; createdBy: string; lifetimeMs: number }): Promise<Outcome<InviteCode, 'domain_not_found'>> {
-    const inserted = await this.pool.query<{ code: string; role: string; expires_at: Date }>(
-      `INSERT INTO invite_codes (domain_id, code, role, created_by, created_at, expires_at)
-       SELECT d.id, $2, $3, $4, now(), now() + $5::bigint * interval '1 millisecond' FROM domains d WHERE d.name = $1 FOR KEY SHARE
-       RETURNING code, role, expires_at`,
-      [input.domainName, input.code, input.role, input.createdBy, input.lifetimeMs],
-    );
-    const row = inserted.rows[0];
-    if (!row) return fail('domain_not_found');
-    return ok({ code: row.code, domainName: input.domainName, role: row.role, expiresAt: row.expires_at });
+  createInviteCode(input: {
+    domainName: string;
+    code: string;
+    role: string;
+    createdBy: string;
+    lifetimeMs: number;
+  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted'>> {
+    return this.transaction(async (client) => {
+      if (await this.accountDeleted(client, input.createdBy)) return fail('account_deleted');
+      const inserted = await client.query<{ code: string; role: string; expires_at: Date }>(
+        `INSERT INTO invite_codes (domain_id, code, role, created_by, created_at, expires_at)
+         SELECT d.id, $2, $3, $4, now(), now() + $5::bigint * interval '1 millisecond' FROM domains d WHERE d.name = $1 FOR KEY SHARE
+         RETURNING code, role, expires_at`,
+        [input.domainName, input.code, input.role, input.createdBy, input.lifetimeMs],
+      );
+      const row = inserted.rows[0];
+      if (!row) return fail('domain_not_found');
+      return ok({ code: row.code, domainName: input.domainName, role: row.role, expiresAt: row.expires_at });
+    });
   }
 
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>> {
@@ -404,6 +446,8 @@ export class PgTenancyStore implements TenancyStore {
       await client.query(LOCK_ACCOUNT_SQL, [accountId]);
       await client.query('INSERT INTO deleted_accounts (account_id) VALUES ($1) ON CONFLICT (account_id) DO NOTHING', [accountId]);
       const deleted = await client.query('DELETE FROM memberships WHERE account_id = $1', [accountId]);
+      // With no membership left it may issue no code: every unredeemed one it made goes, in every domain.
+      await client.query('DELETE FROM invite_codes WHERE created_by = $1 AND redeemed_at IS NULL', [accountId]);
       return ok(deleted.rowCount ?? 0);
     });
     return removed.ok ? removed.value : 0;

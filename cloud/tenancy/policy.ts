@@ -45,6 +45,32 @@ export function mayGrantRole(memberships: readonly MembershipClaim[], domain: st
 }
 
 /**
+ * Whether an account holding `memberships` may issue an invite code granting `role` in `domain`: the
+ * route's own check (CanManageDomain, then the role's weight). A code lives only as long as this holds
+ * for its creator, so a removed administrator cannot come back through a code she made.
+ *
+ * @example
+ * mayIssueInviteCode([{ domainName: 'acme', role: 'business_admin' }], 'acme', 'business_admin'); // true
+ * mayIssueInviteCode([{ domainName: 'globex', role: 'business_admin' }], 'acme', 'member'); // false
+ */
+export function mayIssueInviteCode(memberships: readonly MembershipClaim[], domain: string, role: string): boolean {
+  return canManageDomain(memberships, domain) && mayGrantRole(memberships, domain, role);
+}
+
+/**
+ * Whether a caller sees a domain's private children in its subdomain listing: a member of the domain
+ * (any role) or a platform administrator. Anyone else sees only the public ones, as the listing of
+ * root domains shows only public domains.
+ *
+ * @example
+ * maySeePrivateSubdomains([{ domainName: 'acme', role: 'viewer' }], 'acme'); // true
+ * maySeePrivateSubdomains([{ domainName: 'acme-lab', role: 'business_admin' }], 'acme'); // false
+ */
+export function maySeePrivateSubdomains(memberships: readonly MembershipClaim[], domain: string): boolean {
+  return isPlatformAdmin(memberships) || memberships.some((m) => m.domainName === domain);
+}
+
+/**
  * The last-administrator rule: removing a member whose role is an administrator's (weight ≥ 50) must
  * leave at least one administrator. `roleCounts` is the domain's members counted by role, target included.
  *

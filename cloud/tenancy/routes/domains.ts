@@ -1,12 +1,13 @@
 /**
- * Domains as end users see them: the public listing, creation, and subdomains.
+ * Domains as end users see them: the public listing, creation, and subdomains (private ones only to
+ * the parent's members and platform administrators).
  */
 import { Router } from 'express';
 import { HttpError } from '../../../shared/errors.js';
 import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
 import type { TenancyStore } from '../model.js';
-import { accountIdOf } from '../policy.js';
+import { accountIdOf, maySeePrivateSubdomains } from '../policy.js';
 import { CreateDomainBody, deletedAccountError, domainJson, isDomainName, listedDomainJson, parseBody } from '../wire.js';
 import { linkNextPage, pageOf } from './paging.js';
 
@@ -33,10 +34,15 @@ export function domainRoutes(store: TenancyStore): Router {
     res.status(201).json(domainJson(created.value));
   });
 
+  /**
+   * A private parent is not hidden from a non-member (it answers 200, with its public children): other
+   * routes tell a private domain's existence too (join answers 403, creating its name 409).
+   */
   router.get('/domains/:domain/subdomains', async (req, res) => {
     const parent = req.params.domain;
     const page = pageOf(req);
-    const children = isDomainName(parent) ? await store.listSubdomains(parent, page) : undefined;
+    const visible = maySeePrivateSubdomains(callerOf(res).memberships, parent) ? 'all' : 'public';
+    const children = isDomainName(parent) ? await store.listSubdomains(parent, page, visible) : undefined;
     if (!children) throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
     linkNextPage(req, res, page, children.map((d) => d.name));
     res.json(children.map(listedDomainJson));

@@ -1,5 +1,6 @@
 /**
- * Invite codes: a manager creates one, anyone holding it redeems it once, before it expires.
+ * Invite codes: a manager creates one, anyone holding it redeems it once, before it expires and while
+ * its creator still may create it (a removed or deleted creator's unredeemed codes are revoked).
  */
 import { Router } from 'express';
 import { HttpError } from '../../../shared/errors.js';
@@ -27,6 +28,7 @@ export function inviteCodeRoutes(store: TenancyStore): Router {
     const created = isDomainName(name)
       ? await store.createInviteCode({ domainName: name, code: newInviteCode(), role: body.role, createdBy: creator, lifetimeMs: inviteLifetimeMs(body.expiresInHours) })
       : undefined;
+    if (created && !created.ok && created.reason === 'account_deleted') throw deletedAccountError(creator, 403);
     if (!created?.ok) throw new HttpError(404, `domain ${JSON.stringify(name)} not found`);
     res.status(201).json(inviteCodeJson(created.value));
   });

@@ -20,16 +20,16 @@ async function emptyPool(t: { teardown(fn: () => unknown): void }): Promise<pg.P
 t.test('migrations apply in order, once, even when several replicas start at the same time', async (t) => {
   const pool = await emptyPool(t);
   const results = await Promise.all(Array.from({ length: 4 }, () => runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)));
-  t.same(results.flatMap((r) => r.applied).sort(), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts', '0007_provisioned_admin'], 'each applied by exactly one starter');
+  t.same(results.flatMap((r) => r.applied).sort(), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts', '0007_provisioned_admin', '0008_invite_codes_by_creator'], 'each applied by exactly one starter');
   t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, [], 'a restart applies nothing');
   const rows = await pool.query("SELECT version FROM schema_migrations WHERE service = 'tenancy' ORDER BY version");
-  t.same(rows.rows.map((r) => r.version), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts', '0007_provisioned_admin']);
+  t.same(rows.rows.map((r) => r.version), ['0001_init', '0002_subdomains', '0003_invite_codes', '0004_public_domains', '0005_provisioned_domains', '0006_deleted_accounts', '0007_provisioned_admin', '0008_invite_codes_by_creator']);
 });
 
 t.test('tenancy and registry can share one database', async (t) => {
   const pool = await emptyPool(t);
   const [tenancy, registry] = await Promise.all([runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS), runMigrations(pool, 'registry', REGISTRY_MIGRATIONS)]);
-  t.equal(tenancy.applied.length, 7);
+  t.equal(tenancy.applied.length, 8);
   t.same(registry.applied, ['0001_init']);
 });
 
@@ -39,6 +39,7 @@ t.test('a domain provisioned before 0007 keeps its administrator as the one its 
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   await cp(TENANCY_MIGRATIONS, dir, { recursive: true });
   await rm(join(dir, '0007_provisioned_admin.sql'));
+  await rm(join(dir, '0008_invite_codes_by_creator.sql'));
   await runMigrations(pool, 'tenancy', dir);
   // As the previous revision left them: a provisioned domain whose first administrator was joined by a
   // second one later, a provisioned domain with no administrator, and an end user's domain.
@@ -52,13 +53,42 @@ t.test('a domain provisioned before 0007 keeps its administrator as the one its 
   await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'business_admin')", [second, org]);
   await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'business_admin')", [user, own]);
 
-  t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, ['0007_provisioned_admin']);
+  t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, ['0007_provisioned_admin', '0008_invite_codes_by_creator']);
   const rows = await pool.query('SELECT name, provisioned_admin FROM domains ORDER BY name');
   t.same(rows.rows, [
     { name: 'hooli', provisioned_admin: null },
     { name: 'initech', provisioned_admin: first },
     { name: 'mine', provisioned_admin: null },
   ]);
+});
+
+t.test('0008 revokes the unredeemed codes their creators could no longer issue, and keeps the rest', async (t) => {
+  const pool = await emptyPool(t);
+  const dir = await mkdtemp(join(tmpdir(), 'tenancy-migrations-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  await cp(TENANCY_MIGRATIONS, dir, { recursive: true });
+  await rm(join(dir, '0008_invite_codes_by_creator.sql'));
+  await runMigrations(pool, 'tenancy', dir);
+  // As the previous revision left them: codes made by an administrator removed since, a platform
+  // administrator, a business_admin still in place, and one already redeemed by a removed creator.
+  const domain = async (name: string) => (await pool.query<{ id: string }>('INSERT INTO domains (name, display_name) VALUES ($1, $1) RETURNING id', [name])).rows[0]!.id;
+  const [acme, hq] = [await domain('acme'), await domain('hq')];
+  const [removed, platform, current] = [newAccount(), newAccount(), newAccount()];
+  await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'admin'), ($3, $4, 'business_admin')", [platform, hq, current, acme]);
+  const codes: [string, string, string][] = [
+    ['a'.repeat(32), 'business_admin', removed],
+    ['b'.repeat(32), 'admin', platform],
+    ['c'.repeat(32), 'business_admin', current],
+    ['d'.repeat(32), 'admin', current],
+  ];
+  for (const [code, role, creator] of codes) {
+    await pool.query("INSERT INTO invite_codes (domain_id, code, role, created_by, expires_at) VALUES ($1, $2, $3, $4, now() + interval '300 days')", [acme, code, role, creator]);
+  }
+  await pool.query("INSERT INTO invite_codes (domain_id, code, role, created_by, expires_at, redeemed_by, redeemed_at) VALUES ($1, $2, 'member', $3, now(), $4, now())", [acme, 'e'.repeat(32), removed, newAccount()]);
+
+  t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, ['0008_invite_codes_by_creator']);
+  const left = await pool.query<{ code: string }>('SELECT code FROM invite_codes ORDER BY code');
+  t.same(left.rows.map((r) => r.code[0]), ['b', 'c', 'e'], 'the removed creator’s and the over-granting code are gone; redeemed ones are history and stay');
 });
 
 t.test('a migration edited after it was applied is refused, naming the file', async (t) => {
