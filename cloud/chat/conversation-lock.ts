@@ -137,19 +137,18 @@ export class ConversationLock {
   private readonly leases: Collection<LeaseDocument>;
   private readonly options: ConversationLockOptions;
   private readonly queues = new Map<string, Promise<void>>();
-  /** Settles (never resolves) once waits are abandoned; every waiter races its wait against it. */
-  private readonly abandoned: Promise<never>;
-  private abandon!: () => void;
+  /**
+   * What abandons each wait running now, removed when the wait ends. One per wait, not one promise
+   * every wait races against: a promise pending for the life of the process would keep a reaction of
+   * every wait ever raced against it (about 300 bytes a write, more for a wait on another replica).
+   */
+  private readonly waits = new Set<() => void>();
   private waitsAbandoned = false;
   private indexed: Promise<unknown> | undefined;
 
   constructor(leases: Collection<LeaseDocument>, options: Partial<ConversationLockOptions> = {}) {
     this.leases = leases;
     this.options = { ...DEFAULT_LOCK_OPTIONS, ...options };
-    this.abandoned = new Promise<never>((_, reject) => {
-      this.abandon = () => reject(new Error('lock waits abandoned'));
-    });
-    this.abandoned.catch(() => undefined);
   }
 
   /**
@@ -175,7 +174,12 @@ export class ConversationLock {
    */
   abandonWaits(): void {
     this.waitsAbandoned = true;
-    this.abandon();
+    for (const abandon of this.waits) abandon();
+  }
+
+  /** How many waits are running now (for the queue ahead, or a pause between attempts); 0 when idle. */
+  get waiting(): number {
+    return this.waits.size;
   }
 
   /**
@@ -281,13 +285,21 @@ export class ConversationLock {
    */
   private async waitFor<T>(key: string, step: Promise<T>, giveUpAt?: number): Promise<T> {
     if (this.waitsAbandoned) throw new LockAbandonedError(key);
-    const race = Promise.race([step, this.abandoned]);
+    let abandon!: () => void;
+    const abandoned = new Promise<never>((_, reject) => {
+      abandon = () => reject(new LockAbandonedError(key));
+    });
+    this.waits.add(abandon);
+    const race = Promise.race([step, abandoned]);
     try {
       if (giveUpAt !== undefined && !(await settlesWithin(race, giveUpAt - Date.now()))) throw new LockTimeoutError(key);
       return await race;
     } catch (err) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);
       throw err;
+    } finally {
+      // Out of the set, nothing holds `abandoned` any more, nor the reaction the race left on it.
+      this.waits.delete(abandon);
     }
   }
 

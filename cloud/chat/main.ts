@@ -19,6 +19,15 @@ import { MongoConversationStore } from './mongo-store.js';
 /** How long a stopping service waits for running answers before it aborts them. */
 const DRAIN_MS = 3_000;
 
+/** How long a stop may take before runUntilSignal ends the process with 1. */
+const STOP_DEADLINE_MS = 8_000;
+
+/**
+ * What the stop keeps of its deadline after the last answer's wait: closing the connections, releasing
+ * the leases still held and closing MongoDB.
+ */
+const CLOSE_MARGIN_MS = 1_500;
+
 /**
  * How long an idle browser or ingress connection stays open for its next request. Longer than the
  * usual proxy idle timeouts (60 s), so a proxy never sends a request on a connection this service is
@@ -82,6 +91,7 @@ class ChatService {
   }
 
   async stop(): Promise<void> {
+    const answersEndBy = Date.now() + STOP_DEADLINE_MS - CLOSE_MARGIN_MS;
     // Not closeServer: its forced close after 2 s would cut answer streams before the drain ends, and
     // their browsers would get neither `done` nor `error`. close() stops taking connections and closes
     // the idle ones; the streams keep theirs until every answer has sent its last frame.
@@ -93,7 +103,12 @@ class ChatService {
     // it gives up now, storing nothing, and its stream ends with an error frame.
     this.store.abandonLockWaits();
     await this.agent.stop();
-    await this.chat.inFlight.drain(1_000);
+    // The aborted answers and the abandoned waits end at once, each with its error frame. An answer
+    // already storing its exchange (holding the lease, on a loaded database) ends when the write does,
+    // with `done`: closing its connection before that would cut it without a last frame. So the wait is
+    // for the sends themselves, up to what the deadline leaves.
+    const ended = await this.chat.inFlight.drain(Math.max(0, answersEndBy - Date.now()));
+    if (!ended) this.logger.warn({ running: this.chat.inFlight.size }, 'closing the connections of answers still being stored');
     // What remains are connections kept alive for a next request (and any request outliving the drain).
     this.server.closeAllConnections();
     await closing;
@@ -106,7 +121,7 @@ setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 const config: ChatConfig = configOrExit(readChatConfig);
 const logger = createLogger('chat', { level: config.LOG_LEVEL });
 try {
-  await runUntilSignal(new ChatService(config), logger, 8_000);
+  await runUntilSignal(new ChatService(config), logger, STOP_DEADLINE_MS);
 } catch (err) {
   // MongoDB unreachable, or the port taken: say so in one safe line, not a stack trace (the driver's
   // error dumps its whole topology).

@@ -43,9 +43,9 @@ export async function startChatProcess(t: Teardown, env: Record<string, string>)
 }
 
 /** {@link startChatProcess} with one conversation of ana's. */
-export async function chatWithConversation(t: Teardown, uri: string, agentUrl: string): Promise<{ child: ChildProcess; base: string; id: string }> {
-  const { child, base } = await startChatProcess(t, { MONGO_URI: uri, AGENT_URL: agentUrl });
+export async function chatWithConversation(t: Teardown, uri: string, agentUrl: string): Promise<{ child: ChildProcess; base: string; id: string; output(): string }> {
+  const { child, base, output } = await startChatProcess(t, { MONGO_URI: uri, AGENT_URL: agentUrl });
   const created = await fetch(`${base}/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claimsOf('ana') } });
   const { id } = (await created.json()) as { id: string };
-  return { child, base, id };
+  return { child, base, id, output };
 }

@@ -1,0 +1,94 @@
+/**
+ * A stopping service lets an answer already being stored (its lease held, its write slowed by a loaded
+ * database) finish and send its last frame before it closes the browser's connection. It used to wait
+ * only a second after aborting the answers still streaming, then close every connection: the write
+ * still landed, but its `done` went to a closed socket. The slow write is real: the test holds the
+ * conversation's row in FerretDB's PostgreSQL, so FerretDB's update waits for it.
+ */
+import t from 'tap';
+import { once } from 'node:events';
+import pg from 'pg';
+import { stackEnv } from '../../support/stack.js';
+import { chatWithConversation } from './support/chat-process.js';
+import { startFakeAgent } from './support/fake-agent.js';
+import { conversationsOf, openSend, OpenStream, terminalOf } from './support/harness.js';
+import { freshChatDatabase } from './support/mongo.js';
+
+/** The database FerretDB keeps its data in (`tools/stack`), beside the stack's own. */
+function ferretBackendUrl(): string {
+  const url = new URL(stackEnv().DATABASE_URL);
+  url.pathname = '/ferretdb';
+  return url.toString();
+}
+
+/** The PostgreSQL table FerretDB keeps `collection` of `database` in, as a quoted `schema.table`. */
+async function tableOf(client: pg.Client, database: string, collection: string): Promise<string> {
+  const { rows } = await client.query<{ table: string }>(
+    `SELECT _jsonb->>'table' AS table FROM ${pg.escapeIdentifier(database)}._ferretdb_database_metadata WHERE _jsonb->>'_id' = $1`,
+    [collection],
+  );
+  const table = rows[0]?.table;
+  if (!table) throw new Error(`FerretDB has no table for ${database}.${collection}`);
+  return `${pg.escapeIdentifier(database)}.${pg.escapeIdentifier(table)}`;
+}
+
+/**
+ * Waits until a FerretDB session waits for a lock on `table` (a bounded poll, not a timing). `client`
+ * must not be in a transaction: one sees pg_stat_activity as it was when it began.
+ */
+async function untilWriteWaitsOn(client: pg.Client, table: string): Promise<void> {
+  const name = table.slice(table.lastIndexOf('.') + 1).replaceAll('"', '');
+  for (let i = 0; i < 500; i++) {
+    const { rows } = await client.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND position($1 in query) > 0",
+      [name],
+    );
+    if ((rows[0]?.n ?? 0) > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`no write ever waited on ${table}`);
+}
+
+async function untilOutput(output: () => string, line: string): Promise<void> {
+  for (let i = 0; i < 1_000 && !output().includes(line); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  if (!output().includes(line)) throw new Error(`the service never logged "${line}"; it printed:\n${output()}`);
+}
+
+t.test('SIGTERM while an answer is being stored on a slow database: the browser gets done before its connection closes, exit 0', async (t) => {
+  const agent = await startFakeAgent(t);
+  const { uri, db } = await freshChatDatabase(t);
+  const { child, base, id, output } = await chatWithConversation(t, uri, agent.url);
+  const holder = new pg.Client({ connectionString: ferretBackendUrl() });
+  const watcher = new pg.Client({ connectionString: ferretBackendUrl() });
+  await Promise.all([holder.connect(), watcher.connect()]);
+  t.teardown(() => Promise.all([holder.end(), watcher.end()]));
+  const table = await tableOf(holder, db.databaseName, conversationsOf(db).collectionName);
+  // A loaded database: the append's update waits behind this transaction until it commits.
+  await holder.query('BEGIN');
+  await holder.query(`SELECT 1 FROM ${table} FOR UPDATE`);
+
+  agent.expect({ tokens: ['stored ', 'at last'] });
+  const stream = await openSend(base, 'ana', id, { content: 'store me' });
+  if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status} ${JSON.stringify(stream.body)}`);
+  await untilWriteWaitsOn(watcher, table);
+  const exited = once(child, 'exit') as Promise<[number | null]>;
+  child.kill('SIGTERM');
+  // 3 s on, the answers still streaming are aborted; this one only waits for its write.
+  await untilOutput(output, 'aborting answers still streaming');
+  // The write ends 2 s after that, well within the deadline, unless the service cuts the connection
+  // first (the old stop, a second after aborting); it would only land after that cut.
+  const cut = await Promise.race([stream.ended.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+  await holder.query('COMMIT');
+  await stream.ended;
+
+  t.equal(cut, false, 'the connection stayed open while the answer was being stored');
+  t.match(terminalOf(stream), { type: 'done', message: { role: 'assistant', content: 'stored at last' } }, 'the stream ends with done, not a cut connection');
+  const [code] = await exited;
+  t.equal(code, 0, 'the process stopped within its deadline');
+  const stored = await conversationsOf(db).findOne({});
+  t.same(
+    (stored?.messages as Array<{ content: string }>).map((m) => m.content),
+    ['store me', 'stored at last'],
+    'the exchange is stored',
+  );
+});
