@@ -8,6 +8,9 @@
  *   2. Node writes the SEA blob with the bundle and the assets: better-sqlite3's addon, the AP dialects and
  *      device bindings, and the SQL migrations.
  *   3. postject injects the blob into a copy of the local node binary.
+ * Before step 1, better-sqlite3's addon is loaded into this Node, which the executable is a copy of: an addon
+ * built for another Node stops the build (npm rebuild better-sqlite3) instead of making an executable that
+ * cannot open its state.
  * `--if-stale` skips the build when dist/lintel-edge was built from the same inputs.
  */
 import { execFileSync } from 'node:child_process';
@@ -105,6 +108,21 @@ const optionalNatives = {
   },
 };
 
+/**
+ * The addon is carried into a copy of this very Node, so it must load here: one built for another Node
+ * (node_modules kept across a Node upgrade) would be injected all the same, and every start of the
+ * executable would then fail on it. Loading it into this process is the same check the executable's
+ * loader makes (process.dlopen), before anything is bundled.
+ */
+function checkAddonLoads() {
+  try {
+    process.dlopen({ exports: {} }, SQLITE_ADDON);
+  } catch (err) {
+    const why = err.message.replace(/\s+/g, ' ').trim();
+    throw new Error(`better-sqlite3's addon (${rel(SQLITE_ADDON)}) does not load into this Node ${process.version} (NODE_MODULE_VERSION ${process.versions.modules}): ${why}; run npm rebuild better-sqlite3, then build again`);
+  }
+}
+
 async function main() {
   if (process.platform !== 'linux' || process.arch !== 'x64') {
     throw new Error(`the edge executable is built for Linux x64; this is ${process.platform}-${process.arch}`);
@@ -112,6 +130,7 @@ async function main() {
   const [major, minor] = process.versions.node.split('.').map(Number);
   if (major < 20 || (major === 20 && minor < 12)) throw new Error(`Node ${process.version} cannot carry SEA assets; use Node 20.12 or later`);
   if (!existsSync(SQLITE_ADDON)) throw new Error(`better-sqlite3's addon is missing (${rel(SQLITE_ADDON)}); run npm ci`);
+  checkAddonLoads();
   if (!readFileSync(process.execPath).includes(SEA_FUSE)) throw new Error(`${process.execPath} has no single-executable fuse; it cannot be used as a base`);
 
   const digest = inputsDigest();

@@ -3,11 +3,14 @@
  * reachable, authenticated, walkable, and its station count; for the ingest: reachable, and a signed probe
  * batch taken past the signature and the key's buildings (one reading too old to store: see
  * ingest-probe.ts); the clock; the state directory and the ledger. Exits 1 on any failure.
+ * The state passes only as the collector will take it: a device key this user can read and of the length
+ * the collector requires, and state files (zones.sqlite, ledger.sqlite, their -wal and -shm) this user may
+ * write; each of these the collector would refuse at start (exit 2) is a FAIL naming the file's owner.
  * Run it as the state directory's owner (the service user): in another user's state directory, root's
  * say, it reads and writes nothing, and says whom to run as; run as root where the state directory does
  * not exist yet, it creates nothing, and names the install step that makes it the service user's.
  */
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { createPoller } from '../poll/index.js';
 import type { AccessPoint, ApPollResult, Poller } from '../poll/types.js';
@@ -19,7 +22,9 @@ import { loadShippedBindings } from './action.js';
 import { loadCheckedConfig, type CommandIo } from './common.js';
 import { probeBody, probeVerdict, sendProbe, type ProbeAnswer } from './ingest-probe.js';
 import { statePaths } from './gateway.js';
-import { currentUid, describeUser, userNameOf } from '../storage/ownership.js';
+import { runAsCommand, SERVICE_CACHE_DIRECTORY, SERVICE_USER } from './cache-directory.js';
+import { currentUid, describeOwnership, describeUser, userNameOf } from '../storage/ownership.js';
+import { DeviceKeyError, loadOrCreateDeviceKey } from '../zones/device-key.js';
 
 const MAX_CLOCK_SKEW_S = 60;
 const OK = 'ok  ';
@@ -109,7 +114,7 @@ function foreignStateDir(dir: string, configPath: string): string | undefined {
   const owner = statSync(dir).uid;
   if (owner === uid) return undefined;
   const name = userNameOf(owner);
-  const runAs = name ? `runuser -u ${name} -- env STATE_DIRECTORY=${dir} lintel-edge doctor --config ${configPath}` : `run doctor as uid ${owner}`;
+  const runAs = name ? runAsCommand(name, `doctor --config ${configPath}`, { STATE_DIRECTORY: dir }) : `run doctor as uid ${owner}`;
   return `${dir} belongs to ${describeUser(owner)}, not to this user, ${describeUser(uid)}: a ledger doctor made there would be this user's, and the collector could not write it. Run doctor as its owner: ${runAs} (nothing in it was read or written)`;
 }
 
@@ -123,8 +128,9 @@ function missingStateDirAsRoot(dir: string, configPath: string): string | undefi
   if (currentUid() !== 0 || existsSync(dir)) return undefined;
   return (
     `${dir} does not exist, and doctor run as root does not create it: it and the ledger in it would be root's, which the collector, ` +
-    `running as the service user, could not write. Create it for the service user first: install -d -m 0700 -o lintel-edge -g lintel-edge ${dir}; ` +
-    `then run doctor as that user: runuser -u lintel-edge -- env STATE_DIRECTORY=${dir} lintel-edge doctor --config ${configPath} (nothing was created)`
+    `running as the service user, could not write. Create it, and the unit's cache directory, for the service user first: ` +
+    `install -d -m 0700 -o ${SERVICE_USER} -g ${SERVICE_USER} ${dir} ${SERVICE_CACHE_DIRECTORY}; ` +
+    `then run doctor as that user: ${runAsCommand(SERVICE_USER, `doctor --config ${configPath}`, { STATE_DIRECTORY: dir })} (nothing was created)`
   );
 }
 
@@ -144,17 +150,13 @@ function checkState(config: EdgeConfig, configPath: string, check: Check): boole
     check.line(FAIL, `state     ${dir} is not writable by this user (run doctor as the service user, or fix StateDirectory)`);
     return true;
   }
-  const parts: string[] = [`${dir} writable`];
-  if (existsSync(paths.deviceKey)) {
-    const mode = statSync(paths.deviceKey).mode & 0o777;
-    if ((mode & 0o077) !== 0) {
-      check.line(FAIL, `state     device key ${paths.deviceKey} is mode ${mode.toString(8)}; chmod 600 it`);
-      return true;
-    }
-    parts.push('device key 600');
-  } else {
-    parts.push('device key will be created on first run');
+  const key = checkDeviceKey(paths.deviceKey);
+  const refusals = [...('problem' in key ? [key.problem] : []), ...unwritableStateFiles([paths.zones, paths.ledger])];
+  if (refusals.length > 0) {
+    for (const refusal of refusals) check.line(FAIL, `state     ${refusal}`);
+    return true;
   }
+  const parts: string[] = [`${dir} writable`, 'summary' in key ? key.summary : ''];
   if (existsSync(paths.ledger)) {
     try {
       const ledger = openLedger(paths.ledger, { readonly: true });
@@ -175,6 +177,56 @@ function checkState(config: EdgeConfig, configPath: string, check: Check): boole
   }
   check.line(OK, `state     ${parts.join('; ')}`);
   return true;
+}
+
+/**
+ * The device key as the collector will take it: read with the collector's own loader (so the two cannot
+ * disagree on what a key is), which refuses one this user cannot read, one that is not 32 bytes (a key
+ * restored as hex text holds 64), and a link to nothing: each stops the start with exit 2. Read only
+ * where there is a file (or link) and its mode is already 600, so the loader creates and changes nothing.
+ */
+function checkDeviceKey(path: string): { problem: string } | { summary: string } {
+  try {
+    lstatSync(path);
+  } catch {
+    return { summary: 'device key will be created on first run' };
+  }
+  let mode: number | undefined;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch {
+    // a link to nothing: the loader says so
+  }
+  if (mode !== undefined && (mode & 0o077) !== 0) return { problem: `device key ${path} is mode ${mode.toString(8)}; chmod 600 it` };
+  let key: Buffer;
+  try {
+    key = loadOrCreateDeviceKey(path);
+  } catch (err) {
+    const code = (err as DeviceKeyError).code;
+    const owner = code === 'EACCES' || code === 'EPERM' ? `: it is ${describeOwnership(path)}; run as the file's owner, or chown it to the service user` : '';
+    return { problem: `${err instanceof DeviceKeyError ? err.message : `cannot read the device key file ${path}: ${(err as Error).message}`}${owner}` };
+  }
+  return { summary: `device key readable, ${key.length} bytes, mode ${mode?.toString(8)}` };
+}
+
+/**
+ * Each state file the collector writes (and the -wal and -shm beside it) that exists and this user may
+ * not write: the collector refuses to open one at start (exit 2), as storage/sqlite.ts does. A root run
+ * (`sudo lintel-edge run`) leaves such files, root's, in the service user's directory.
+ */
+function unwritableStateFiles(databases: readonly string[]): string[] {
+  const problems: string[] = [];
+  for (const file of databases.flatMap((path) => [path, `${path}-wal`, `${path}-shm`])) {
+    if (!existsSync(file)) continue;
+    try {
+      accessSync(file, constants.W_OK);
+    } catch (err) {
+      problems.push(
+        `cannot write ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'}): it is ${describeOwnership(file)}; run as the file's owner, or chown it to the service user; the collector would not start (exit 2)`,
+      );
+    }
+  }
+  return problems;
 }
 
 /** The configured sensors name drivers the shipped bindings know (no command is sent to them). */

@@ -21,6 +21,7 @@ import { auditBody } from '../report/audit.js';
 import { INTERRUPTED, openLedger, type Ledger } from '../report/ledger.js';
 import { describeOwnership, userNameOf } from '../storage/ownership.js';
 import { StorageError } from '../storage/sqlite.js';
+import { runAsCommand } from './cache-directory.js';
 import type { CommandIo } from './common.js';
 
 export type LedgerAction = 'verify' | 'audit' | 'export';
@@ -28,7 +29,8 @@ export type LedgerAction = 'verify' | 'audit' | 'export';
 /**
  * Why the ledger at `path` cannot even be looked at, or undefined when it is there. A directory on the
  * way that refuses this user (the service user's state directory, mode 700, to an operator's shell) is
- * no missing ledger: it names the directory's owner, whom to run as.
+ * no missing ledger: it names the directory's owner, whom to run as (the service user with the unit's
+ * cache directory, see runAsCommand).
  */
 function unreachableLedger(path: string, action: LedgerAction): string | undefined {
   try {
@@ -41,7 +43,7 @@ function unreachableLedger(path: string, action: LedgerAction): string | undefin
     const refusing = deepestVisible(dirname(path));
     const owner = ownerOf(refusing);
     const name = owner === undefined ? undefined : userNameOf(owner);
-    const runAs = name ? `run as its owner: runuser -u ${name} -- lintel-edge ledger ${action} --ledger ${path}` : 'run as its owner';
+    const runAs = name ? `run as its owner: ${runAsCommand(name, `ledger ${action} --ledger ${path}`)}` : 'run as its owner';
     return `cannot read the ledger ${path}: permission denied (${code}): ${refusing} is ${describeOwnership(refusing)}; ${runAs}`;
   }
 }

@@ -2,9 +2,10 @@
  * `lintel-edge run --config <yaml>`: the collector, until SIGTERM or SIGINT. SIGHUP reloads the config.
  *
  * Exit codes: 0 after a clean stop; 1 when it cannot start or stop for a reason a restart may cure (a
- * port in use, a state file another process kept locked, a full disk, an I/O error, a stop that hung);
- * 2 when the config is invalid or the state cannot be opened as it is (a ledger another user owns, a
- * ledger that is not a database, a device key that is not one, a stateDir the unit may not write), which
+ * metrics port in use, a state file another process kept locked, a full disk, an I/O error, a stop that
+ * hung); 2 when the config is invalid or the state cannot be opened as it is (a ledger another user owns,
+ * a ledger that is not a database, a device key that is not one, a stateDir the unit may not write), or
+ * metrics.listen names a port the service user may not bind (EACCES: below 1024), which
  * a restart never cures: the unit does not restart on it (RestartPreventExitStatus=2), so the problem is
  * fixed first instead of retried every few seconds. {@link startFailureExitCode} tells the two apart.
  */
@@ -104,7 +105,8 @@ function errnoOf(err: unknown): string | undefined {
 }
 
 /**
- * The exit code of a start that could not open the state: 2 when only a fix cures it (the file is
+ * The exit code of a start that could not open the state or bind the metrics listener (an errno: EACCES
+ * is 2, EADDRINUSE 1): 2 when only a fix cures it (the file is
  * read-only to this user, not a database or damaged, in a directory that refuses this user the file or
  * its -wal and -shm, an invalid device key, a cache directory refused as another user's), else 1, which
  * the unit restarts: a lock held past the busy timeout (a long `ledger export`), a full disk (SQLITE_FULL,
@@ -129,6 +131,29 @@ export function startFailureExitCode(err: unknown): 1 | 2 {
   if (errno !== undefined) return LASTING_ERRNOS.has(errno) ? 2 : 1;
   // A device key error with no errno is a key file of the wrong length, or a link to no file.
   return err instanceof DeviceKeyError ? 2 : 1;
+}
+
+/** `host:port` as metrics.listen spells it, an IPv6 host in brackets. */
+function listenAddress({ host, port }: { host: string; port: number }): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** What to do about each errno of a metrics listener that cannot bind. */
+const LISTEN_HINTS: Record<string, string> = {
+  EACCES: 'a port below 1024 needs a privilege the service user does not have (the unit grants no capability); choose a port of 1024 or above',
+  EADDRINUSE: 'another process listens there; the unit tries again, and if it stays so, stop that process or choose another port',
+  EADDRNOTAVAIL: 'no interface of this host has that address (yet); the unit tries again, and if it stays so, listen on an address of this host',
+};
+
+/**
+ * A metrics listener that cannot bind, named as the config names it, with its errno and what to do.
+ * Its exit code is startFailureExitCode's: EACCES (a privileged port) stays so until the config changes
+ * (exit 2); a port in use or an address not yet up may clear (exit 1).
+ */
+function metricsListenProblem(listen: string, err: unknown): string {
+  const errno = errnoOf(err);
+  const hint = errno === undefined ? undefined : LISTEN_HINTS[errno];
+  return `metrics.listen ${listen} cannot be bound (${errno ?? describeError(err)})${hint ? `: ${hint}` : ''}`;
 }
 
 function isWithin(path: string, dir: string): boolean {
@@ -211,11 +236,19 @@ async function collect(
     return startFailureExitCode(err);
   }
   let metricsServer: { port: number; close(): Promise<void> } | undefined;
-  try {
-    if (config.metrics) {
+  if (config.metrics) {
+    try {
       metricsServer = await serveMetrics(gateway.metrics.registry, config.metrics.host, config.metrics.port);
-      logger.info({ host: config.metrics.host, port: metricsServer.port }, 'metrics listening');
+    } catch (err) {
+      const listen = listenAddress(config.metrics);
+      logger.error({ listen, error: describeError(err) }, `cannot start: ${metricsListenProblem(listen, err)}`);
+      await gateway.close();
+      await poller.close();
+      return startFailureExitCode(err);
     }
+    logger.info({ host: config.metrics.host, port: metricsServer.port }, 'metrics listening');
+  }
+  try {
     if (!config.ingest) logger.warn('no ingest configured: batches are kept in the ledger only');
     await gateway.daemon.start();
   } catch (err) {

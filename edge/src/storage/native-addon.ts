@@ -21,7 +21,8 @@ type Addon = object;
 /**
  * Why the SQLite addon cannot be used. `LINTEL_ADDON_DIR_REFUSED`: the cache directory cannot be made or
  * is not this user's alone, which stays so until someone fixes it. `LINTEL_ADDON_UNLOADABLE`: the file
- * was written but the loader refused it (a noexec mount, most often).
+ * was written but the loader refused it (a noexec mount, most often; an addon built for another Node,
+ * which the build now refuses to carry).
  */
 export class NativeAddonError extends Error {
   constructor(
@@ -56,9 +57,27 @@ function privateCacheDir(): string {
 }
 
 /**
+ * What a loader refusal means, from the loader's own words (dlopen's, or Node's):
+ * - an addon built for another Node: Node names both module versions (`NODE_MODULE_VERSION`); the
+ *   executable was built from a stale better-sqlite3, and only a rebuild cures it;
+ * - a file that may not be mapped or opened: a filesystem mounted noexec (/tmp often is) lets the file be
+ *   written but not mapped ("failed to map segment from shared object"), and a permission refuses it;
+ * - anything else (not a shared object, a missing symbol): the bytes are not an addon for this system.
+ * Only the second points at the cache directory, since unpacking elsewhere changes nothing for the others.
+ */
+function whyUnloadable(loaderMessage: string, dir: string): string {
+  if (/NODE_MODULE_VERSION/.test(loaderMessage)) {
+    return 'The addon was built for another Node (a different NODE_MODULE_VERSION): rebuild the executable (npm rebuild better-sqlite3, then npm run build:edge)';
+  }
+  if (/failed to map segment|operation not permitted|permission denied/i.test(loaderMessage)) {
+    return `${dir} may be on a filesystem mounted noexec, as /tmp often is; ${REDIRECT_HINT}`;
+  }
+  return 'The executable carries an addon this system cannot load: rebuild it (npm run build:edge) on a system like this one';
+}
+
+/**
  * Writes `bytes` into `dir` under their digest (unless an intact copy is there) and loads them. A loader
- * refusal names the directory and the usual cause: a filesystem mounted noexec (/tmp often is), which
- * lets the file be written but not mapped ("failed to map segment from shared object").
+ * refusal names the file and what the loader's words mean (see whyUnloadable).
  *
  * @example
  * loadAddonFrom(Buffer.from(sea.getAsset(SQLITE_ADDON_ASSET)), '/var/cache/lintel-edge');
@@ -77,8 +96,10 @@ export function loadAddonFrom(bytes: Buffer, dir: string): Addon {
   try {
     process.dlopen(module, file);
   } catch (err) {
+    // Node's own message spans lines; a log line holds one.
+    const loaderMessage = (err as Error).message.replace(/\s+/g, ' ').trim();
     throw new NativeAddonError(
-      `cannot load the SQLite addon unpacked to ${file} (${(err as Error).message.trim()}). ${dir} may be on a filesystem mounted noexec, as /tmp often is; ${REDIRECT_HINT}`,
+      `cannot load the SQLite addon unpacked to ${file} (${loaderMessage}). ${whyUnloadable(loaderMessage, dir)}`,
       'LINTEL_ADDON_UNLOADABLE',
     );
   }

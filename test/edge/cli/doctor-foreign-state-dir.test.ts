@@ -3,7 +3,8 @@
  * ledger doctor created there as root would leave the collector unable to write it (it would not start).
  * Doctor then creates and writes nothing there, sends no probe, and says whom to run it as. Where the
  * state directory does not exist yet, root's doctor does not create it either (it would be root's), and
- * names the install step that makes it the service user's.
+ * names the install step that makes it, and the unit's cache directory, the service user's. (The commands
+ * printed for the service user give that cache directory: doctor-service-user-commands.test.ts.)
  */
 import t, { type Test } from 'tap';
 import { createServer } from 'node:http';
@@ -68,8 +69,9 @@ t.test('doctor as root where the state directory does not exist yet creates noth
   t.match(
     stdout,
     new RegExp(
-      `FAIL state {5}${quoted(state)} does not exist, and doctor run as root does not create it: .*Create it for the service user first: install -d -m 0700 -o lintel-edge -g lintel-edge ${quoted(state)}; ` +
-        `then run doctor as that user: runuser -u lintel-edge -- env STATE_DIRECTORY=${quoted(state)} lintel-edge doctor --config ${quoted(config)} \\(nothing was created\\)`,
+      `FAIL state {5}${quoted(state)} does not exist, and doctor run as root does not create it: .*Create it, and the unit's cache directory, for the service user first: ` +
+        `install -d -m 0700 -o lintel-edge -g lintel-edge ${quoted(state)} /var/cache/lintel-edge; ` +
+        `then run doctor as that user: runuser -u lintel-edge -- env STATE_DIRECTORY=${quoted(state)} CACHE_DIRECTORY=/var/cache/lintel-edge lintel-edge doctor --config ${quoted(config)} \\(nothing was created\\)`,
     ),
   );
   t.match(stdout, /warn ingest {4}not probed: the probe is recorded in the ledger first/);

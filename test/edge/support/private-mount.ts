@@ -36,3 +36,11 @@ export function noFreeInodesTmpfs(target: string, seed: string): [string, ...str
     target,
   );
 }
+
+/**
+ * `passwd` (a file in /etc/passwd's format) in place of /etc/passwd: how a test gives a uid a user name
+ * the host does not have, the service user `lintel-edge` say, without touching the host's accounts.
+ */
+export function passwdFrom(passwd: string): [string, ...string[]] {
+  return privateMount('mount --bind "$1" /etc/passwd', passwd);
+}
