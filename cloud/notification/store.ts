@@ -265,12 +265,15 @@ export class MongoNotificationStore implements NotificationStore {
    */
   private async dropDevicesOverLimit(accountName: string, saved: string): Promise<void> {
     const over = await this.devices
-      .find({ accountName, endpoint: { $ne: saved } }, { projection: { _id: 1 } })
+      .find({ accountName, endpoint: { $ne: saved } }, { projection: { _id: 1, updatedAt: 1 } })
       .sort({ updatedAt: -1, _id: -1 })
       .skip(MAX_DEVICES_PER_ACCOUNT - 1)
       .toArray();
+    // Only a device still as it was read: one subscribed again meanwhile (now the newest), or taken
+    // over by another account, is not this sweep's to delete.
     for (let at = 0; at < over.length; at += IN_CHUNK) {
-      await this.devices.deleteMany({ _id: { $in: over.slice(at, at + IN_CHUNK).map((d) => d._id) } });
+      const unchanged = over.slice(at, at + IN_CHUNK).map((d) => ({ _id: d._id, accountName, updatedAt: d.updatedAt ?? null }));
+      await this.devices.deleteMany({ $or: unchanged });
     }
   }
 

@@ -75,3 +75,49 @@ t.test('through /subscribe: a subscribe past the limit answers 201 and the accou
   t.equal(await devices.countDocuments({ endpoint: endpointOf(ana.account, MAX_DEVICES_PER_ACCOUNT) }), 1, 'the newest device is stored');
   t.same(directory.unexpected, []);
 });
+
+t.test('a device subscribed again while another subscribe sweeps the account is kept', async (t) => {
+  // Two subscribes of one account at once: a new device, whose sweep finds the oldest device past the
+  // limit, and that oldest device subscribed again between the sweep's read and its delete.
+  const { db } = await freshMongo(t);
+  let now = Date.parse('2026-01-01T00:00:00.000Z');
+  const clock = () => (now += 1000);
+  let betweenReadAndDelete: (() => Promise<unknown>) | undefined;
+  const devices = db.collection(COLLECTIONS.devices);
+  // The sweeping store's database: its device collection runs the hook before its first delete.
+  const watched = new Proxy(db, {
+    get(target, property) {
+      if (property !== 'collection') return Reflect.get(target, property, target) as unknown;
+      return (name: string) =>
+        name !== COLLECTIONS.devices
+          ? target.collection(name)
+          : new Proxy(devices, {
+              get(collection, key) {
+                if (key === 'deleteMany') {
+                  return async (...args: Parameters<typeof devices.deleteMany>) => {
+                    const hook = betweenReadAndDelete;
+                    betweenReadAndDelete = undefined;
+                    await hook?.();
+                    return collection.deleteMany(...args);
+                  };
+                }
+                const value = Reflect.get(collection, key, collection) as unknown;
+                return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(collection) : value;
+              },
+            });
+    },
+  });
+  const sweeping = new MongoNotificationStore(watched, { recipientsCacheMs: 0, clock });
+  const other = new MongoNotificationStore(db, { recipientsCacheMs: 0, clock });
+  await sweeping.start();
+  const ana = uniqueName('ana');
+  for (let i = 0; i < MAX_DEVICES_PER_ACCOUNT; i++) t.equal(await other.saveDevice(ana, { endpoint: endpointOf(ana, i), keys }), 'saved');
+  const oldest = endpointOf(ana, 0);
+  betweenReadAndDelete = () => other.saveDevice(ana, { endpoint: oldest, keys });
+  t.equal(await sweeping.saveDevice(ana, { endpoint: endpointOf(ana, MAX_DEVICES_PER_ACCOUNT), keys }), 'saved');
+  t.equal(betweenReadAndDelete, undefined, 'the device was subscribed again between the sweep\'s read and its delete');
+  const left = (await devices.find({ accountName: ana }, { projection: { _id: 0, endpoint: 1 } }).toArray()).map((d) => d.endpoint as string);
+  t.ok(left.includes(oldest), 'the device subscribed again is kept');
+  t.ok(left.includes(endpointOf(ana, MAX_DEVICES_PER_ACCOUNT)), 'and so is the new one');
+  t.equal(left.length, MAX_DEVICES_PER_ACCOUNT, `the account keeps ${MAX_DEVICES_PER_ACCOUNT} devices`);
+});
