@@ -35,6 +35,17 @@ export interface RetentionReport {
 }
 
 /**
+ * A numeric sum or average as a double, never an error: PostgreSQL makes a double a numeric of 15
+ * significant digits, so one reading of the largest double (1.7976931348623157e308) averages to
+ * 1.79769313486232e308, past what a double holds, and a tiny non-zero average (5e-324, 0 and 0) is
+ * below what one holds; casting either back fails the statement, and with it every rollup and
+ * partition drop behind it. Past the largest double it is NULL, below the smallest normal one 0.
+ */
+function asDouble(v: string): string {
+  return `CASE WHEN abs(${v}) > 1.7976931348623157e308 THEN NULL WHEN abs(${v}) < 2.2250738585072014e-308 THEN 0 ELSE ${v}::float8 END`;
+}
+
+/**
  * Aggregates one hour range. For count metrics, a min, max or avg strictly between 0 and the floor is
  * stored as NULL. Whenever any value is withheld, or any reading of the hour lies strictly between 0
  * and the floor, the sum and the avg are withheld with it: with the count, either gives the other back;
@@ -44,14 +55,14 @@ export interface RetentionReport {
  *
  * The sum and the avg are taken in numeric, so readings near the double-precision limit cannot make
  * the statement fail (a float8 sum of 1.7e308 and 1.7e308 is an error, which would stop every rollup
- * and every partition drop behind it). A sum beyond what a double holds is stored as NULL.
+ * and every partition drop behind it), and are turned back into doubles by {@link asDouble}.
  */
 function rollupSql(where: string): string {
   const s = (v: string) => `(counted AND ${v} > 0 AND ${v} < $2)`;
   return `
 WITH agg AS (
   SELECT building_id, room_id, metric, date_trunc('hour', ts, 'UTC') AS hour,
-         count(*) AS n, min(value) AS mn, max(value) AS mx, sum(value::numeric) AS sm, avg(value::numeric)::float8 AS av,
+         count(*) AS n, min(value) AS mn, max(value) AS mx, sum(value::numeric) AS sm, avg(value::numeric) AS av,
          bool_or(value > 0 AND value < $2) AS some_low,
          metric = ANY($1::text[]) AS counted
   FROM readings WHERE ${where}
@@ -61,8 +72,8 @@ INSERT INTO readings_hourly AS h (building_id, room_id, metric, hour, count, min
 SELECT building_id, room_id, metric, hour, n,
        CASE WHEN ${s('mn')} THEN NULL ELSE mn END,
        CASE WHEN ${s('mx')} THEN NULL ELSE mx END,
-       CASE WHEN withheld OR abs(sm) > 1.7976931348623157e308 THEN NULL ELSE sm::float8 END,
-       CASE WHEN withheld THEN NULL ELSE av END,
+       CASE WHEN withheld THEN NULL ELSE ${asDouble('sm')} END,
+       CASE WHEN withheld THEN NULL ELSE ${asDouble('av')} END,
        withheld
 FROM (SELECT agg.*, ${s('mn')} OR ${s('mx')} OR ${s('sm')} OR ${s('av')} OR (counted AND some_low) AS withheld FROM agg) AS checked
 ON CONFLICT (building_id, room_id, metric, hour) DO UPDATE

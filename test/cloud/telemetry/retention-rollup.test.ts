@@ -246,6 +246,28 @@ t.test('readings near the double-precision limit roll up without failing the job
   t.equal(report.watermark, at('2024-06-01T09:00:00Z'), 'the watermark moved past the hour');
 });
 
+t.test('the largest double and a tiny average roll up without failing the job', async (t) => {
+  // PostgreSQL makes a double a numeric of 15 significant digits: the largest double averages past what
+  // a double holds, and 5e-324 with two zeros averages below it; either cast back used to fail the run.
+  const h = await startHarness(t);
+  const job = retentionJob(h, 5);
+  await ingestAt(h, at('2024-06-01T09:30:00Z'), [
+    temperatureReading('b1', 'peak', at('2024-06-01T08:00:00Z'), Number.MAX_VALUE),
+    temperatureReading('b1', 'tiny', at('2024-06-01T08:00:00Z'), 5e-324),
+    temperatureReading('b1', 'tiny', at('2024-06-01T08:10:00Z'), 0),
+    temperatureReading('b1', 'tiny', at('2024-06-01T08:20:00Z'), 0),
+    temperatureReading('b1', 'office', at('2024-06-01T08:00:00Z'), 21.5),
+  ]);
+  h.clock.now = at('2024-06-01T09:30:00Z');
+  const report = await job.runOnce();
+  const byRoom = Object.fromEntries((await buckets(h)).map((r) => [r.room_id, r]));
+  t.match(byRoom.peak, { count: 1, min: Number.MAX_VALUE, max: Number.MAX_VALUE, sum: null, avg: null }, 'a sum and an average past what a double holds are null');
+  t.match(byRoom.tiny, { count: 3, min: 0, max: 5e-324, sum: 0, avg: 0 }, 'below what one holds, 0');
+  t.match(byRoom.office, { count: 1, sum: 21.5, avg: 21.5 }, 'the other buckets of the run are written');
+  t.equal(report.watermark, at('2024-06-01T09:00:00Z'), 'the watermark moved past the hour');
+  t.equal(await rawCount(h), 5, 'nothing is dropped yet: the hour is not 14 days old');
+});
+
 t.test('a stop calls off a run under way: nothing of it is kept, and the next run does its work', async (t) => {
   const h = await startHarness(t);
   await ingestAt(h, at('2024-06-01T09:30:00Z'), [temperatureReading('b1', 'r1', at('2024-06-01T08:00:00Z'), 21)]);
