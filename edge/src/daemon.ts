@@ -14,6 +14,7 @@ import { redactIdentifiers } from './report/identifiers.js';
 import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
 import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
+import { PairsAtIngest } from './zones/pairs-at-ingest.js';
 import { resumeSavedState, type StopLength } from './zones/resume.js';
 import type { ZoneStore } from './zones/store.js';
 import { applyPoll, frozenCount, rezoneToConfig, transitionWindow, zoneCounts } from './zones/tracker.js';
@@ -113,6 +114,15 @@ export interface DaemonSettings {
   ledgerRetentionMs?: number;
 }
 
+/** The zoneTransition readings of a batch, as the zone pairs they report. */
+function transitionsIn(readings: readonly Reading[]): ZonePairCount[] {
+  const pairs: ZonePairCount[] = [];
+  for (const reading of readings) {
+    if (reading.type === 'zoneTransition') pairs.push({ from: String(reading.fromRoomId), to: reading.roomId, count: Number(reading.zoneTransition) });
+  }
+  return pairs;
+}
+
 /** What {@link EdgeDaemon.reconfigure} did: `applied: false` when the collector was stopping. */
 export interface Reconfigured {
   applied: boolean;
@@ -193,6 +203,12 @@ export class EdgeDaemon {
    * dropped, so the next save is complete too.
    */
   private startedOver = false;
+  /**
+   * The zone pairs the ingest may still hold at a non-zero count, so that a pair whose one 0 was in a
+   * lost batch is reported with 0 again until a batch carrying it is delivered. Saved with the zone
+   * state at each tick and loaded with it: a restart after a lost batch reports the 0 too.
+   */
+  private pairsAtIngest = new PairsAtIngest();
 
   constructor(private readonly deps: DaemonDeps) {
     this.config = deps.config;
@@ -255,6 +271,7 @@ export class EdgeDaemon {
       const { zones, logger } = this.deps;
       const saved = zones.load();
       const savedAt = zones.savedAt();
+      this.pairsAtIngest = PairsAtIngest.of(zones.pairsAtIngest());
       this.noteSetAside();
       const { pollIntervalMs, tracker } = this.config;
       const resumed = resumeSavedState(saved, { savedAt, now, pollIntervalMs, transitionWindowPolls: tracker.transitionWindowPolls });
@@ -288,8 +305,9 @@ export class EdgeDaemon {
   /**
    * Takes a new configuration (and poster) between two ticks: waits for the tick in flight, then applies
    * it before the next one starts, so no poll, tracking step or batch ever mixes two configurations.
-   * Devices of an AP moved to another zone follow it, as at a start over a saved state. Not applied
-   * once the collector is stopping.
+   * Devices of an AP moved to another zone follow it, as at a start over a saved state; those of an AP
+   * no longer configured arrive at the next tick where they are heard, with no move (see tracker.ts).
+   * Not applied once the collector is stopping.
    */
   async reconfigure(settings: DaemonSettings): Promise<Reconfigured> {
     // The next tick starts from a timer, so it cannot begin between the tick settling and this
@@ -387,10 +405,11 @@ export class EdgeDaemon {
 
     const outcome = applyPoll(state, observe(results, this.deps.hasher), config.tracker);
     this.state = outcome.state;
+    // before the save, which keeps the pairs this tick reports
+    const transitions = this.pairsAtIngest.report(transitionWindow(outcome.state, config.tracker));
     this.save(outcome, timestamp);
     const zoneIds = config.zones.map((z) => z.id);
     const counts = zoneCounts(outcome.state, zoneIds);
-    const transitions = transitionWindow(outcome.state, config.tracker);
 
     const built = buildReadings({
       buildingId: config.buildingId,
@@ -416,6 +435,7 @@ export class EdgeDaemon {
     for (const part of parts) {
       const delivered = await this.deliverPart(part, clockSet, timestamp);
       metrics.batches.inc({ delivery: delivered.delivery });
+      if (delivered.delivery === 'accepted' || delivered.delivery === 'kept') this.pairsAtIngest.delivered(transitionsIn(part.readings));
       deliveries.push(delivered);
     }
     // batchesOf gives at least one part.
@@ -468,11 +488,12 @@ export class EdgeDaemon {
    * the store drops every stored device the state no longer holds, or a device gone during the failure
    * would come back at the next start. Nothing of the failed polls is held meanwhile, however long the
    * store stays unwritable and however many devices come and go. The poll's wall-clock time is saved
-   * with it, for the next start to tell how long the collector was stopped.
+   * with it, for the next start to tell how long the collector was stopped, and the zone pairs the
+   * ingest may still hold at a count (the 0s delivered in this tick's batch leave them at the next save).
    */
   private save(outcome: PollOutcome, at: number): void {
     try {
-      this.deps.zones.save(outcome, { complete: this.saveFailed || this.startedOver, at });
+      this.deps.zones.save(outcome, { complete: this.saveFailed || this.startedOver, at, pairsAtIngest: this.pairsAtIngest.list() });
       this.noteSetAside('save');
       if (this.saveFailed) this.deps.logger.info({ devices: outcome.state.devices.size }, 'the zone state is saved again');
       this.saveFailed = false;

@@ -6,7 +6,7 @@ import { existsSync, renameSync } from 'node:fs';
 import type { SafeMessageError } from '../../../shared/describe-error.js';
 import { isUnreadableDatabase, openDatabase, sqliteCodeOf, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
 import { zoneMigrations } from './migrations.js';
-import type { PollOutcome, TrackedDevice, TrackerState, TransitionEntry } from './types.js';
+import type { PollOutcome, TrackedDevice, TrackerState, TransitionEntry, ZonePair } from './types.js';
 
 export interface SaveOptions {
   /**
@@ -19,6 +19,11 @@ export interface SaveOptions {
    * was stopped (see resume.ts). Without it, the saved state's time is unknown at the next load.
    */
   at?: number;
+  /**
+   * The zone pairs the ingest may still hold at a non-zero count (see pairs-at-ingest.ts), for the next
+   * start to report them with 0 if they fell meanwhile. Left as saved last when not given.
+   */
+  pairsAtIngest?: readonly ZonePair[];
 }
 
 /** A state file found unreadable and renamed, so that the store could start over on a new one. */
@@ -37,6 +42,8 @@ export interface ZoneStore {
    * is not known: nothing saved, or saved without one (a file from before the time was recorded).
    */
   savedAt(): number | undefined;
+  /** The zone pairs saved last as SaveOptions.pairsAtIngest; none when nothing was saved so. */
+  pairsAtIngest(): ZonePair[];
   /** Persists what one poll changed, atomically. */
   save(outcome: PollOutcome, options?: SaveOptions): void;
   /**
@@ -66,12 +73,32 @@ interface DeviceRow {
 
 /** The tracker_meta key of the wall-clock time of the poll saved last (epoch ms). */
 const POLL_TIME_KEY = 'poll_at_ms';
+/** The tracker_meta key of the zone pairs the ingest may hold at a non-zero count: JSON `[[from, to], …]`. */
+const PAIRS_AT_INGEST_KEY = 'pairs_at_ingest';
+
+/** The pairs of a PAIRS_AT_INGEST_KEY value; none from a value that is not such a list (edited by hand). */
+function pairsOfMeta(value: string | undefined): ZonePair[] {
+  if (value === undefined) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(parsed)) return [];
+  const pairs: ZonePair[] = [];
+  for (const item of parsed as unknown[]) {
+    if (Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' && typeof item[1] === 'string') pairs.push({ from: item[0], to: item[1] });
+  }
+  return pairs;
+}
 
 /** The statements of one open zone file. */
 interface ZoneTables {
   db: SqliteDatabase;
   load(): TrackerState;
   savedAt(): number | undefined;
+  pairsAtIngest(): ZonePair[];
   save(outcome: PollOutcome, options: SaveOptions): void;
   bindKey(fingerprint: string): 'kept' | 'cleared';
 }
@@ -140,6 +167,8 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
     // always belongs to the poll saved.
     if (options.at !== undefined && Number.isFinite(options.at)) setMeta.run(POLL_TIME_KEY, String(options.at));
     else deleteMeta.run(POLL_TIME_KEY);
+    // A key of tracker_meta too: it describes the ingest, not the devices, so a new device key keeps it.
+    if (options.pairsAtIngest !== undefined) setMeta.run(PAIRS_AT_INGEST_KEY, JSON.stringify(options.pairsAtIngest.map((p) => [p.from, p.to])));
   });
 
   const clear = db.transaction(() => {
@@ -184,6 +213,7 @@ function prepareTables(db: SqliteDatabase): ZoneTables {
       // a value edited by hand into something that is no time is no time known
       return Number.isFinite(at) ? at : undefined;
     },
+    pairsAtIngest: () => pairsOfMeta((getMeta.get(PAIRS_AT_INGEST_KEY) as { value: string } | undefined)?.value),
     save: (outcome, options) => save(outcome, options),
     bindKey(fingerprint) {
       const stored = (getMeta.get('key_fingerprint') as { value: string } | undefined)?.value;
@@ -328,6 +358,7 @@ export function openSqliteZoneStore(path: string): ZoneStore {
   return {
     load: () => recovering((t) => t.load()),
     savedAt: () => recovering((t) => t.savedAt()),
+    pairsAtIngest: () => recovering((t) => t.pairsAtIngest()),
     // Damage that only a write reaches (a free page list, a page no load reads) is found here: the new
     // file then gets the whole state, not only this poll's changes, or the devices the poll left
     // unchanged would be missing from it at the next start.

@@ -25,10 +25,16 @@
  *   never a move that met the margin or the dwell rule.
  * - **Absence.** A device unheard while its AP answers is still counted for `absentPolls - 1` polls (one
  *   missed station-table row is not a departure) and is gone on the `absentPolls`-th.
+ * - **An AP no longer configured.** A device last heard by an AP that this poll does not name (renamed,
+ *   or removed with its zone, by a reload or before a restart) has nobody left to speak for its zone:
+ *   heard elsewhere while its zone does not hear it, it is dropped from its zone and arrives where it is
+ *   heard, as at the frozen ceiling. Nobody walked: a renamed AP put in another zone, or a zone removed,
+ *   is no move. Unheard, it is gone as an absent device is.
  * - **Transitions.** Each move is recorded as (from, to) and summed over the last
  *   `transitionWindowPolls` polls. An arrival is not a transition. A pair that leaves the window is
  *   reported once more with 0, also when the window shrank between two polls (a reload or restart with
- *   a longer poll interval or a shorter transition window).
+ *   a longer poll interval or a shorter transition window). The collector repeats that 0 until a batch
+ *   carrying it is delivered (pairs-at-ingest.ts).
  */
 import type {
   ApObservation,
@@ -41,6 +47,7 @@ import type {
   TrackerConfig,
   TrackerState,
   TransitionEntry,
+  ZonePair,
   ZonePairCount,
 } from './types.js';
 import { UNREADABLE_RSSI_DBM } from './types.js';
@@ -139,10 +146,11 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 
 /**
  * The next record of a known device that was heard this poll. It moved when the zone differs; it is
- * frozen when `frozenPolls` is above 0. 'expired' when it reached the frozen ceiling heard only in
- * another zone: it is dropped from its zone, and the caller admits it where it is heard.
+ * frozen when `frozenPolls` is above 0. 'expired' when heard only in another zone and either at the
+ * frozen ceiling or known by an AP this poll does not name: it is dropped from its zone, and the caller
+ * admits it where it is heard.
  */
-function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
+function stepHeard(current: TrackedDevice, heard: Heard, aps: PolledAps, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentAp !== undefined) {
     // Both zones hear it. The loudest sighting is in the new zone, so the lead is 0 (a tie the AP names
@@ -152,8 +160,11 @@ function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<
     if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     return dwell(current, heard, heard.incumbentAp, heard.incumbentRssiDbm, poll, config);
   }
+  // Its AP is no longer configured: no answer of its zone can count toward the dwell rule, and its last
+  // signal, that AP's, is no incumbent to measure a margin by.
+  if (!aps.named.has(current.ap)) return 'expired';
   const beatsLastKnown = beatsByMargin(heard.rssiDbm, current.rssiDbm, config);
-  if (silentAps.has(current.ap)) {
+  if (aps.silent.has(current.ap)) {
     // Its own AP cannot speak for it: keep it where it was unless the margin says otherwise, until the ceiling.
     if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     const frozenPolls = current.frozenPolls + 1;
@@ -177,6 +188,7 @@ function dwell(current: TrackedDevice, heard: Heard, ap: string, rssiDbm: number
 
 /** The next record of a known device nobody heard this poll, or why it is removed. */
 function stepUnheard(current: TrackedDevice, silentAps: ReadonlySet<string>, config: TrackerConfig): TrackedDevice | RemovalReason {
+  // An AP no longer configured is not silent: its devices are absent, and gone after absentPolls.
   if (silentAps.has(current.ap)) {
     const frozenPolls = current.frozenPolls + 1;
     if (frozenPolls >= config.frozenPolls) return 'expired';
@@ -185,6 +197,22 @@ function stepUnheard(current: TrackedDevice, silentAps: ReadonlySet<string>, con
   const absentPolls = current.absentPolls + 1;
   if (absentPolls >= config.absentPolls) return 'gone';
   return tracked(current.zone, current.ap, current.rssiDbm, null, 0, 0, absentPolls, current.lastHeardPoll);
+}
+
+/** The APs one poll names: every AP configured, each answered or silent. */
+interface PolledAps {
+  named: ReadonlySet<string>;
+  silent: ReadonlySet<string>;
+}
+
+function polledAps(observation: PollObservation): PolledAps {
+  const named = new Set<string>();
+  const silent = new Set<string>();
+  for (const ap of observation.aps) {
+    named.add(ap.ap);
+    if (!ap.answered) silent.add(ap.ap);
+  }
+  return { named, silent };
 }
 
 /** Counts per (from, to) zone pair in first-seen order, keyed by from then to: no key strings are built. */
@@ -227,8 +255,7 @@ class PairCounts {
 export function applyPoll(state: TrackerState, observation: PollObservation, config: TrackerConfig): PollOutcome {
   const poll = state.poll + 1;
   const known = state.devices;
-  const silentAps = new Set<string>();
-  for (const ap of observation.aps) if (!ap.answered) silentAps.add(ap.ap);
+  const aps = polledAps(observation);
 
   const slots = new Map<string, Slot>();
   const knownHeard = foldSightings(observation.aps, known, slots);
@@ -251,13 +278,13 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
   slots.forEach((slot, id) => {
     const heard = slot as Heard;
     const current = heard.current;
-    const next = current && stepHeard(current, heard, silentAps, poll, config);
+    const next = current && stepHeard(current, heard, aps, poll, config);
     if (current !== undefined && next !== undefined && next !== 'expired') {
       settle(id, current, next);
       return;
     }
-    // New, or dropped at the frozen ceiling from a zone that could not hear it: it arrives where it is
-    // heard (its stored row is overwritten, so it is not in `removed`).
+    // New, or dropped from a zone that could not hear it (at the frozen ceiling, or its AP no longer
+    // configured): it arrives where it is heard (its stored row is overwritten, so it is not in `removed`).
     slots.set(id, settled(heard.zone, heard.ap, heard.rssiDbm, poll));
     changed.push(id);
     stats.arrived++;
@@ -267,7 +294,7 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
   if (knownHeard < known.size) {
     known.forEach((current, id) => {
       if (slots.has(id)) return;
-      const next = stepUnheard(current, silentAps, config);
+      const next = stepUnheard(current, aps.silent, config);
       if (typeof next === 'string') {
         removed.push({ device: id, reason: next });
         if (next === 'gone') stats.gone++;
@@ -317,8 +344,9 @@ function keptTransitions(state: TrackerState, poll: number, windowPolls: number)
 /**
  * The state with every device counted in the zone its AP belongs to now, for a state saved under an
  * older configuration: an AP moved to another zone carries its devices along at once. Nobody walked, so
- * it is no move (no transition, no dwell); a device whose AP is no longer configured is left as it is
- * (unheard, it is dropped as absent). Answers the state unchanged when nothing differs.
+ * it is no move (no transition, no dwell). A device whose AP is no longer configured is left as it is:
+ * the next poll admits it where it is heard, with no move, or drops it as absent (see applyPoll).
+ * Answers the state unchanged when nothing differs.
  *
  * @example
  * rezoneToConfig(saved, new Map([['ap-1', 'cafe']])); // { state, rezoned: 12 }
@@ -358,7 +386,8 @@ export function frozenCount(state: TrackerState): number {
 
 /**
  * Moves per zone pair over the transition window, ending at the state's poll. A pair that had moves in
- * the window ending one poll earlier but has none now is reported once with 0, so a reader sees it fall.
+ * the window ending one poll earlier but has none now is reported once with 0, so a reader sees it fall
+ * (PairsAtIngest reports it again while no batch carrying that 0 was delivered).
  */
 export function transitionWindow(state: TrackerState, config: TrackerConfig): ZonePairCount[] {
   const oldest = state.poll - config.transitionWindowPolls;
@@ -369,5 +398,10 @@ export function transitionWindow(state: TrackerState, config: TrackerConfig): Zo
     const before = entry.poll >= oldest && entry.poll < state.poll;
     if (now || before) pairs.add(entry.from, entry.to, now ? entry.count : 0);
   }
-  return pairs.list.sort((a, b) => (a.from === b.from ? a.to.localeCompare(b.to) : a.from.localeCompare(b.from)));
+  return pairs.list.sort(byZonePair);
+}
+
+/** The order transitions are reported in: by origin, then by destination. */
+export function byZonePair(a: ZonePair, b: ZonePair): number {
+  return a.from === b.from ? a.to.localeCompare(b.to) : a.from.localeCompare(b.from);
 }

@@ -102,10 +102,14 @@ export interface PollObservation {
 /** Why a device left the tracker. */
 export type RemovalReason = 'gone' | 'expired';
 
-/** The number of devices that moved between two zones. */
-export interface ZonePairCount {
+/** Two zones, in the order a device moves between them. */
+export interface ZonePair {
   from: string;
   to: string;
+}
+
+/** The number of devices that moved between two zones. */
+export interface ZonePairCount extends ZonePair {
   count: number;
 }
 

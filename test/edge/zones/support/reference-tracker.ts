@@ -81,9 +81,17 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 
 /**
  * The next record of a known device that was heard this poll. It moved when the zone differs; it is
- * frozen when `frozenPolls` is above 0; 'expired' at the frozen ceiling, heard only in another zone.
+ * frozen when `frozenPolls` is above 0; 'expired' heard only in another zone, at the frozen ceiling or
+ * when the poll does not name its AP (no longer configured).
  */
-function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<string>, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
+function stepHeard(
+  current: TrackedDevice,
+  heard: Heard,
+  namedAps: ReadonlySet<string>,
+  silentAps: ReadonlySet<string>,
+  poll: number,
+  config: TrackerConfig,
+): TrackedDevice | 'expired' {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
   if (heard.incumbentRssiDbm !== undefined) {
     const incumbentAp = heard.incumbentAp ?? current.ap;
@@ -95,6 +103,8 @@ function stepHeard(current: TrackedDevice, heard: Heard, silentAps: ReadonlySet<
     if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     return { ...current, ap: incumbentAp, rssiDbm: heard.incumbentRssiDbm, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
   }
+  // Nobody is left to speak for its zone: dropped from it, and admitted where it is heard.
+  if (!namedAps.has(current.ap)) return 'expired';
   const beatsLastKnown = beatsByMargin(heard.rssiDbm, current.rssiDbm, config);
   if (silentAps.has(current.ap)) {
     // Its own AP cannot speak for it: keep it where it was unless the margin says otherwise; at the
@@ -139,8 +149,8 @@ function pairKey(from: string, to: string): string {
  */
 export function applyPoll(state: TrackerState, observation: PollObservation, config: TrackerConfig): PollOutcome {
   const poll = state.poll + 1;
-  const silentAps = new Set<string>();
-  for (const ap of observation.aps) if (!ap.answered) silentAps.add(ap.ap);
+  const namedAps = new Set(observation.aps.map((ap) => ap.ap));
+  const silentAps = new Set(observation.aps.filter((ap) => !ap.answered).map((ap) => ap.ap));
   const heard = heardDevices(observation.aps, state.devices);
 
   const devices = new Map<string, TrackedDevice>();
@@ -151,7 +161,7 @@ export function applyPoll(state: TrackerState, observation: PollObservation, con
 
   for (const [id, current] of state.devices) {
     const sighting = heard.get(id);
-    const next = sighting ? stepHeard(current, sighting, silentAps, poll, config) : stepUnheard(current, silentAps, config);
+    const next = sighting ? stepHeard(current, sighting, namedAps, silentAps, poll, config) : stepUnheard(current, silentAps, config);
     if (sighting && next === 'expired') {
       // dropped from its zone, and at once an arrival where it is heard: the stored row stays
       devices.set(id, settled(sighting.zone, sighting.ap, sighting.rssiDbm, poll));
