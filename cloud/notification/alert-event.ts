@@ -72,9 +72,29 @@ export function parseAlertRecord(value: Buffer | null): ParsedAlert {
   return { ok: true, alert };
 }
 
-/** `alert:{type}:{field}:{buildingId}:{roomId}`: one delivery per key every 300 s, across replicas. */
+/** A character that would let one part of a cooldown key run into the next, or fake an escape. */
+const KEY_SPECIAL = /[%:]/;
+
+/**
+ * A name as a part of a cooldown key: `%` as `%25`, then `:` as `%3A`. Names may hold both (a room
+ * `hq:lab` of building `acme` would otherwise share the key of room `lab` of building `acme:hq`, and
+ * suppress another tenant's alerts); any other name is itself, so its key is the seed's.
+ */
+function keyPart(name: string): string {
+  return KEY_SPECIAL.test(name) ? name.replaceAll('%', '%25').replaceAll(':', '%3A') : name;
+}
+
+/**
+ * `alert:{type}:{field}:{buildingId}:{roomId}`: one delivery per key every 300 s, across replicas.
+ * Each part is escaped ({@link keyPart}), so two different alerts never share a key; for names without
+ * `:` or `%` (every catalog type and field) the key is exactly the seed's.
+ *
+ * @example
+ * cooldownKey({ type: 'temperature', field: 'temperature', buildingId: 'b1', roomId: 'r1' }); // 'alert:temperature:temperature:b1:r1'
+ * cooldownKey({ type: 'temperature', field: 'temperature', buildingId: 'acme', roomId: 'hq:lab' }); // 'alert:temperature:temperature:acme:hq%3Alab'
+ */
 export function cooldownKey(alert: Pick<ReceivedAlert, 'type' | 'field' | 'buildingId' | 'roomId'>): string {
-  return `alert:${alert.type}:${alert.field}:${alert.buildingId}:${alert.roomId}`;
+  return `alert:${keyPart(alert.type)}:${keyPart(alert.field)}:${keyPart(alert.buildingId)}:${keyPart(alert.roomId)}`;
 }
 
 /** `alert-seen:{alertId}`: set when an alert is first settled, so a resend or redelivery is a duplicate. */

@@ -12,13 +12,14 @@
  * - its alertId, type, field, buildingId and roomId are strings the general path takes as names (1 to
  *   256 characters, not blank: printable ASCII holds no control character or surrogate), value and
  *   threshold are numbers or null, bound a string or null, when present;
+ * - its type, field, buildingId and roomId hold neither `:` nor `%`: the general path escapes those in
+ *   the key (`cooldownKey`), the scan joins the names as they are, and a room `hq%3Alab` joined as it
+ *   is would make the key of room `hq:lab`;
  * - its type is one of the alertable names, the set the general path checks first;
  * - its cooldown key `alert:{type}:{field}:{buildingId}:{roomId}`, byte for byte the general path's
  *   key, is remembered here with an expiry after `now`, the expiry the cooldown's memory holds.
- * A remembered key alone does not make the record alertable: names may hold `:`, so type
- * `temperature:temperature`, field `b1`, building `r1`, room `x` makes the key of an alertable
- * `temperature` alert of building `b1`, room `r1:x`. Any other record answers 0 and takes the general
- * path. `test/cloud/notification/armed-scan.test.ts` holds the two paths equal on generated records.
+ * Any other record answers 0 and takes the general path. `test/cloud/notification/armed-scan.test.ts`
+ * holds the two paths equal on generated records.
  */
 import { readFileSync } from 'node:fs';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
@@ -54,7 +55,7 @@ const TABLE_1 = TABLE_0 + SLOTS * SLOT_BYTES;
 const ARENA_0 = TABLE_1 + SLOTS * SLOT_BYTES;
 const ARENA_1 = ARENA_0 + ARENA_BYTES;
 const SCRATCH = ARENA_1 + ARENA_BYTES;
-/** Where a key given by the cooldown is written (a name is at most 256 characters: a key fits 2 KiB). */
+/** Where a key given by the cooldown is written (a name is at most 256 characters, 768 escaped: a key fits 3.1 KiB). */
 const KEY_AREA = SCRATCH + 4096;
 const KEY_AREA_BYTES = 4096;
 /** The alertable type names, each a length byte then its bytes. */

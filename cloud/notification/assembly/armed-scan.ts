@@ -2,8 +2,9 @@
 //
 // The cooldown keys this process armed, and a scan that tells which alert records of a slice are
 // certainly suppressed by one of them: a flat JSON object of printable ASCII whose five names are
-// valid, whose type is one of the alertable names, and whose cooldown key
-// `alert:{type}:{field}:{buildingId}:{roomId}` is armed and not expired.
+// valid, whose type, field, buildingId and roomId hold neither `:` nor `%` (the general path escapes
+// those in the key; here the key is the names joined as they are), whose type is one of the alertable
+// names, and whose cooldown key `alert:{type}:{field}:{buildingId}:{roomId}` is armed and not expired.
 // Every other record answers 0 and takes the general path (armed-keys.ts explains why the two agree).
 //
 // Memory is laid out by the caller (armed-keys.ts): two tables of SLOT_BYTES slots and two key arenas
@@ -266,8 +267,9 @@ function fieldOf(p: usize, n: u32): i32 {
 }
 
 /**
- * True when the bytes [p, p + n) are one of the alertable type names. A remembered key does not imply
- * it: names may hold `:`, so a type outside the set can make the key of an alertable one.
+ * True when the bytes [p, p + n) are one of the alertable type names. Only alertable alerts arm a key,
+ * and a key names its type, but the set is checked all the same: a record of another type is never
+ * the general path's to suppress.
  */
 function isAlertable(p: usize, n: u32): bool {
   let at = typeNames;
@@ -279,6 +281,19 @@ function isAlertable(p: usize, n: u32): bool {
   return false;
 }
 
+/**
+ * True when the bytes [start, stop) hold `:` or `%`. The general path escapes those in a cooldown key
+ * (`%` as `%25`, `:` as `%3A`); joined as they are, a name holding `%3A` would make the key of a name
+ * holding `:`, so such a record takes the general path.
+ */
+function escapedInKey(start: usize, stop: usize): bool {
+  for (let k = start; k < stop; k++) {
+    const c = load<u8>(k);
+    if (c == 0x3a || c == 0x25) return true;
+  }
+  return false;
+}
+
 @inline function append(to: usize, from: usize, n: usize): usize {
   memory.copy(to, from, n);
   return to + n;
@@ -286,8 +301,8 @@ function isAlertable(p: usize, n: u32): bool {
 
 /**
  * 1 when the record [p, p + n) is a flat JSON object of printable ASCII, is a valid alert by every
- * rule of the general path, its type is alertable, and its cooldown key is armed here until after
- * `now`; else 0. `scratch` receives the key.
+ * rule of the general path, no part of its cooldown key holds `:` or `%`, its type is alertable, and
+ * its cooldown key is armed here until after `now`; else 0. `scratch` receives the key.
  */
 function suppressedHere(p: usize, n: u32, now: f64, scratch: usize): u32 {
   if (n == 0 || n > MAX_RECORD_BYTES) return 0;
@@ -365,7 +380,8 @@ function suppressedHere(p: usize, n: u32, now: f64, scratch: usize): u32 {
   if (skipSpace(i, end) != end) return 0;
   if ((seen & 0x1f) != 0x1f) return 0;
   if (!isName(idStart, idStop) || !isName(typeStart, typeStop) || !isName(fieldStart, fieldStop) || !isName(buildingStart, buildingStop) || !isName(roomStart, roomStop)) return 0;
-  // alert:{type}:{field}:{buildingId}:{roomId}
+  if (escapedInKey(typeStart, typeStop) || escapedInKey(fieldStart, fieldStop) || escapedInKey(buildingStart, buildingStop) || escapedInKey(roomStart, roomStop)) return 0;
+  // alert:{type}:{field}:{buildingId}:{roomId}, which is the general path's key for names without `:` or `%`
   store<u32>(scratch, 0x72656c61); // "aler"
   store<u16>(scratch, 0x3a74, 4); // "t:"
   let k = scratch + 6;

@@ -1,7 +1,8 @@
 /**
  * The alert record as the breach path reads it: what counts as malformed (an alertId missing too), the
- * cooldown and seen keys, the push topic, and the notification text built from the metric catalog.
+ * cooldown key (the seed's for ids without `:` or `%`, one per alert for every id) and the seen key, the push topic, and the notification text built from the metric catalog.
  */
+import fc from 'fast-check';
 import t from 'tap';
 import { parseNotification } from '../../../shared/notification.js';
 import { alertNotification, cooldownKey, parseAlertRecord, pushTopicOf, seenKey } from '../../../cloud/notification/alert-event.js';
@@ -40,7 +41,8 @@ t.test('anything else is malformed, with a reason', async (t) => {
 });
 
 t.test('the cooldown key, the seen key and the push topic', async (t) => {
-  t.equal(cooldownKey({ type: 'airQuality', field: 'co2', buildingId: 'b 1', roomId: 'r:2' }), 'alert:airQuality:co2:b 1:r:2');
+  t.equal(cooldownKey({ type: 'airQuality', field: 'co2', buildingId: 'b 1', roomId: 'r2' }), 'alert:airQuality:co2:b 1:r2', 'the seed’s form');
+  t.equal(cooldownKey({ type: 'airQuality', field: 'co2', buildingId: 'b 1', roomId: 'r:2' }), 'alert:airQuality:co2:b 1:r%3A2', '`:` escaped');
   t.equal(seenKey({ alertId: '3f2a' }), 'alert-seen:3f2a');
   const topic = pushTopicOf('alert:airQuality:co2:b1:r2');
   t.equal(topic.length, 32);
@@ -71,4 +73,19 @@ t.test('the notification names the bound, the value and the limit with their uni
   t.notOk('domainName' in bare, 'unscoped without a domain');
   const byField = alertNotification({ type: 'temperature', field: 'humidity', buildingId: 'b1', roomId: 'r1', value: 81 }, base);
   t.equal(byField.message, 'Maximum relative humidity exceeded in room r1 of building b1: 81 %', 'the bound is found by field when none is named');
+});
+
+t.test('two alerts share a cooldown key only when their type, field, building and room are the same', async (t) => {
+  const acme = { type: 'temperature', field: 'temperature', buildingId: 'acme', roomId: 'hq:lab' };
+  t.not(cooldownKey(acme), cooldownKey({ ...acme, buildingId: 'acme:hq', roomId: 'lab' }), 'room `hq:lab` of `acme` is not room `lab` of `acme:hq`');
+  t.not(cooldownKey(acme), cooldownKey({ ...acme, roomId: 'hq%3Alab' }), 'a literal `%3A` is not `:`');
+  t.equal(cooldownKey({ ...acme, roomId: '%3A:%' }), 'alert:temperature:temperature:acme:%253A%3A%25', '`%` escaped before `:`');
+  // Names of the characters that matter, so that generated pairs often come close.
+  const name = fc.stringMatching(/^[a:%3A2]{1,6}$/);
+  const alert = fc.record({ type: name, field: name, buildingId: name, roomId: name });
+  fc.assert(
+    fc.property(alert, alert, (a, b) => (cooldownKey(a) === cooldownKey(b)) === (a.type === b.type && a.field === b.field && a.buildingId === b.buildingId && a.roomId === b.roomId)),
+    { numRuns: 5000 },
+  );
+  fc.assert(fc.property(fc.record({ type: fc.string(), field: fc.string(), buildingId: fc.string(), roomId: fc.string() }), (a) => cooldownKey(a).split(':').length === 5), { numRuns: 2000 });
 });
