@@ -2,11 +2,13 @@
  * The chat service's HTTP surface, built from injected ports. Routes are served both at the root and
  * under /chat, so the service works behind an ingress that strips the prefix and one that keeps it.
  * Express serves every route; the common send request goes to a plain handler in front of it
- * (send-path.ts), with the same answers.
+ * (send-path.ts), with the same answers. A state-changing request another site made the browser send
+ * is refused with 403 on every route (shared/cross-site.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
+import { crossSiteRefusal, refuseCrossSiteWrites } from '../../shared/cross-site.js';
 import { HttpError, errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
 import { healthHandler, requireClaims } from '../../shared/http.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
@@ -76,7 +78,7 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   routes.get('/health', healthHandler);
   routes.get('/metrics', metricsHandler(deps.registry));
   const conversations = express.Router();
-  conversations.use(requireClaims(), jsonBody());
+  conversations.use(refuseCrossSiteWrites, requireClaims(), jsonBody());
   conversations.post('/:id/messages', sendMessageRoute(sendMessage));
   conversations.use('/', conversationsRouter(deps.store, now));
   conversations.use(undecodableIdNotFound);
@@ -102,7 +104,8 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   return {
     app: (req, res) => {
       const id = refusing ? undefined : plainSendIdOf(req);
-      if (id === undefined) app(req, res);
+      // A send another site made the browser post goes to Express, whose guard refuses it as it would anywhere.
+      if (id === undefined || crossSiteRefusal(req) !== undefined) app(req, res);
       else plainSend(req, res, id);
     },
     inFlight,

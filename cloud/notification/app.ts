@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import express, { type Express, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
+import { refuseCrossSiteWrites } from '../../shared/cross-site.js';
 import { DirectoryError, type BuildingDirectory } from '../../shared/directory.js';
 import { HttpError, errorHandler, jsonBody, notFoundHandler, reportedProblems, sendError } from '../../shared/errors.js';
 import { callerOf, healthHandler, rawClaimsOf, requireClaims } from '../../shared/http.js';
@@ -83,6 +84,9 @@ export function createApp(deps: AppDeps): Express {
     res.json({ publicVapidKey: deps.vapidPublicKey });
   });
 
+  // Every route from here on acts for the user whose cookie the claims come from: a change another site
+  // made the browser send is refused before the claims are read (shared/cross-site.ts).
+  app.use(refuseCrossSiteWrites);
   const claims = requireClaims({ requireAccountName: true });
 
   app.post('/subscribe', claims, jsonBody(), async (req: Request, res: Response) => {

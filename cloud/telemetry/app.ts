@@ -5,6 +5,7 @@ import express, { type Express } from 'express';
 import type { Logger } from 'pino';
 import { METRICS } from '../../shared/catalog/metrics.js';
 import { contractOf } from '../../shared/catalog/validate.js';
+import { refuseCrossSiteWrites } from '../../shared/cross-site.js';
 import type { BindingCatalog } from '../../shared/devices/bindings.js';
 import type { DeviceAdapter } from '../../shared/devices/adapter.js';
 import type { BuildingDirectory } from '../../shared/directory.js';
@@ -45,6 +46,9 @@ export function createApp(ports: AppPorts): Express {
   });
   const limitBytes = ports.ingestLimitBytes;
   app.use(ingestRouter({ ingest: ports.ingest, keys: ports.keys, metrics: ports.metrics, ...(limitBytes !== undefined ? { limitBytes } : {}) }));
+  // Ingest above is signed and carries no cookie. Every route below acts with claims the mesh builds
+  // from the user's cookie: a change another site made the browser send is refused (shared/cross-site.ts).
+  app.use(refuseCrossSiteWrites);
   app.use(thresholdsRouter({ directory: ports.directory, store: ports.thresholds }));
   app.use(sensorsRouter({ directory: ports.directory, store: ports.buildings, catalog: ports.catalog }));
   app.use(actionsRouter({ directory: ports.directory, devices: ports.devices, metrics: ports.metrics, logger: ports.logger }));

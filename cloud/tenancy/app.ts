@@ -4,6 +4,7 @@
 import type { RequestListener } from 'node:http';
 import express from 'express';
 import type { Logger } from 'pino';
+import { refuseCrossSiteWrites } from '../../shared/cross-site.js';
 import { errorHandler, jsonBody, notFoundHandler } from '../../shared/errors.js';
 import type { KeyRing } from '../../shared/hmac.js';
 import { healthHandler, requireClaims } from '../../shared/http.js';
@@ -32,8 +33,10 @@ export function createTenancyApp(options: TenancyAppOptions): RequestListener {
   // Internal routes read their raw body themselves (the signature covers the exact bytes), so they
   // are mounted before the JSON parser.
   app.use(internalRoutes(options.store, options.keys));
-  // Claims first: a caller who is nobody gets 401, never has a body read, and is told nothing about it.
-  app.use(['/domains', '/me', '/invite-codes'], requireClaims(), jsonBody());
+  // A change another site made the browser send is refused before anything of it is read (claims
+  // come from the cookie, shared/cross-site.ts). Then claims: a caller who is nobody gets 401, never
+  // has a body read, and is told nothing about it.
+  app.use(['/domains', '/me', '/invite-codes'], refuseCrossSiteWrites, requireClaims(), jsonBody());
   app.use(domainRoutes(options.store));
   app.use(memberRoutes(options.store));
   app.use(inviteCodeRoutes(options.store));
