@@ -62,8 +62,11 @@ export class KafkaAlertConsumer {
   private lagTimer: NodeJS.Timeout | undefined;
   private stopped = true;
   private attempt: Promise<void> | undefined;
-  /** The consumer of the attempt in progress, until it joined or gave up. */
-  private joining: Consumer | undefined;
+  /**
+   * The consumer of the attempt in progress while it connects and subscribes, the part a stop cuts
+   * short. Once it asked to join, only its own stop makes it leave the group: see {@link joinGroup}.
+   */
+  private connecting: Consumer | undefined;
   /** The stop under way, kept so that {@link closed} can wait for it past the time `stop` gave it. */
   private closing: Promise<void> | undefined;
 
@@ -87,6 +90,7 @@ export class KafkaAlertConsumer {
   async start(): Promise<void> {
     this.stopped = false;
     await this.connect();
+    if (this.stopped) return;
     const interval = this.options.lagIntervalMs ?? 15_000;
     if (interval > 0) {
       this.lagTimer = setInterval(() => void this.refreshLag().catch(() => undefined), interval);
@@ -123,8 +127,10 @@ export class KafkaAlertConsumer {
       // crash goes to the handler below, which reconnects every reconnectMs (5 s), as the seed fixes it.
       retry: { retries: 5, restartOnFailure: async () => false },
     });
+    let crashed = false;
     consumer.on(consumer.events.CRASH, (event) => {
       if (event.payload.restart) return;
+      crashed = true;
       logger.error({ error: event.payload.error.name, topic: this.topic }, 'alert consumer crashed; reconnecting');
       if (this.consumer === consumer) this.consumer = undefined;
       void consumer.disconnect().catch(() => undefined);
@@ -139,17 +145,21 @@ export class KafkaAlertConsumer {
         }
       });
     }
-    this.joining = consumer;
+    this.connecting = consumer;
     try {
       await consumer.connect();
       await consumer.subscribe({ topic: this.topic, fromBeginning: true });
-      await consumer.run({
-        partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently ?? 4,
-        eachBatchAutoResolve: false,
-        autoCommit: true,
-        eachBatch: (payload) => this.eachBatch(payload),
-      });
+      if (this.connecting === consumer) this.connecting = undefined;
       if (this.stopped) {
+        await consumer.disconnect();
+        return;
+      }
+      await this.joinGroup(consumer);
+      // A join that failed resolves `run` all the same, after the crash handler above disconnected the
+      // consumer and scheduled the next attempt: that consumer is not running.
+      if (crashed) return;
+      if (this.stopped) {
+        // Joined while stopping: its own stop settles what it already reads, commits and leaves the group.
         await consumer.disconnect();
         return;
       }
@@ -160,8 +170,26 @@ export class KafkaAlertConsumer {
       await consumer.disconnect().catch(() => undefined);
       this.scheduleReconnect();
     } finally {
-      if (this.joining === consumer) this.joining = undefined;
+      if (this.connecting === consumer) this.connecting = undefined;
     }
+  }
+
+  /**
+   * Joins the group and starts consuming; resolves once joined, or once the join failed (a crash).
+   *
+   * Not to be cut short by a disconnect: kafkajs counts a consumer as running only once it joined, so
+   * its disconnect during a JoinGroup (held by a rebalance, 3 s by default for an empty group) stops
+   * nothing. The JoinGroup is still answered and the member never leaves the group: its SyncGroup and
+   * fetches reconnect by themselves and it settles records with no one left to stop it, or it crashes
+   * on the closed connection, and its partitions wait for its session to time out.
+   */
+  private joinGroup(consumer: Consumer): Promise<void> {
+    return consumer.run({
+      partitionsConsumedConcurrently: this.options.partitionsConsumedConcurrently ?? 4,
+      eachBatchAutoResolve: false,
+      autoCommit: true,
+      eachBatch: (payload) => this.eachBatch(payload),
+    });
   }
 
   private async eachBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
@@ -217,10 +245,12 @@ export class KafkaAlertConsumer {
 
   /**
    * Stops consuming. A running consumer finishes the slice it is settling and commits what is settled
-   * before it leaves the group. An attempt to join still in progress is cut short: a broker that does
-   * not answer would hold it for retries of its request timeout. Waits at most `timeoutMs`; past it the
-   * consumer is left to close on its own, and records it settled but did not commit are read again by
-   * the group, as duplicates, unless {@link closed} waits for it longer. True when everything closed in time.
+   * before it leaves the group. An attempt still connecting or subscribing is cut short: a broker that
+   * does not answer would hold it for retries of its request timeout. An attempt already joining is
+   * waited for, and then stopped the same way as a running consumer, so that it leaves the group (see
+   * {@link joinGroup}). Waits at most `timeoutMs`; past it the consumer is left to close on its own,
+   * and records it settled but did not commit are read again by the group, as duplicates, unless
+   * {@link closed} waits for it longer. True when everything closed in time.
    */
   async stop(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
     this.stopped = true;
@@ -229,8 +259,8 @@ export class KafkaAlertConsumer {
     if (this.lagTimer) clearInterval(this.lagTimer);
     this.lagTimer = undefined;
     this.closing = (async () => {
-      // The same graceful disconnect: anything the attempt already consumes is still settled and committed.
-      await this.joining?.disconnect().catch(() => undefined);
+      await this.connecting?.disconnect().catch(() => undefined);
+      // An attempt that joins disconnects its consumer itself once joined.
       await this.attempt?.catch(() => undefined);
       const consumer = this.consumer;
       this.consumer = undefined;
