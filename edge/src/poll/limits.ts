@@ -14,6 +14,13 @@
 export const MAX_SSH_OUTPUT_BYTES = 1024 * 1024;
 
 /**
+ * Bound on one line of a line-oriented SSH output (`iw station dump`), checked before any pattern reads
+ * it. `iw` prints lines of some 100 characters; a longer one is no station dump, and refusing it keeps
+ * what a line costs to match small whatever the AP sends.
+ */
+export const MAX_OUTPUT_LINE_CHARS = 4096;
+
+/**
  * Bound on the stations one AP lists in a tick: over all its interfaces, readable or not, for an SSH AP;
  * the distinct stations of its tables for an SNMP AP, and of each AP behind a controller on its own. APs
  * carry a few hundred clients at most; the zone tracker keeps about 0.7 KiB of heap for each device it is

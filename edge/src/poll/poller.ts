@@ -16,9 +16,10 @@
  * table without a single row cannot be told from one the agent does not serve (older firmware, an SNMP
  * view without it), so it is read as no status table, as before.
  *
- * What one AP may answer in a tick is bounded to fit the collector's heap (limits.ts): SSH output, the
- * stations an AP lists (each AP behind a controller on its own), the SNMP values of all APs' walks
- * together, and the length of a row index an SNMP agent answers. An AP answering more fails with
+ * What one AP may answer in a tick is bounded to fit the collector's heap (limits.ts): SSH output and
+ * the length of a line of it that a parser matches line by line, the stations an AP lists (each AP behind
+ * a controller on its own), the SNMP values of all APs' walks together, and the length of a row index an
+ * SNMP agent answers. An AP answering more fails with
  * `bad_output` (a controller fails for every AP behind it); the process and the other APs are unaffected.
  */
 import { performance } from 'node:perf_hooks';

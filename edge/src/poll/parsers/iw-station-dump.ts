@@ -3,10 +3,16 @@
  * `key:<tab>value` lines. The instant `signal:` is preferred; `signal avg:` when the driver has no instant one;
  * a block with neither is returned with a NaN signal, not skipped.
  */
+import { MAX_OUTPUT_LINE_CHARS } from '../limits.js';
 import { normalizeMac } from '../mac.js';
 import { ParseError, type ParsedStations, type RawStation } from './types.js';
 
-const STATION = /^Station\s+(\S+)\s+\(on\s+[^)]+\)\s*$/;
+/**
+ * No two quantifiers here can match the same characters, so a line that almost matches fails in linear
+ * time. `\(on\s+[^)]+\)` could (both match spaces): `Station a (on ` and a megabyte of spaces, no `)`,
+ * took minutes on the event loop, and the poll's deadline could not fire.
+ */
+const STATION = /^Station\s+(\S+)\s+\(on\s[^)]+\)\s*$/;
 const SIGNAL = /^\s+signal:\s*(-?\d+)/;
 const SIGNAL_AVG = /^\s+signal avg:\s*(-?\d+)/;
 
@@ -47,6 +53,10 @@ export function parseIwStationDump(output: string): ParsedStations {
   };
 
   for (const line of linesOf(output)) {
+    // iw's longest lines (a bitrate with its MCS details) are some 100 characters
+    if (line.length > MAX_OUTPUT_LINE_CHARS) {
+      throw new ParseError(`iw station dump: a line longer than ${MAX_OUTPUT_LINE_CHARS} characters (${line.length}); iw prints none that long`);
+    }
     if (line.trim() === '') continue;
     sawContent = true;
     const station = STATION.exec(line);

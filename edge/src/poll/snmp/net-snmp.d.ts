@@ -34,6 +34,8 @@ declare module 'net-snmp' {
       reportOidMismatchErrors?: boolean;
       idBitsSize?: 16 | 32;
       context?: string;
+      /** Lets the caller create (and so guard) the session's UDP socket. */
+      dgramModule?: { createSocket(type: 'udp4' | 'udp6'): Socket };
     }
 
     interface Session {

@@ -2,10 +2,13 @@
  * The SNMP port: the one thing polling needs from an SNMP agent (walk a subtree with GETBULK), and its
  * net-snmp adapter. Domain code sees plain `{oid, value}` cells, never net-snmp.
  */
+import { createSocket, type Socket } from 'node:dgram';
+import { lookup as dnsLookup, type LookupOneOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import snmp from 'net-snmp';
 import { MAX_SNMP_INDEX_IDS, SNMP_CELL_BYTES } from '../limits.js';
 import type { SnmpTarget } from '../types.js';
+import { acceptsAnswer, canonicalAddress, guardSocket } from './answer-filter.js';
 
 /** A cell value as walked: integers as numbers, OCTET STRINGs as bytes, OIDs and IP addresses as text. */
 export type SnmpValue = number | string | boolean | Buffer | null;
@@ -156,15 +159,37 @@ function withoutCommunity(error: Error): Error {
 }
 
 /**
+ * A UDP socket for net-snmp that notes the addresses it sends to: the target host, as looked up for
+ * each datagram (its own bind address is looked up too, and is not one).
+ */
+function socketNotingAddresses(host: string, addresses: Set<string>) {
+  const lookup = (hostname: string, options: LookupOneOptions | number, callback: (error: Error | null, address: string, family: number) => void) =>
+    dnsLookup(hostname, typeof options === 'number' ? { family: options } : options, (error, address, family) => {
+      if (!error && hostname === host) addresses.add(canonicalAddress(address));
+      callback(error, address, family);
+    });
+  let socket: Socket | undefined;
+  return {
+    createSocket: (type: 'udp4' | 'udp6') => (socket = createSocket({ type, lookup })),
+    socket: () => socket,
+  };
+}
+
+/**
  * The net-snmp adapter. The version is always explicit (net-snmp defaults to SNMPv1, which has no
  * GETBULK): `2c` uses the community, `3` uses USM with the level implied by the keys given.
  *
  * The socket's family follows the host: UDP over IPv6 for an IPv6 address, else IPv4. A host name is
  * looked up for IPv4 only (net-snmp resolves it with the socket's family), so an AP that answers SNMP
  * over IPv6 only is configured by its address.
+ *
+ * Only the agent's answers reach net-snmp: from the address and port asked, and for SNMPv3 at the user's
+ * security level (answer-filter.ts); anything else on the socket is dropped, as if lost.
  */
 export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, cells: budget }) => {
   const retries = 2;
+  const agentAddresses = new Set<string>();
+  const dgram = socketNotingAddresses(target.host, agentAddresses);
   const options: snmp.SessionOptions = {
     port: target.port,
     // a lost datagram is retried well inside the AP's deadline
@@ -173,11 +198,21 @@ export const openNetSnmpSession: OpenSnmpSession = (target, { requestTimeoutMs, 
     transport: isIP(target.host) === 6 ? 'udp6' : 'udp4',
     // an agent that answers an OID at or before the one asked for would make a walk loop forever
     backwardsGetNexts: false,
+    dgramModule: { createSocket: dgram.createSocket },
   };
-  const session =
-    target.version === '3'
-      ? snmp.createV3Session(target.host, userOf(target), { ...options, version: snmp.Version3 })
-      : snmp.createSession(target.host, target.community ?? '', { ...options, version: snmp.Version2c });
+  const user = target.version === '3' ? userOf(target) : undefined;
+  const session = user
+    ? snmp.createV3Session(target.host, user, { ...options, version: snmp.Version3 })
+    : snmp.createSession(target.host, target.community ?? '', { ...options, version: snmp.Version2c });
+  const expected = { addresses: agentAddresses, port: target.port, securityLevel: user?.level };
+  try {
+    const socket = dgram.socket();
+    if (!socket) throw new Error('net-snmp did not create its socket through dgramModule; its answers cannot be checked');
+    guardSocket(socket, (datagram, sender) => acceptsAnswer(datagram, sender, expected));
+  } catch (error) {
+    session.close();
+    throw error;
+  }
 
   let closed = false;
   let socketError: Error | undefined;

@@ -103,13 +103,37 @@ function macOf(value: SnmpValue | undefined): string | undefined {
   return normalizeMac(value);
 }
 
+/**
+ * The longest AP name read from a controller, in bytes once trailing NULs are dropped. Controllers cap
+ * names far below this (Cisco's bsnAPName at 32 characters); a longer value is no name an apZones key
+ * could hold, and is read as no name at all.
+ */
+export const MAX_AP_NAME_BYTES = 255;
+
+/**
+ * The bytes before the NULs some agents pad a name with, C-style. A scan from the end, not a regex: on a
+ * value of NULs that ends in another byte, `/\0+$/` retried from every NUL, and an OCTET STRING of 65,000
+ * of them took seconds, hundreds of them fitting one poll.
+ */
+function withoutTrailingNuls(bytes: Buffer): Buffer {
+  let end = bytes.length;
+  while (end > 0 && bytes[end - 1] === 0) end--;
+  return bytes.subarray(0, end);
+}
+
+/** An AP name as text, trimmed; undefined when it is empty or longer than {@link MAX_AP_NAME_BYTES}. */
 function textOf(value: SnmpValue | undefined): string | undefined {
+  let text: string;
   if (Buffer.isBuffer(value)) {
-    const text = value.toString('utf8').replace(/\0+$/, '').trim();
-    return text === '' ? undefined : text;
-  }
-  if (typeof value === 'string') return value.trim() === '' ? undefined : value.trim();
-  return undefined;
+    const bytes = withoutTrailingNuls(value);
+    if (bytes.length > MAX_AP_NAME_BYTES) return undefined;
+    text = bytes.toString('utf8');
+  } else if (typeof value === 'string') {
+    if (Buffer.byteLength(value) > MAX_AP_NAME_BYTES) return undefined;
+    text = value;
+  } else return undefined;
+  text = text.trim();
+  return text === '' ? undefined : text;
 }
 
 /**
