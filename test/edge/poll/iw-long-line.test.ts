@@ -5,13 +5,10 @@
  * could not fire and every other AP timed out. Against the real sshd, the other AP's stations still arrive.
  */
 import t from 'tap';
-import { loadDialects } from '../../../edge/src/poll/dialects.js';
 import { MAX_OUTPUT_LINE_CHARS } from '../../../edge/src/poll/limits.js';
 import { ParseError, parseIwStationDump } from '../../../edge/src/poll/parsers/index.js';
-import { createPoller } from '../../../edge/src/poll/poller.js';
-import type { AccessPoint } from '../../../edge/src/poll/types.js';
-import { startSshd } from '../../support/peers/sshd.js';
 import { recording } from '../../support/peers/snmpd.js';
+import { pollTwoOpenWrtAps } from './support/stderr-aps.js';
 
 /** Just under the 1 MiB an SSH command may print. */
 const PADDED_STATION_LINE = `Station a (on ${' '.repeat(1_000_000)}`;
@@ -38,22 +35,7 @@ t.test('iw station dump: a Station line padded within the line bound is read, or
 });
 
 t.test('an AP printing a padded Station line fails with bad_output; the other AP is polled as usual', async (t) => {
-  const sshd = await startSshd({
-    commands: {
-      'iw dev wlan0 station dump': { stdout: `${PADDED_STATION_LINE}\n` },
-      'iw dev wlan1 station dump': { stdoutFile: recording('openwrt-iw-phy0-ap0.txt') },
-    },
-  });
-  t.teardown(() => sshd.stop());
-  const ap = (name: string, iface: string): AccessPoint => ({
-    name,
-    zone: 'lab',
-    dialect: 'openwrt-iw',
-    target: { transport: 'ssh', host: sshd.host, port: sshd.port, username: sshd.username, privateKey: sshd.clientPrivateKey, interface: iface },
-  });
-  const poller = createPoller({ dialects: loadDialects() });
-  t.teardown(() => poller.close());
-  const [padded, usual] = await poller.pollAll([ap('padded', 'wlan0'), ap('usual', 'wlan1')], 10_000);
+  const [padded, usual] = await pollTwoOpenWrtAps(t, { wlan0: { stdout: `${PADDED_STATION_LINE}\n` }, wlan1: { stdoutFile: recording('openwrt-iw-phy0-ap0.txt') } }, ['padded', 'usual']);
   t.match(padded, { ap: 'padded', ok: false, reason: 'bad_output', error: /^iw station dump: a line longer than 4096 characters/ });
   t.match(usual, { ap: 'usual', ok: true, stations: [{ mac: '04:d3:b0:12:34:56' }, { mac: '7c:2e:bd:9a:01:fe' }, { mac: '2a:11:6f:c0:de:01' }] });
 });

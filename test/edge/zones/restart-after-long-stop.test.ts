@@ -9,14 +9,12 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { silentLogger } from '../../../shared/logger.js';
-import { EdgeDaemon, type DaemonConfig, type TickReport } from '../../../edge/src/daemon.js';
-import { createEdgeMetrics } from '../../../edge/src/metrics.js';
+import type { DaemonConfig, EdgeDaemon, TickReport } from '../../../edge/src/daemon.js';
 import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
-import { openLedger } from '../../../edge/src/report/ledger.js';
 import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
 import { applyPoll, emptyTrackerState } from '../../../edge/src/zones/tracker.js';
 import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
+import { collectorOn } from '../support/collector-on-file.js';
 import { testHasher } from '../support/daemon.js';
 
 const ap = (name: string, zone: string): AccessPoint => ({ name, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } });
@@ -81,36 +79,6 @@ function testClock(start: number) {
   };
 }
 
-/**
- * A collector over the zone file at `zonesPath`, as `lintel-edge run` starts one: tick reports kept,
- * stopped and its stores closed by the returned `stop` (or at teardown).
- */
-function collectorOn(t: Test, zonesPath: string, poller: Poller, clock: () => number) {
-  const zones = openSqliteZoneStore(zonesPath);
-  const ledger = openLedger(join(zonesPath, '..', `ledger-${Math.random().toString(36).slice(2)}.sqlite`));
-  const daemon = new EdgeDaemon({
-    config,
-    poller,
-    hasher: testHasher(),
-    zones,
-    ledger,
-    metrics: createEdgeMetrics({ aps: ['ap-lobby', 'ap-cafe'], zones: ['lobby', 'cafe'] }, { defaults: false }),
-    logger: silentLogger(),
-    clock,
-  });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await daemon.stop();
-    zones.close();
-    ledger.close();
-  };
-  t.teardown(stop);
-  return { daemon, stop };
-}
-
-/** Runs `script` tick by tick, the clock one interval on after each; the reports. */
 async function ticks(daemon: EdgeDaemon, script: readonly unknown[], clock: ReturnType<typeof testClock>): Promise<TickReport[]> {
   const reports: TickReport[] = [];
   for (let i = 0; i < script.length; i++) {
@@ -130,7 +98,7 @@ const NEXT_MORNING = Date.UTC(2026, 0, 6, 8, 0, 0);
 async function eveningSaved(t: Test): Promise<{ path: string; clock: ReturnType<typeof testClock> }> {
   const path = join(t.testdir({}), 'zones.sqlite');
   const clock = testClock(EVENING);
-  const first = collectorOn(t, path, scriptedPoller(evening), clock.now);
+  const first = collectorOn(t, path, config, scriptedPoller(evening), { clock: clock.now });
   const reports = await ticks(first.daemon, evening, clock);
   t.same(pairsOf(reports.at(-1)!), ['lobby>cafe:1'], 'the evening: the visitor moved, counted in the window');
   await first.stop();
@@ -140,7 +108,7 @@ async function eveningSaved(t: Test): Promise<{ path: string; clock: ReturnType<
 t.test('a start 14 hours after the stop reports none of the evening moves and counts none of the evening devices', async (t) => {
   const { path, clock } = await eveningSaved(t);
   clock.set(NEXT_MORNING);
-  const second = collectorOn(t, path, scriptedPoller(morning), clock.now);
+  const second = collectorOn(t, path, config, scriptedPoller(morning), { clock: clock.now });
   const [first, next] = await ticks(second.daemon, morning, clock);
 
   t.same(pairsOf(first!), ['lobby>cafe:0'], "the evening's pair is reported once with 0, as a pair leaving the window is, not with its count");
@@ -164,14 +132,14 @@ t.test('a start after a stop exactly as long as the window goes on; one poll int
   const lastEveningPoll = EVENING + 2 * POLL_MS;
   const within = await eveningSaved(t);
   within.clock.set(lastEveningPoll + 30 * POLL_MS);
-  const goesOn = collectorOn(t, within.path, scriptedPoller(morning.slice(0, 1)), within.clock.now);
+  const goesOn = collectorOn(t, within.path, config, scriptedPoller(morning.slice(0, 1)), { clock: within.clock.now });
   const [atTheEdge] = await ticks(goesOn.daemon, morning.slice(0, 1), within.clock);
   t.same(pairsOf(atTheEdge!), ['lobby>cafe:1'], 'the move is still in the window');
   t.equal(countsOf(atTheEdge!), 'lobby 2, cafe 2', 'the clerk, one poll unheard, and the two behind the booting AP still count');
 
   const past = await eveningSaved(t);
   past.clock.set(lastEveningPoll + 31 * POLL_MS);
-  const startsOver = collectorOn(t, past.path, scriptedPoller(morning.slice(0, 1)), past.clock.now);
+  const startsOver = collectorOn(t, past.path, config, scriptedPoller(morning.slice(0, 1)), { clock: past.clock.now });
   const [beyond] = await ticks(startsOver.daemon, morning.slice(0, 1), past.clock);
   t.same(pairsOf(beyond!), ['lobby>cafe:0']);
   t.equal(countsOf(beyond!), 'lobby 1, cafe 0');
@@ -185,11 +153,11 @@ t.test('a short restart goes on exactly as a collector that never stopped', asyn
 
   const { path, clock } = await eveningSaved(t);
   clock.set(restartedAt);
-  const second = collectorOn(t, path, scriptedPoller(afterRestart), clock.now);
+  const second = collectorOn(t, path, config, scriptedPoller(afterRestart), { clock: clock.now });
   const restarted = await ticks(second.daemon, afterRestart, clock);
 
   const neverStopped = testClock(EVENING);
-  const only = collectorOn(t, join(t.testdir({}), 'zones.sqlite'), scriptedPoller([...evening, ...afterRestart]), neverStopped.now);
+  const only = collectorOn(t, join(t.testdir({}), 'zones.sqlite'), config, scriptedPoller([...evening, ...afterRestart]), { clock: neverStopped.now });
   await ticks(only.daemon, evening, neverStopped);
   neverStopped.set(restartedAt);
   const continuous = await ticks(only.daemon, afterRestart, neverStopped);
@@ -226,7 +194,7 @@ t.test('a zone file from before the time was kept loads, and a start over it cou
   store.close();
 
   const clock = testClock(NEXT_MORNING);
-  const collector = collectorOn(t, path, scriptedPoller(morning), clock.now);
+  const collector = collectorOn(t, path, config, scriptedPoller(morning), { clock: clock.now });
   const [first, next] = await ticks(collector.daemon, morning, clock);
   t.same(pairsOf(first!), ['lobby>cafe:0'], 'a stop of unknown length is taken for a long one: the move is not reported again as a move of now');
   t.same(pairsOf(next!), []);
@@ -240,7 +208,7 @@ t.test('a zone state dated after the wall clock (a clock that went back) loads, 
   ] as const) {
     const { path, clock } = await eveningSaved(t);
     clock.set(at);
-    const collector = collectorOn(t, path, scriptedPoller(morning.slice(0, 1)), clock.now);
+    const collector = collectorOn(t, path, config, scriptedPoller(morning.slice(0, 1)), { clock: clock.now });
     const [first] = await ticks(collector.daemon, morning.slice(0, 1), clock);
     t.same(pairsOf(first!), ['lobby>cafe:0'], `${why}: no stale move`);
     t.equal(countsOf(first!), 'lobby 1, cafe 0', `${why}: the counts are the APs'`);
