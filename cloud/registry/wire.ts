@@ -24,8 +24,8 @@ function oneOf<const V extends readonly string[]>(values: V): t.Type<V[number], 
 const MAX_TEXT = 256;
 /**
  * Characters of a status detail kept: a longer one (a provisioner's whole error output) is stored cut
- * there, ending in `…`, rather than refused. The seed refuses a report for its status only, and a
- * failure that could not be recorded would leave the organization provisioning for good.
+ * there, ending in `…`, rather than refused: the seed refuses a report for its status, and a failure
+ * that could not be recorded would leave the organization provisioning for good.
  */
 export const MAX_DETAIL = 4096;
 
@@ -54,13 +54,8 @@ const Issuer = storedString(
   (s) => s.length <= MAX_TEXT && !CONTROL_CHARACTERS.test(s),
 );
 const Text = storedString(`a string of at most ${MAX_TEXT} characters`, (s) => s.length <= MAX_TEXT);
-const DetailText = storedString('a string', () => true);
-const Detail = new t.Type<string | null, string | null, unknown>(
-  `${DetailText.name}; or null`,
-  (u): u is string | null => u === null || DetailText.is(u),
-  (u, c) => (u === null || DetailText.is(u) ? t.success(u) : t.failure(u, c)),
-  t.identity,
-);
+/** Any text: what cannot be stored as sent is replaced where it stands ({@link keptDetail}). */
+const Detail = t.union([t.string, t.null]);
 
 export const SignupBody = t.intersection([
   t.type({ Name, Tier: oneOf(TIERS) }),
@@ -189,13 +184,17 @@ export function parseStatusReport(body: unknown, text: string | undefined): { st
 }
 
 /**
- * A status detail as stored: at most {@link MAX_DETAIL} characters (code points, so no surrogate pair
- * is split), a longer one cut and ending in `…`.
+ * A status detail as stored: a NUL (which a text column cannot hold) and an unpaired surrogate (a
+ * provisioner's output cut in the middle of a character) become U+FFFD, and at most {@link MAX_DETAIL}
+ * characters are kept (code points, so no surrogate pair is split), a longer detail cut and ending in
+ * `…`. A detail that is text never makes a report refused.
  *
  * @example
  * keptDetail('x'.repeat(5000)).length; // 4096
+ * keptDetail('disk\u0000full'); // 'disk\ufffdfull'
  */
-function keptDetail(detail: string): string {
+function keptDetail(raw: string): string {
+  const detail = storableText(raw) ? raw : raw.replaceAll('\u0000', '\ufffd').replace(/\p{Cs}/gu, '\ufffd');
   if (detail.length <= MAX_DETAIL) return detail;
   const points = Array.from(detail);
   return points.length <= MAX_DETAIL ? detail : `${points.slice(0, MAX_DETAIL - 1).join('')}…`;

@@ -190,7 +190,7 @@ export class EdgeDaemon {
   /** Set by stop() until the next start(): the stop in progress, which later calls share. */
   private stopping: Promise<void> | undefined;
   private lastPrune = 0;
-  /** Whether the last tick's wall clock was past {@link CLOCK_FLOOR_MS}; undefined before the first. */
+  /** Whether the last tick's wall clock was set (from {@link CLOCK_FLOOR_MS}, before {@link CLOCK_CEILING_MS}); undefined before the first. */
   private clockSet: boolean | undefined;
   private readonly apDown = new Map<string, boolean>();
   /**

@@ -1,12 +1,12 @@
 /**
  * tools/stack's read-only commands and its protocol health checks, against the servers `npm test`
  * started. (`up`, `down` and `install` change shared servers, so they are exercised by `npm test` and
- * `.ci/run` themselves, not here; only the refusal of `down --if-unused` while a run holds them is.)
+ * `.ci/run` themselves, not here; `hold` is, on a cache of its own.)
  */
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -63,46 +63,55 @@ t.test('status lists every server as up and exits 0', async (t) => {
 
 t.test('no server of the stack holds the users lock: the run that started them does not keep them in use for good', async (t) => {
   // tools/test holds `stack.users` shared from before its `up`; a server that inherited it would keep
-  // every later `down --if-unused` from stopping the stack.
-  const cache = process.env.LINTEL_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'lintel');
-  const lock = join(cache, 'stack.users');
-  const holders: string[] = [];
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+  // every later `down --if-unused` from stopping the stack. The servers are this checkout's, as their
+  // pid files name them (a test's own redis-server may well hold the lock: it ends with its test).
+  const cache = process.env.LINTEL_CACHE || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'lintel');
+  const lock = statSync(join(cache, 'stack.users'));
+  const pidFiles = ['pg/data/postmaster.pid', 'redis/redis.pid', 'kafka/kafka.pid', 'ferretdb/ferretdb.pid'].map((f) => join(root, '.stack', f));
+  const pids = pidFiles.filter((f) => existsSync(f)).map((f) => readFileSync(f, 'utf8').split('\n')[0]!.trim());
+  t.ok(pids.length > 0, 'the servers were started by this checkout (their pid files are here)');
+  const holders = pids.filter((pid) => {
     let fds: string[];
     try {
       fds = readdirSync(`/proc/${pid}/fd`);
     } catch {
-      continue; // gone, or not ours to read
+      return false; // not running
     }
-    const holds = fds.some((fd) => {
+    return fds.some((fd) => {
       try {
-        return readlinkSync(`/proc/${pid}/fd/${fd}`) === lock;
+        const target = statSync(`/proc/${pid}/fd/${fd}`);
+        return target.ino === lock.ino && target.dev === lock.dev;
       } catch {
         return false;
       }
     });
-    if (holds) holders.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim());
-  }
-  const servers = holders.filter((cmd) => /postgres|redis-server|kafka\.Kafka|ferretdb/.test(cmd));
-  t.same(servers, [], 'none of postgres, redis, kafka or ferretdb');
+  });
+  t.same(holders, [], 'none of postgres, redis, kafka or ferretdb holds it');
 });
 
-t.test('down --if-unused leaves the servers running while a run holds them', async (t) => {
-  // The command run under `hold` says so once it runs: the lock is held from then on.
-  const held = spawn('bash', ['tools/stack', 'hold', 'bash', '-c', 'echo held; exec sleep 60'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+t.test('hold keeps the users lock shared for as long as its command runs', async (t) => {
+  // On a cache of its own, so the real servers and the runs using them are not concerned.
+  const cache = mkdtempSync(join(tmpdir(), 'lintel-stack-users-'));
+  t.teardown(() => rmSync(cache, { recursive: true, force: true }));
+  const env = { ...process.env, LINTEL_CACHE: cache };
+  const held = spawn('bash', ['tools/stack', 'hold', 'bash', '-c', 'echo held; exec sleep 60'], { cwd: root, env, stdio: ['ignore', 'pipe', 'ignore'] });
+  const ended = new Promise<void>((resolve) => held.on('exit', () => resolve()));
   t.teardown(() => {
     held.kill();
   });
+  // The command run under `hold` says so once it runs: the lock is held from then on.
   await new Promise<void>((resolve, reject) => {
     held.stdout.on('data', (chunk: Buffer) => {
       if (chunk.toString().includes('held')) resolve();
     });
     held.on('exit', (code) => reject(new Error(`hold ended (${code}) before its command ran`)));
   });
-  const down = stack('down', '--if-unused');
-  t.equal(down.status, 0, down.stderr);
-  t.match(down.stderr, /tests of another checkout are using the servers; left running/);
-  t.equal(stack('status').status, 0, 'every server still up');
+  const exclusive = () => spawnSync('flock', ['-xn', join(cache, 'stack.users'), 'true']).status;
+  t.not(exclusive(), 0, 'while it runs, no one takes the lock exclusive (as down --if-unused does)');
+  t.equal(spawnSync('flock', ['-sn', join(cache, 'stack.users'), 'true']).status, 0, 'another run may hold it shared beside it');
+  held.kill();
+  await ended;
+  t.equal(exclusive(), 0, 'once it ended, the lock is free');
 });
 
 t.test('an unknown command prints the usage and exits 2', async (t) => {

@@ -68,6 +68,16 @@ t.test('a failure reported with a detail longer than is kept is recorded, its de
   t.same(pending.json, [], 'and the organization is no longer pending');
 });
 
+t.test('a failure whose detail holds a NUL or half a character is recorded, those replaced', async (t) => {
+  const app = await startRegistry(t);
+  const id = ((await app.signup({ Name: 'acme', Tier: 'pooled' })).json as { ID: string }).ID;
+  // Error output cut by the provisioner in the middle of a character, and a NUL from a binary tool.
+  const reported = await app.signed('POST', `/internal/organizations/${id}/status`, JSON.stringify({ status: 'failed', detail: 'disk\u0000full: \ud83d' }));
+  t.equal(reported.status, 200, 'the failure is recorded');
+  t.match(reported.json, { Status: 'failed', StatusDetail: 'disk\ufffdfull: \ufffd' });
+  t.same((await app.pool.query('SELECT status, status_detail FROM organizations WHERE id = $1', [id])).rows[0], { status: 'failed', status_detail: 'disk\ufffdfull: \ufffd' });
+});
+
 t.test('unknown or malformed ids are 404, after the signature and the body are checked', async (t) => {
   const app = await startRegistry(t);
   for (const id of [randomUUID(), 'not-a-uuid']) {

@@ -96,10 +96,10 @@ t.test('LicenseStatus is its own machine: an expired license survives a provisio
   t.match(suspended.json, { Status: 'suspended', LicenseStatus: 'suspended' });
 });
 
-t.test('status: the detail is optional, keys are case-insensitive, and a bad detail is 400', async (t) => {
+t.test('status: the detail is optional, keys are case-insensitive, and a detail that is no text is 400', async (t) => {
   const app = await startRegistry(t);
   const id = await organizationIn(app, 'provisioning', 0);
-  for (const body of [{ status: 'failed', detail: 7 }, { status: 'failed', detail: 'disk\u0000full' }, { status: 'failed', colour: 'red' }, { status: 'ready', STATUS: 'ready' }]) {
+  for (const body of [{ status: 'failed', detail: 7 }, { status: 'failed', colour: 'red' }, { status: 'ready', STATUS: 'ready' }]) {
     t.equal((await app.signed('POST', `/internal/organizations/${id}/status`, JSON.stringify(body))).status, 400, JSON.stringify(body).slice(0, 60));
   }
   t.equal((await app.signed('POST', `/internal/organizations/${id}/status`, '')).status, 400, 'no body');
