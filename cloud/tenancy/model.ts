@@ -2,6 +2,7 @@
  * Tenancy's records as the domain logic sees them, and the port its storage adapter implements.
  * Nothing here knows about SQL or HTTP.
  */
+import type { InviteCodeRefusal } from './policy.js';
 
 export const JOIN_POLICIES = ['open-via-idp', 'invite-only'] as const;
 export type JoinPolicy = (typeof JOIN_POLICIES)[number];
@@ -76,8 +77,10 @@ export interface TenancyStore {
   ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted'>>;
   /**
    * Idempotent create for internal callers: an identical domain that an earlier internal call created
-   * is returned as is; one with other attributes, or one an end user created, is a conflict. The admin
-   * membership is ensured either way.
+   * for the same administrator (or, like it, none) is returned as is; one with other attributes, for
+   * another administrator, or one an end user created, is a conflict. A provisioned domain with no
+   * administrator recorded (created before that was recorded) takes the one named when provisioning
+   * made that account its business_admin. The admin membership is ensured either way.
    */
   ensureDomain(
     input: NewDomain & { parentName?: string; adminAccountId?: string },
@@ -106,14 +109,18 @@ export interface TenancyStore {
    * no longer issue (see mayIssueInviteCode) are deleted with it.
    */
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>>;
-  /** Stores a new code; a deleted creator (whose token outlived its account) makes none. */
+  /**
+   * Stores a new code. The creator's right (see inviteCodeRefusal) is checked against its memberships as
+   * stored, since its token may outlive them: a removed administrator makes none, and a deleted creator
+   * none either. A removal of the creator racing it revokes the code or comes first and refuses it.
+   */
   createInviteCode(input: {
     domainName: string;
     code: string;
     role: string;
     createdBy: string;
     lifetimeMs: number;
-  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted'>>;
+  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>>;
   /** Marks the code redeemed and adds the membership, atomically; exactly one racer wins a code. */
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>>;
   /**

@@ -7,7 +7,7 @@
 import type { Pool, PoolClient } from 'pg';
 import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
 import { BatchedLookup, type BatchedLookupOptions } from './batched-lookup.js';
-import { leavesNoAdministrator, mayIssueInviteCode } from './policy.js';
+import { inviteCodeRefusal, leavesNoAdministrator, mayIssueInviteCode, type InviteCodeRefusal } from './policy.js';
 
 const DOMAIN_COLUMNS = 'd.id, d.name, d.display_name, d.join_policy, d.is_public, d.created_at, d.parent_id';
 
@@ -93,11 +93,39 @@ WHERE c.created_by = $1::uuid AND c.redeemed_at IS NULL`;
  * of its own: a statement's snapshot is taken before it waits for a lock, so a look-up in the same
  * statement would miss a deletion committed while it waited. The first key keeps these locks apart from
  * every other advisory lock in the database.
+ *
+ * The same lock orders what an account may do against what it loses: removeMember holds it exclusively
+ * while it deletes a membership and revokes the codes that go with it, and createInviteCode holds it
+ * shared while it reads the creator's memberships and stores the code. So a creation either commits
+ * first, and the removal (which waited for it) revokes its code, or reads the memberships the removal
+ * left; and two removals of one account from different domains take turns, the second seeing the
+ * first's delete.
+ *
+ * Lock order, in every transaction: this account lock first, then domain row locks (FOR KEY SHARE by
+ * writes that add rows under a domain, FOR UPDATE by removeMember, the UPDATE by ensureDomain recording
+ * an administrator), then the rows under the domain. No transaction takes an account lock while it holds
+ * a domain lock, nor a second account's lock, so none of them wait in a cycle.
  */
 const ACCOUNT_LOCKS = 0x7e4a_0001;
 const LOCK_ACCOUNT_SHARED_SQL = `SELECT pg_advisory_xact_lock_shared(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
 const LOCK_ACCOUNT_SQL = `SELECT pg_advisory_xact_lock(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
 const ACCOUNT_DELETED_SQL = 'SELECT 1 FROM deleted_accounts WHERE account_id = $1::uuid';
+
+/**
+ * A provisioned domain whose administrator was not recorded (created before migration 0007, or by a
+ * replica of the previous revision during a rolling deploy) takes `$2` as its administrator when `$2`
+ * is its business_admin the way provisioning made it one (joined_via 'local', as 0007's backfill
+ * counts it): the call naming it is then the first call's retry. A concurrent retry that recorded the
+ * same administrator first still matches; one that recorded another does not.
+ */
+const ADOPT_PROVISIONED_ADMIN_SQL = `
+UPDATE domains d SET provisioned_admin = $2::uuid
+WHERE d.id = $1::uuid
+  AND (d.provisioned_admin IS NULL OR d.provisioned_admin = $2::uuid)
+  AND EXISTS (
+    SELECT 1 FROM memberships m
+    WHERE m.domain_id = d.id AND m.account_id = $2::uuid AND m.role = 'business_admin' AND m.joined_via = 'local')
+RETURNING d.id`;
 
 const INSERT_MEMBERSHIP_SQL = `
 INSERT INTO memberships (account_id, domain_id, role, external_id, joined_via)
@@ -229,7 +257,6 @@ export class PgTenancyStore implements TenancyStore {
     return parent.rows[0]?.id;
   }
 
-  /** Inserts a domain; `provisioned` marks one an internal caller created (see ensureDomain). */
   /**
    * Inserts a domain unless its name is taken. `provisioned` marks one an internal call created, with
    * the administrator that call named (null for none): only a call naming the same is its retry.
@@ -282,13 +309,25 @@ export class PgTenancyStore implements TenancyStore {
         // Only a domain an internal call created is a replay: one an end user created under this name
         // is theirs, and must not be handed (with its administrator) to the caller's organization. Nor
         // is one created for another administrator: another organization whose name derived alike.
-        if (!row.provisioned || row.provisioned_admin !== admin || !sameDomain(domain, input, parentId)) return fail('conflicting_domain');
+        if (!row.provisioned || !sameDomain(domain, input, parentId)) return fail('conflicting_domain');
+        if (row.provisioned_admin !== admin && !(await this.adoptedProvisionedAdmin(client, domain.id, row.provisioned_admin, admin))) return fail('conflicting_domain');
       }
       if (input.adminAccountId !== undefined) {
         await client.query(INSERT_MEMBERSHIP_SQL, [input.adminAccountId, domain.id, 'business_admin', null, 'local']);
       }
       return ok(domain);
     });
+  }
+
+  /**
+   * Whether a provisioned domain with no recorded administrator was in fact provisioned for `admin`
+   * (see ADOPT_PROVISIONED_ADMIN_SQL), recording it if so. A domain recorded with an administrator,
+   * or a call naming none, never is.
+   */
+  private async adoptedProvisionedAdmin(client: PoolClient, domainId: string, recorded: string | null, admin: string | null): Promise<boolean> {
+    if (recorded !== null || admin === null) return false;
+    const adopted = await client.query(ADOPT_PROVISIONED_ADMIN_SQL, [domainId, admin]);
+    return (adopted.rowCount ?? 0) > 0;
   }
 
   async findDomain(name: string): Promise<Domain | undefined> {
@@ -353,6 +392,10 @@ export class PgTenancyStore implements TenancyStore {
 
   removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>> {
     return this.transaction(async (client) => {
+      // The account lock first (see ACCOUNT_LOCKS): a code creation by this account under way commits
+      // before the revocation below reads its codes, and another removal of it, from another domain,
+      // commits before this one reads the memberships it keeps.
+      await client.query(LOCK_ACCOUNT_SQL, [accountId]);
       // The domain row lock serialises every removal in this domain, so the administrator count read
       // below cannot be stale: two administrators removing each other take turns, and the second sees
       // the first's delete. FOR UPDATE also briefly holds off new members (their FK check takes KEY
@@ -397,11 +440,14 @@ export class PgTenancyStore implements TenancyStore {
   }
 
   /**
-   * FOR KEY SHARE, as in ADD_MEMBER_SQL: a domain deleted concurrently reads as not found, not as a
-   * foreign-key failure. The expiry is the creation time plus the lifetime, both on the database's
-   * clock, which redemption checks it against. A deleted creator (whose token outlives its account)
-   * makes none: the account lock orders this against removeAccount, which revokes the codes of any
-   * creation that committed first.
+   * The creator's right is read from its memberships as stored, not from its token: a removed
+   * administrator's token outlives her membership, and with it she made a fresh code after the removal
+   * had revoked her old ones. The account lock (shared; see ACCOUNT_LOCKS) holds off a removal of the
+   * creator until the code is committed, so the removal's revocation sees it; and a deleted creator
+   * makes none, as removeAccount revokes the codes of any creation that committed first. The domain is
+   * locked FOR KEY SHARE, as in ADD_MEMBER_SQL: a domain deleted concurrently reads as not found, not
+   * as a foreign-key failure. The expiry is the creation time plus the lifetime, both on the
+   * database's clock, which redemption checks it against.
    */
   createInviteCode(input: {
     domainName: string;
@@ -409,17 +455,27 @@ export class PgTenancyStore implements TenancyStore {
     role: string;
     createdBy: string;
     lifetimeMs: number;
-  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted'>> {
+  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>> {
     return this.transaction(async (client) => {
       if (await this.accountDeleted(client, input.createdBy)) return fail('account_deleted');
+      const domain = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR KEY SHARE', [input.domainName]);
+      const domainId = domain.rows[0]?.id;
+      if (domainId === undefined) return fail('domain_not_found');
+      const stored = await client.query<{ domain_name: string; role: string }>(MEMBERSHIPS_OF_SQL, [input.createdBy]);
+      const refusal = inviteCodeRefusal(
+        stored.rows.map((m) => ({ domainName: m.domain_name, role: m.role })),
+        input.domainName,
+        input.role,
+      );
+      if (refusal !== undefined) return fail(refusal);
       const inserted = await client.query<{ code: string; role: string; expires_at: Date }>(
         `INSERT INTO invite_codes (domain_id, code, role, created_by, created_at, expires_at)
-         SELECT d.id, $2, $3, $4, now(), now() + $5::bigint * interval '1 millisecond' FROM domains d WHERE d.name = $1 FOR KEY SHARE
+         VALUES ($1, $2, $3, $4, now(), now() + $5::bigint * interval '1 millisecond')
          RETURNING code, role, expires_at`,
-        [input.domainName, input.code, input.role, input.createdBy, input.lifetimeMs],
+        [domainId, input.code, input.role, input.createdBy, input.lifetimeMs],
       );
       const row = inserted.rows[0];
-      if (!row) return fail('domain_not_found');
+      if (!row) throw new Error('invite code insert returned no row');
       return ok({ code: row.code, domainName: input.domainName, role: row.role, expiresAt: row.expires_at });
     });
   }

@@ -44,17 +44,36 @@ export function mayGrantRole(memberships: readonly MembershipClaim[], domain: st
   return roleWeight(role) <= own;
 }
 
+/** Why an account may not issue an invite code: it may not manage the domain, or not grant the role. */
+export type InviteCodeRefusal = 'may_not_manage' | 'may_not_grant';
+
 /**
- * Whether an account holding `memberships` may issue an invite code granting `role` in `domain`: the
- * route's own check (CanManageDomain, then the role's weight). A code lives only as long as this holds
- * for its creator, so a removed administrator cannot come back through a code she made.
+ * Why an account holding `memberships` may not issue an invite code granting `role` in `domain`, or
+ * undefined when it may: the route's own check (CanManageDomain, then the role's weight). The route
+ * asks it of the caller's token, the store again of the memberships as stored, since a token outlives
+ * a removal.
+ *
+ * @example
+ * inviteCodeRefusal([{ domainName: 'acme', role: 'business_admin' }], 'acme', 'admin'); // 'may_not_grant'
+ * inviteCodeRefusal([{ domainName: 'globex', role: 'business_admin' }], 'acme', 'member'); // 'may_not_manage'
+ */
+export function inviteCodeRefusal(memberships: readonly MembershipClaim[], domain: string, role: string): InviteCodeRefusal | undefined {
+  if (!canManageDomain(memberships, domain)) return 'may_not_manage';
+  if (!mayGrantRole(memberships, domain, role)) return 'may_not_grant';
+  return undefined;
+}
+
+/**
+ * Whether an account holding `memberships` may issue an invite code granting `role` in `domain` (see
+ * inviteCodeRefusal). A code lives only as long as this holds for its creator, so a removed
+ * administrator cannot come back through a code she made.
  *
  * @example
  * mayIssueInviteCode([{ domainName: 'acme', role: 'business_admin' }], 'acme', 'business_admin'); // true
  * mayIssueInviteCode([{ domainName: 'globex', role: 'business_admin' }], 'acme', 'member'); // false
  */
 export function mayIssueInviteCode(memberships: readonly MembershipClaim[], domain: string, role: string): boolean {
-  return canManageDomain(memberships, domain) && mayGrantRole(memberships, domain, role);
+  return inviteCodeRefusal(memberships, domain, role) === undefined;
 }
 
 /**

@@ -62,3 +62,41 @@ t.test('POST /internal/domains never hands a provisioned domain to another admin
   const members = await app.pool.query<{ account_id: string; name: string }>('SELECT m.account_id, d.name FROM memberships m JOIN domains d ON d.id = m.domain_id ORDER BY d.name');
   t.same(members.rows, [{ account_id: firstAdmin, name: 'umbrella' }], 'only the first administrator is a member of anything');
 });
+
+t.test('POST /internal/domains recognises a retry of a domain provisioned before its administrator was recorded', async (t) => {
+  const app = await startTenancy(t);
+  // As a replica of the previous revision provisions during a rolling deploy (and as 0007 leaves a
+  // domain whose provisioning administrator has no 'local' membership): provisioned, no administrator
+  // recorded, the named administrator made business_admin with joined_via 'local'.
+  const orgAdmin = newAccount();
+  const oldReplica = async (name: string, displayName: string, admin?: string) => {
+    const id = (await app.pool.query<{ id: string }>("INSERT INTO domains (name, display_name, provisioned) VALUES ($1, $2, true) RETURNING id", [name, displayName])).rows[0]!.id;
+    if (admin !== undefined) await app.pool.query("INSERT INTO memberships (account_id, domain_id, role, joined_via) VALUES ($1, $2, 'business_admin', 'local')", [admin, id]);
+    return id;
+  };
+  const recorded = async (name: string) => (await app.pool.query<{ provisioned_admin: string | null }>('SELECT provisioned_admin FROM domains WHERE name = $1', [name])).rows[0]?.provisioned_admin;
+
+  await oldReplica('wayne', 'Wayne', orgAdmin);
+  const body = JSON.stringify({ name: 'wayne', displayName: 'Wayne', adminAccountId: orgAdmin });
+  const retry = await app.signed('POST', '/internal/domains', body);
+  t.equal(retry.status, 200, `the retry on a new replica is a retry: ${retry.text}`);
+  t.equal(await recorded('wayne'), orgAdmin, 'and records the administrator');
+  const again = await app.signed('POST', '/internal/domains', body);
+  t.equal(again.status, 200);
+  t.equal(again.text, retry.text, 'answered like the retry before it');
+  t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'wayne', displayName: 'Wayne', adminAccountId: newAccount() }))).status, 409, 'another administrator is another organization');
+  t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'wayne', displayName: 'Wayne' }))).status, 409, 'and a call naming none is no retry of it any more');
+
+  // Provisioned with no administrator; one joined later by invite. A call naming her is no retry, and
+  // leaves the real retry (naming none) recognised.
+  const bare = await oldReplica('oscorp', 'Oscorp');
+  const invited = newAccount();
+  await app.pool.query("INSERT INTO memberships (account_id, domain_id, role, joined_via) VALUES ($1, $2, 'business_admin', 'invite')", [invited, bare]);
+  t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'oscorp', displayName: 'Oscorp', adminAccountId: invited }))).status, 409, 'an invited administrator is not the one it was provisioned for');
+  t.equal(await recorded('oscorp'), null, 'nothing recorded');
+  t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'oscorp', displayName: 'Oscorp' }))).status, 200, 'the retry naming none still is one');
+  // Nor is a call with other attributes a retry, whoever it names.
+  await oldReplica('lexcorp', 'LexCorp', orgAdmin);
+  t.equal((await app.signed('POST', '/internal/domains', JSON.stringify({ name: 'lexcorp', displayName: 'Lex Corp', adminAccountId: orgAdmin }))).status, 409, 'other attributes are another domain');
+  t.equal(await recorded('lexcorp'), null, 'nothing recorded');
+});

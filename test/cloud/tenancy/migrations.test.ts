@@ -33,7 +33,7 @@ t.test('tenancy and registry can share one database', async (t) => {
   t.same(registry.applied, ['0001_init']);
 });
 
-t.test('a domain provisioned before 0007 keeps its administrator as the one its retries must name', async (t) => {
+t.test('a domain provisioned before 0007 keeps the administrator provisioning made as the one its retries must name', async (t) => {
   const pool = await emptyPool(t);
   const dir = await mkdtemp(join(tmpdir(), 'tenancy-migrations-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -41,17 +41,24 @@ t.test('a domain provisioned before 0007 keeps its administrator as the one its 
   await rm(join(dir, '0007_provisioned_admin.sql'));
   await rm(join(dir, '0008_invite_codes_by_creator.sql'));
   await runMigrations(pool, 'tenancy', dir);
-  // As the previous revision left them: a provisioned domain whose first administrator was joined by a
-  // second one later, a provisioned domain with no administrator, and an end user's domain.
-  const [first, second, user] = [newAccount(), newAccount(), newAccount()];
+  // As the previous revision left them: a provisioned domain whose administrator (joined_via 'local', as
+  // provisioning adds it) was joined by an invited one later and by an IdP one, older still; a
+  // provisioned domain with no administrator that invited and IdP administrators joined since; and an
+  // end user's domain.
+  const [first, second, idp, invited, viaIdp, user] = [newAccount(), newAccount(), newAccount(), newAccount(), newAccount(), newAccount()];
   const domain = async (name: string, provisioned: boolean) =>
     (await pool.query<{ id: string }>('INSERT INTO domains (name, display_name, provisioned) VALUES ($1, $1, $2) RETURNING id', [name, provisioned])).rows[0]!.id;
+  const admin = (account: string, domainId: string, joinedVia: string, age: string) =>
+    pool.query("INSERT INTO memberships (account_id, domain_id, role, joined_via, created_at) VALUES ($1, $2, 'business_admin', $3, now() - $4::interval)", [account, domainId, joinedVia, age]);
   const org = await domain('initech', true);
-  await domain('hooli', true);
+  const bare = await domain('hooli', true);
   const own = await domain('mine', false);
-  await pool.query("INSERT INTO memberships (account_id, domain_id, role, created_at) VALUES ($1, $2, 'business_admin', now() - interval '1 day')", [first, org]);
-  await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'business_admin')", [second, org]);
-  await pool.query("INSERT INTO memberships (account_id, domain_id, role) VALUES ($1, $2, 'business_admin')", [user, own]);
+  await admin(idp, org, 'self-idp', '2 days');
+  await admin(first, org, 'local', '1 day');
+  await admin(second, org, 'invite', '0 days');
+  await admin(invited, bare, 'invite', '1 day');
+  await admin(viaIdp, bare, 'self-idp', '2 days');
+  await admin(user, own, 'local', '0 days');
 
   t.same((await runMigrations(pool, 'tenancy', TENANCY_MIGRATIONS)).applied, ['0007_provisioned_admin', '0008_invite_codes_by_creator']);
   const rows = await pool.query('SELECT name, provisioned_admin FROM domains ORDER BY name');
@@ -59,7 +66,7 @@ t.test('a domain provisioned before 0007 keeps its administrator as the one its 
     { name: 'hooli', provisioned_admin: null },
     { name: 'initech', provisioned_admin: first },
     { name: 'mine', provisioned_admin: null },
-  ]);
+  ], 'an invited or IdP administrator is not the one a domain was provisioned for, however early');
 });
 
 t.test('0008 revokes the unredeemed codes their creators could no longer issue, and keeps the rest', async (t) => {
