@@ -3,7 +3,7 @@
  * domains a building belongs to. The answer is not scoped to the caller; callers filter it themselves.
  */
 import { request, type Dispatcher } from 'undici';
-import { untilAborted } from './abort.js';
+import { untilAbortedRequest } from './abort.js';
 import { CLAIMS_HEADER } from './claims.js';
 import { NonEmptyString } from './kinds.js';
 import { TtlCache, systemClock, type Clock } from './ttl-cache.js';
@@ -78,10 +78,9 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
     try {
-      // Connecting included: undici alone would wait out its own connect timeout (see untilAborted).
-      response = await untilAborted(pending, signal);
+      // Connecting included: undici alone would wait out its own connect timeout (see untilAbortedRequest).
+      response = await untilAbortedRequest(pending, signal);
     } catch (err) {
-      pending.then((late) => late.body.dump(), () => undefined).catch(() => undefined);
       throw transportFailure(err);
     }
     let text = '';

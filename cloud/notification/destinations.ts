@@ -6,8 +6,9 @@
  * refused when any of its addresses is private. A name that resolves to a public address at /subscribe
  * and to a private one later (DNS rebinding) is refused too.
  *
- * The same lookup bounds how many push hosts are looked up at once: dns.lookup runs on libuv's small
- * threadpool, and a lookup that never answers holds its thread for good (see {@link limitLookups}).
+ * The same lookup bounds how many push hosts are looked up at once, one lookup at a time per host:
+ * dns.lookup runs on libuv's small threadpool, and a lookup that never answers holds its thread for good
+ * (see {@link limitLookups}).
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
@@ -96,6 +97,27 @@ export class LookupSlotTimeoutError extends Error {
   }
 }
 
+/**
+ * A push whose host's DNS lookup did not answer within its wait, or, when `remembered`, whose host's
+ * lookup did not answer a moment ago: it is not looked up again until {@link UNANSWERED_HOST_MEMORY_MS}
+ * has passed.
+ */
+export class LookupUnansweredError extends Error {
+  readonly code = 'ERR_PUSH_LOOKUP_UNANSWERED';
+  constructor(
+    readonly host: string,
+    readonly waitedMs: number,
+    readonly remembered: boolean,
+  ) {
+    super(
+      remembered
+        ? `push endpoint host ${host} was not looked up: its DNS lookup did not answer within ${waitedMs} ms a moment ago, and it is not tried again yet`
+        : `push endpoint host ${host} did not answer its DNS lookup within ${waitedMs} ms`,
+    );
+    this.name = 'LookupUnansweredError';
+  }
+}
+
 /** Resolves a host to all its addresses, in dns.lookup's shape with `all: true`. */
 export type Resolver = (
   hostname: string,
@@ -107,45 +129,123 @@ export type Resolver = (
 export const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(hostname, options, callback);
 
 /**
- * `resolve`, with at most `maxInFlight` lookups running at once; a further one waits its turn at most
- * `waitMs`, then fails with {@link LookupSlotTimeoutError}. dns.lookup runs getaddrinfo on libuv's
+ * How long a host whose lookup outlived its wait is refused without a lookup. Long enough that a burst
+ * of pushes to it (a fan-out, the next alerts of a slice) fails at once rather than each waiting out its
+ * lookup wait; short enough that a host whose DNS recovers gets its pushes again soon.
+ */
+export const UNANSWERED_HOST_MEMORY_MS = 30_000;
+
+type Answer = (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void;
+
+/** One lookup, shared by every caller that asked for the same host (and options) while it was pending. */
+interface SharedLookup {
+  key: string;
+  hostname: string;
+  options: LookupAllOptions;
+  /** `overdue`: it ran past its wait and has not answered yet; it keeps its slot until it does. */
+  state: 'queued' | 'running' | 'overdue';
+  /** Callers still waiting for its answer, each with its own deadline. */
+  waiters: Map<Answer, NodeJS.Timeout>;
+}
+
+/**
+ * `resolve`, with at most `maxInFlight` lookups running at once. dns.lookup runs getaddrinfo on libuv's
  * threadpool (4 threads, shared with every other lookup, file and crypto call of the process), and
  * neither an abort nor a connect timeout can cancel it: without a bound, pushes to a host whose DNS
  * never answers take every thread, one each, and stall the whole process. A lookup keeps its slot until
  * it answers, however late, since its thread is busy until then.
  *
+ * So that one such host cannot take every slot (a pool opens many connections to it, each looking it
+ * up), callers asking for a host already being looked up, or waiting for a slot, share that lookup.
+ * Every caller waits at most `waitMs`: for a slot ({@link LookupSlotTimeoutError}), then for the answer
+ * ({@link LookupUnansweredError}). A lookup still unanswered `waitMs` after it started fails all its
+ * callers, and its host is refused at once, with no lookup and no slot, for `rememberMs`.
+ *
  * @example
  * const resolve = limitLookups(systemResolver, { maxInFlight: 2, waitMs: 5000 });
  */
-export function limitLookups(resolve: Resolver, options: { maxInFlight: number; waitMs: number }): Resolver {
+export function limitLookups(resolve: Resolver, options: { maxInFlight: number; waitMs: number; rememberMs?: number }): Resolver {
+  const { maxInFlight, waitMs } = options;
+  const rememberMs = options.rememberMs ?? UNANSWERED_HOST_MEMORY_MS;
   let inFlight = 0;
-  const waiting: Array<() => void> = [];
+  const queue: SharedLookup[] = [];
+  const pending = new Map<string, SharedLookup>();
+  /** Hosts whose lookup outlived its wait, with when they may be looked up again. */
+  const unanswered = new Map<string, number>();
+
+  const remember = (hostname: string) => {
+    const now = Date.now();
+    for (const [host, until] of unanswered) if (until <= now) unanswered.delete(host);
+    unanswered.set(hostname, now + rememberMs);
+  };
+  const isRemembered = (hostname: string) => {
+    const until = unanswered.get(hostname);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    unanswered.delete(hostname);
+    return false;
+  };
+  const settle = (lookup: SharedLookup, answer: Answer, err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
+    clearTimeout(lookup.waiters.get(answer));
+    lookup.waiters.delete(answer);
+    answer(err, addresses);
+  };
+
+  const run = (lookup: SharedLookup) => {
+    inFlight++;
+    lookup.state = 'running';
+    const overdue = setTimeout(() => {
+      lookup.state = 'overdue';
+      remember(lookup.hostname);
+      for (const answer of [...lookup.waiters.keys()]) settle(lookup, answer, new LookupUnansweredError(lookup.hostname, waitMs, false), []);
+    }, waitMs);
+    let answered = false;
+    resolve(lookup.hostname, lookup.options, (err, addresses) => {
+      if (answered) return;
+      answered = true;
+      clearTimeout(overdue);
+      inFlight--;
+      pending.delete(lookup.key);
+      const next = queue.shift();
+      if (next) run(next);
+      for (const answer of [...lookup.waiters.keys()]) settle(lookup, answer, err, addresses);
+    });
+  };
+
   return (hostname, lookupOptions, callback) => {
-    const run = () => {
-      inFlight++;
-      let answered = false;
-      resolve(hostname, lookupOptions, (err, addresses) => {
-        if (answered) return;
-        answered = true;
-        inFlight--;
-        waiting.shift()?.();
-        callback(err, addresses);
-      });
-    };
-    if (inFlight < options.maxInFlight) {
-      run();
+    const key = keyOf(hostname, lookupOptions);
+    const shared = pending.get(key);
+    if (shared?.state === 'overdue') remember(hostname);
+    if (isRemembered(hostname)) {
+      process.nextTick(callback, new LookupUnansweredError(hostname, waitMs, true), []);
       return;
     }
-    const start = () => {
-      clearTimeout(timer);
-      run();
-    };
-    const timer = setTimeout(() => {
-      waiting.splice(waiting.indexOf(start), 1);
-      callback(new LookupSlotTimeoutError(hostname, options.waitMs), []);
-    }, options.waitMs);
-    waiting.push(start);
+    const lookup: SharedLookup = shared ?? { key, hostname, options: lookupOptions, state: 'queued', waiters: new Map() };
+    // A caller's own function: the same callback passed twice still gets two answers.
+    const answer: Answer = (err, addresses) => callback(err, addresses);
+    const deadline = setTimeout(() => {
+      lookup.waiters.delete(answer);
+      if (lookup.state !== 'queued') {
+        answer(new LookupUnansweredError(hostname, waitMs, false), []);
+        return;
+      }
+      if (lookup.waiters.size === 0) {
+        queue.splice(queue.indexOf(lookup), 1);
+        pending.delete(key);
+      }
+      answer(new LookupSlotTimeoutError(hostname, waitMs), []);
+    }, waitMs);
+    lookup.waiters.set(answer, deadline);
+    if (shared) return;
+    pending.set(key, lookup);
+    if (inFlight < maxInFlight) run(lookup);
+    else queue.push(lookup);
   };
+}
+
+/** Lookups are shared by host and by the options that shape their answer. */
+function keyOf(hostname: string, options: LookupAllOptions): string {
+  return JSON.stringify([hostname, options.family ?? 0, options.hints ?? 0]);
 }
 
 /**

@@ -61,6 +61,11 @@ export class KafkaAlertConsumer {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private lagTimer: NodeJS.Timeout | undefined;
   private stopped = true;
+  /**
+   * Set by the first `stop()` and never cleared: a start that comes after it (a service whose start
+   * went on after its stop began) does nothing, rather than join the group while the process exits.
+   */
+  private stopCalled = false;
   private attempt: Promise<void> | undefined;
   /**
    * The consumer of the attempt in progress while it connects and subscribes, the part a stop cuts
@@ -85,9 +90,11 @@ export class KafkaAlertConsumer {
 
   /**
    * Joins the group and starts consuming. Resolves once joined, or once the first attempt failed (a
-   * new attempt is then scheduled every `reconnectMs`), so the HTTP surface starts either way.
+   * new attempt is then scheduled every `reconnectMs`), so the HTTP surface starts either way. Does
+   * nothing once `stop()` has been called: a stopped consumer is not started again.
    */
   async start(): Promise<void> {
+    if (this.stopCalled) return;
     this.stopped = false;
     await this.connect();
     if (this.stopped) return;
@@ -253,6 +260,7 @@ export class KafkaAlertConsumer {
    * {@link closed} waits for it longer. True when everything closed in time.
    */
   async stop(timeoutMs = Number.POSITIVE_INFINITY): Promise<boolean> {
+    this.stopCalled = true;
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = undefined;

@@ -158,22 +158,34 @@ async function main(): Promise<void> {
   });
   const migration = new StartupMigration(store, logger);
   let server: Server | undefined;
+  // Set when the stop begins. A start still under way ends at its next step rather than open what the
+  // stop has already passed by: a Redis connection against its quit, a server it never closes.
+  let stopping = false;
 
   await runUntilSignal(
     {
       async start() {
         await mongo.connect();
         await store.start();
+        // Rejects once the stop began, even when the migration's last step finished meanwhile.
         logger.info(await migration.run(), 'startup migration finished');
+        if (stopping) return;
         await redis.connect().catch((err: unknown) => {
           throw new DependencyUnreachable('Redis', config.REDIS_URL, err);
         });
+        if (stopping) return;
         server = createServer(app);
         const port = await listen(server, config.PORT);
+        if (stopping) {
+          await closeServer(server);
+          return;
+        }
         logger.info({ port, database: config.database, topic: consumer.topic, groupId: consumer.groupId }, 'notification service listening');
+        // Does nothing once the stop has stopped the consumer.
         await consumer.start();
       },
       async stop() {
+        stopping = true;
         const begun = performance.now();
         const until = (ms: number) => ms - (performance.now() - begun);
         const [kafkaStopped] = await Promise.all([

@@ -143,11 +143,19 @@ export class StartupMigration {
   constructor(
     private readonly store: NotificationStore,
     private readonly logger: Logger,
+    /** Pause between looks while another replica holds the lock; default that of {@link migrateAlertableMetrics}. */
+    private readonly options: { pollMs?: number } = {},
   ) {}
 
-  run(): Promise<MigrationReport> {
-    this.running = migrateAlertableMetrics(this.store, this.logger, { owner: this.owner, signal: this.stopping.signal });
-    return this.running;
+  /**
+   * Runs the migration; rejects with {@link MigrationStoppedError} when `stop()` was called before it
+   * ended, even if its last step then finished: a start must not go on to serve after its stop began.
+   */
+  async run(): Promise<MigrationReport> {
+    this.running = migrateAlertableMetrics(this.store, this.logger, { ...this.options, owner: this.owner, signal: this.stopping.signal });
+    const report = await this.running;
+    if (this.stopping.signal.aborted) throw new MigrationStoppedError();
+    return report;
   }
 
   /** Whether the run had ended (its lock released by itself) within `timeoutMs`; its lock is released either way. */

@@ -12,6 +12,7 @@ import webpush, { type Urgency } from 'web-push';
 import {
   ForbiddenDestinationError,
   LookupSlotTimeoutError,
+  LookupUnansweredError,
   limitLookups,
   pushConnector,
   pushLookup,
@@ -212,8 +213,8 @@ export class WebPushSender implements PushSender {
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.ttlSeconds = options.ttlSeconds ?? 3600;
     const allowPrivate = options.allowPrivateDestinations ?? false;
-    // A lookup waits for a slot at most half the push's time, so the push keeps time to connect and be
-    // answered, and its failure names the lookup rather than a generic timeout.
+    // A lookup (a slot, then its answer) is waited for at most half the push's time, so the push keeps
+    // time to connect and be answered, and its failure names the lookup rather than a generic timeout.
     const resolve = limitLookups(options.resolve ?? systemResolver, { maxInFlight: options.maxLookups ?? DEFAULT_MAX_PUSH_LOOKUPS, waitMs: Math.ceil(this.timeoutMs / 2) });
     const connect = pushConnector({ timeout: this.timeoutMs, lookup: pushLookup(resolve, { allowPrivate }), allowPrivate });
     const poolOptions = { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32, connect };
@@ -269,6 +270,12 @@ export class WebPushSender implements PushSender {
       }
       if (err instanceof LookupSlotTimeoutError) {
         return { kind: 'failed', reason: 'timeout', detail: `push service host not looked up within ${err.waitedMs} ms: earlier lookups of push hosts have not answered; nothing was sent` };
+      }
+      if (err instanceof LookupUnansweredError) {
+        const detail = err.remembered
+          ? `push service host not looked up again yet: its DNS lookup did not answer within ${err.waitedMs} ms a moment ago; nothing was sent`
+          : `push service host's DNS lookup did not answer within ${err.waitedMs} ms; nothing was sent`;
+        return { kind: 'failed', reason: 'timeout', detail };
       }
       const name = (err as Error).name;
       if (name === 'TimeoutError' || name === 'AbortError' || /Timeout/.test(name)) {

@@ -46,8 +46,8 @@ export function channelLabelOf(channel: string, channels: BrokerChannels): Chann
 
 /**
  * Decides the audience of one broker message.
- * - notifications: must parse as the shared notification schema (unknown keys refused), then goes to
- *   `domain:{domainName}`, or to every socket when it has no domainName;
+ * - notifications: must be a JSON object of the shared notification schema (unknown keys refused), then
+ *   goes to `domain:{domainName}`, or to every socket when it has no domainName;
  * - telemetry: must be a JSON object, and goes to `building:{tail of the channel}` only.
  * Either is skipped when it nests deeper than {@link MAX_PAYLOAD_DEPTH} levels.
  *
@@ -60,6 +60,9 @@ export function routeBrokerMessage(channel: string, payload: string, channels: B
   if (label === 'notifications') {
     const json = parseShallowJson(payload);
     if (!json.ok) return { kind: 'skip', channel: label, reason: json.reason };
+    // Checked here: parseNotification parses a string once more, so a payload that is a JSON string
+    // holding a notification would be routed as one.
+    if (!isJsonObject(json.value)) return { kind: 'skip', channel: label, reason: 'payload is not a JSON object' };
     const parsed = parseNotification(json.value);
     if (!parsed.ok) return { kind: 'skip', channel: label, reason: parsed.errors.slice(0, 3).join('; ') };
     const { domainName } = parsed.notification;
@@ -72,13 +75,15 @@ export function routeBrokerMessage(channel: string, payload: string, channels: B
     if (!isValidBuildingId(buildingId)) return { kind: 'skip', channel: label, reason: 'channel does not end in a valid building id' };
     const json = parseShallowJson(payload);
     if (!json.ok) return { kind: 'skip', channel: label, reason: json.reason };
-    const { value } = json;
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-      return { kind: 'skip', channel: label, reason: 'payload is not a JSON object' };
-    }
-    return { kind: 'telemetry', room: buildingRoom(buildingId), payload: value as Record<string, unknown> };
+    if (!isJsonObject(json.value)) return { kind: 'skip', channel: label, reason: 'payload is not a JSON object' };
+    return { kind: 'telemetry', room: buildingRoom(buildingId), payload: json.value };
   }
   return { kind: 'foreign' };
+}
+
+/** Whether a parsed JSON value is an object: not an array, a string or another scalar. */
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** A payload parsed as JSON, or why it cannot be relayed. */

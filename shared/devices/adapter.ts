@@ -17,7 +17,7 @@
  * from the command, so a caller cannot aim a request anywhere (no SSRF).
  */
 import { request, type Dispatcher } from 'undici';
-import { untilAborted } from '../abort.js';
+import { untilAbortedRequest } from '../abort.js';
 import { validateActionArguments, type FieldError } from '../catalog/validate.js';
 import type { BindingCatalog, DeviceBinding } from './bindings.js';
 
@@ -180,10 +180,9 @@ export function createDeviceAdapter(options: DeviceAdapterOptions): DeviceAdapte
     });
     let response: Dispatcher.ResponseData;
     try {
-      response = await untilAborted(pending, signal);
-    } catch {
       // A reply that still lands after the timeout is drained, so its connection is not left hanging.
-      pending.then((late) => late.body.dump(), () => undefined).catch(() => undefined);
+      response = await untilAbortedRequest(pending, signal);
+    } catch {
       throw new DeviceCommandError('device_unreachable', 'the device could not be reached');
     }
     // The reply's content is the device's business; read and drop it so the connection is reused.

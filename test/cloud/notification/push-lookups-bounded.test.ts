@@ -1,9 +1,13 @@
 /**
  * Push hosts whose DNS never answers. dns.lookup runs on libuv's 4 threadpool threads and cannot be
  * cancelled, so each such push would hold a thread for good and, a few pushes later, stall every other
- * lookup of the process. The sender runs at most 2 push lookups at once: past that, a push waits for a
- * slot at most half its timeout and then fails as a push failure (logged, counted as `timeout`, the
- * subscription kept), while pushes needing no lookup, or finding a slot free, still arrive.
+ * lookup of the process. The sender runs at most 2 push lookups at once, one per host: past that, a
+ * push waits for a slot at most half its timeout and then fails as a push failure (logged, counted as
+ * `timeout`, the subscription kept), while pushes needing no lookup, or finding a slot free, still
+ * arrive. A host whose lookup outlived that wait fails its next pushes at once, with no lookup.
+ *
+ * The push timeout is 4 s, so the 2 s waits for a lookup end well before undici's own connect timeout
+ * (the push timeout) would fail the push first.
  *
  * The resolver is injected: names under `.stuck.test` never answer (as a resolver that drops queries),
  * `localhost` goes to the real dns.lookup, and any other name is refused and recorded. The push service
@@ -42,6 +46,8 @@ function stuckResolver() {
   return { resolve, stuck, unexpected };
 }
 
+const PUSH_TIMEOUT_MS = 4000;
+
 /** The subscription's endpoint on another host of the same port: the same push service, another origin. */
 function on(host: string, subscription: BrowserSubscription) {
   const endpoint = new URL(subscription.endpoint);
@@ -53,12 +59,12 @@ t.test('two hosts that never answer take both lookup slots; later pushes to such
   const vapid = newVapid();
   const service = await startPushService(t);
   const resolver = stuckResolver();
-  const sender = new WebPushSender({ vapid, timeoutMs: 1000, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
+  const sender = new WebPushSender({ vapid, timeoutMs: PUSH_TIMEOUT_MS, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
   t.teardown(() => sender.close());
   const message = (title: string) => ({ payload: JSON.stringify({ title }) });
 
   const first = await sender.send(on('a.stuck.test', await service.subscribe(vapid.publicKey)), message('a'));
-  t.match(first, { kind: 'failed', reason: 'timeout' }, 'a push whose lookup never answers times out');
+  t.match(first, { kind: 'failed', reason: 'timeout', detail: /DNS lookup did not answer/ }, 'a push whose lookup never answers times out');
 
   const byName = await service.subscribe(vapid.publicKey);
   t.match(await sender.send(on('localhost', byName), message('by name')), { kind: 'sent' }, 'a push by name finds the second slot free');
@@ -116,5 +122,33 @@ t.test('two hosts that never answer take both lookup slots; later pushes to such
     t.notOk(JSON.stringify(line).includes('/notify/'), 'without the endpoint path');
   }
   t.equal(await db.collection(COLLECTIONS.devices).countDocuments({ accountName: account }), 4, 'the subscriptions are kept');
+  t.same(resolver.unexpected, [], 'no other name was looked up');
+});
+
+t.test('pushes in flight to one host that never answers share one lookup: the other slot stays free, and that host then fails at once', async (t) => {
+  const vapid = newVapid();
+  const service = await startPushService(t);
+  const resolver = stuckResolver();
+  const sender = new WebPushSender({ vapid, timeoutMs: PUSH_TIMEOUT_MS, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
+  t.teardown(() => sender.close());
+  const message = (title: string) => ({ payload: JSON.stringify({ title }) });
+
+  // Two pushes at once to one origin: its pool opens a connection for each, and each connection looks
+  // the host up.
+  const subscriptions = [await service.subscribe(vapid.publicKey), await service.subscribe(vapid.publicKey)];
+  const together = await Promise.all(subscriptions.map((subscription, i) => sender.send(on('a.stuck.test', subscription), message(`a${i}`))));
+  t.match(together, [{ kind: 'failed', reason: 'timeout' }, { kind: 'failed', reason: 'timeout' }], 'both pushes to the host that never answers time out');
+  t.same(resolver.stuck, ['a.stuck.test'], 'they shared one lookup');
+
+  const byName = await service.subscribe(vapid.publicKey);
+  t.match(await sender.send(on('localhost', byName), message('by name')), { kind: 'sent' }, 'a push to a host that answers finds the second slot free');
+  t.same(await service.messages(byName.clientHash), [JSON.stringify({ title: 'by name' })], 'and arrives');
+
+  const again = await sender.send(on('a.stuck.test', await service.subscribe(vapid.publicKey)), message('a3'));
+  t.match(again, { kind: 'failed', reason: 'timeout', detail: /not looked up again yet/ }, 'a later push to the host that never answered fails at once, named as such');
+  t.same(resolver.stuck, ['a.stuck.test'], 'without another lookup of it');
+
+  const afterwards = await service.subscribe(vapid.publicKey);
+  t.match(await sender.send(on('localhost', afterwards), message('afterwards')), { kind: 'sent' }, 'the working host still gets its pushes');
   t.same(resolver.unexpected, [], 'no other name was looked up');
 });

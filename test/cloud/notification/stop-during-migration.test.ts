@@ -5,7 +5,9 @@
  * lease. The service runs as its own process (`node --import tsx cloud/notification/main.ts`) on the
  * real FerretDB. The migration is held mid-way deterministically: one record it must update is locked
  * by someone else (a preferences lock document that never expires), so once it has updated every other
- * record it waits there, longer than the stop waits for it.
+ * record it waits there, longer than the stop waits for it. The store waits for a record lock at most
+ * 10 s (RECORD_LOCK_WAIT_MS in store.ts), and the stop gives the migration 2 s: each such test checks
+ * that the migration is still waiting just before it sends SIGTERM.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -13,9 +15,10 @@ import { createInterface } from 'node:readline';
 import { ObjectId, type Db } from 'mongodb';
 import t from 'tap';
 import { silentLogger } from '../../../shared/logger.js';
-import { MIGRATION_LOCK_ID, markerId, migrateAlertableMetrics } from '../../../cloud/notification/migration.js';
+import { MIGRATION_LOCK_ID, MigrationStoppedError, StartupMigration, markerId, migrateAlertableMetrics } from '../../../cloud/notification/migration.js';
 import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
-import { STACK, freshMongo, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { capturedLogger } from '../../support/captured-logger.js';
+import { STACK, kafka, freshMongo, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
 const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
 const on = (notificationType: string) => ({ notificationType, isSubscribed: true });
@@ -25,6 +28,7 @@ const on = (notificationType: string) => ({ notificationType, isSubscribed: true
  * once the migration is done); killed at teardown if still running.
  */
 function startService(t: Teardown, mongoUri: string) {
+  const groupId = uniqueName('alerts');
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     env: {
       PATH: process.env.PATH ?? '',
@@ -37,7 +41,7 @@ function startService(t: Teardown, mongoUri: string) {
       // Never called: the service stops before it serves.
       DIGITAL_TWIN_URL: 'http://127.0.0.1:9',
       ALERTS_TOPIC: uniqueName('alerts'),
-      ALERTS_GROUP: uniqueName('alerts'),
+      ALERTS_GROUP: groupId,
       NOTIFICATIONS_CHANNEL: uniqueName('notifications'),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -57,7 +61,22 @@ function startService(t: Teardown, mongoUri: string) {
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
-  return { child, logs, exited, stderr: () => stderr };
+  return { child, logs, exited, groupId, stderr: () => stderr };
+}
+
+/**
+ * Whether the service still waits on the locked record, checked just before the test signals: it has
+ * not exited, holds its migration lock, has not finished `metric`, and has logged no failure. The store
+ * gives up on a record lock after 10 s; a migration that had given up would have ended before the signal.
+ */
+async function stillWaiting(service: ReturnType<typeof startService>, db: Db, metric: string): Promise<boolean> {
+  const markers = db.collection<{ _id: string; state?: string }>(COLLECTIONS.migrations);
+  return (
+    service.child.exitCode === null &&
+    (await markers.countDocuments({ _id: MIGRATION_LOCK_ID, state: 'running' })) === 1 &&
+    (await markers.countDocuments({ _id: markerId(metric), state: 'done' })) === 0 &&
+    !service.logs.some((l) => typeof l.level === 'number' && l.level >= 50)
+  );
 }
 
 /** A record as an earlier version stored it, with temperature on: the migration must update it. */
@@ -81,6 +100,7 @@ t.test('SIGTERM while the migration holds its lock and waits on a record: the lo
   t.match(lock, { state: 'running' }, 'the migration runs, holding its lock');
   const records = db.collection(COLLECTIONS.preferences);
   await waitFor('the migration to update every record but the locked one', async () => (await records.countDocuments({ configuredTypes: 'peopleCount' })) === accounts.length - 1, 30_000);
+  t.ok(await stillWaiting(service, db, 'peopleCount'), 'just before SIGTERM the migration still waits on the locked record');
   service.child.kill('SIGTERM');
   const [code] = await service.exited;
   if (code !== 0) t.comment(service.stderr(), JSON.stringify(service.logs.slice(-8)));
@@ -114,4 +134,68 @@ t.test('SIGTERM while waiting for another replica that holds the lock: it stops 
   t.ok(service.logs.some((l) => l.msg === 'start cut short by the stop'), 'the start was cut short');
   t.notOk(service.logs.some((l) => /startup migration did not stop in time/.test(String(l.msg))), 'the migration stopped at once');
   t.match(await markers.findOne({ _id: MIGRATION_LOCK_ID }), { owner: 'other-replica' }, "the other replica's lock is left to it");
+});
+
+t.test('stop while waiting between two looks at another replica\'s lock: the pause is cut short, and the migration stops by itself within the stop limit', async (t) => {
+  const { db } = await freshMongo(t);
+  await legacy(db, uniqueName('acct'), 'acme');
+  const markers = db.collection<{ _id: string; owner?: string; state?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
+  await markers.insertOne({ _id: MIGRATION_LOCK_ID, state: 'running', owner: 'other-replica', claimedAt: new Date() });
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  await store.start();
+  const { logger, lines } = capturedLogger('notification');
+  // One look an hour: unless the stop cuts the pause short, the migration would next look (and see
+  // the stop) long after the stop limit.
+  const migration = new StartupMigration(store, logger, { pollMs: 60 * 60_000 });
+  const run = migration.run();
+  run.catch(() => undefined);
+  await waitFor('the migration to wait for the other replica', () => lines.some((l) => l.msg === 'migration: another replica holds the lock; waiting for it'));
+
+  // 2000 ms: what the service's stop gives the migration (MIGRATION_STOP_MS in main.ts).
+  const stoppedByItself = await migration.stop(2000);
+  t.equal(stoppedByItself, true, 'the migration ended by itself within the stop limit');
+  t.notOk(lines.some((l) => /startup migration did not stop in time/.test(String(l.msg))), 'the stop did not have to release a lock for it');
+  if (stoppedByItself) await t.rejects(run, MigrationStoppedError, 'its run ends as stopped');
+  t.match(await markers.findOne({ _id: MIGRATION_LOCK_ID }), { owner: 'other-replica' }, "the other replica's lock is left to it");
+});
+
+t.test('SIGTERM while the last metric waits on a record that is then freed: the migration ends normally, yet the start goes no further', async (t) => {
+  const { db, uri } = await freshMongo(t);
+  const markers = db.collection<{ _id: string; owner?: string; state?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
+  // Only airQuality is left: it is the migration's last step.
+  await markers.insertOne({ _id: markerId('peopleCount'), state: 'done', owner: 'earlier-start', claimedAt: new Date() });
+  const accounts = Array.from({ length: 10 }, () => uniqueName('acct'));
+  for (const account of accounts) await legacy(db, account, 'acme');
+  const blocked = accounts[0] as string;
+  const recordLocks = db.collection<{ _id: string; owner: string; claimedAt: Date }>(COLLECTIONS.locks);
+  const recordLockId = `preferences:${JSON.stringify([blocked, 'acme'])}`;
+  await recordLocks.insertOne({ _id: recordLockId, owner: 'someone-else', claimedAt: new Date(Date.now() + 60 * 60_000) });
+
+  const service = startService(t, uri);
+  const records = db.collection(COLLECTIONS.preferences);
+  await waitFor('the migration to update every record but the locked one', async () => (await records.countDocuments({ configuredTypes: 'airQuality' })) === accounts.length - 1, 30_000);
+  t.ok(await stillWaiting(service, db, 'airQuality'), 'just before SIGTERM the migration still waits on the locked record');
+  service.child.kill('SIGTERM');
+  await waitFor('the service to begin its stop', () => service.logs.some((l) => l.msg === 'stopping'), 10_000);
+  // Freed after the signal: the step the migration was in finishes well within the 2 s the stop gives it.
+  await recordLocks.deleteOne({ _id: recordLockId });
+  const [code] = await service.exited;
+  if (code !== 0) t.comment(service.stderr(), JSON.stringify(service.logs.slice(-8)));
+
+  t.equal(code, 0, 'SIGTERM stops it cleanly');
+  t.equal(await markers.countDocuments({ _id: markerId('airQuality'), state: 'done' }), 1, 'the last step did finish');
+  t.notOk(service.logs.some((l) => /startup migration did not stop in time/.test(String(l.msg))), 'the migration ended by itself, within the stop limit');
+  t.notOk(service.logs.some((l) => l.msg === 'startup migration finished'), 'the start does not take the migration as finished');
+  t.match(
+    service.logs.filter((l) => l.msg === 'start cut short by the stop'),
+    [{ error: 'MigrationStoppedError (ERR_MIGRATION_STOPPED)' }],
+    'the start was cut short by the stopped migration',
+  );
+  t.notOk(service.logs.some((l) => l.msg === 'notification service listening'), 'it never listened');
+  const admin = kafka().admin();
+  await admin.connect();
+  t.teardown(() => admin.disconnect());
+  const [group] = (await admin.describeGroups([service.groupId])).groups;
+  t.same(group?.members ?? [], [], 'no member of its consumer group was left behind');
+  t.equal(await markers.countDocuments({ _id: MIGRATION_LOCK_ID }), 0, 'no migration lock is left behind');
 });

@@ -58,6 +58,31 @@ t.test('notifications: scoped to the domain room, or broadcast without domainNam
   t.equal(series.get('telemetry_relayed_total'), 0);
 });
 
+t.test('a notification published as a JSON string is skipped and counted, not parsed a second time', async (t) => {
+  const directory = await startFakeDirectory(t);
+  const { logger, lines } = capturedLogger();
+  const relay = await startRelay(t, { directory, logger });
+  const redis = publisher(t);
+  const acme = uniqueName('acme');
+  const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [acme] }));
+
+  // Valid notifications, each serialized twice: the payload is a JSON string, not an object.
+  const wrapped = [notification({ id: 'wrapped-scoped', domainName: acme }), notification({ id: 'wrapped-broadcast' })].map((n) => JSON.stringify(JSON.stringify(n)));
+  for (const payload of wrapped) await redis.publish(relay.channels.notifications, payload);
+  const fence = notification({ id: 'fence' });
+  await redis.publish(relay.channels.notifications, JSON.stringify(fence));
+  await waitFor(() => ana.notifications.some((n) => (n as { id: string }).id === 'fence'), 'the fence');
+
+  t.same(ana.notifications, [fence], 'neither wrapped notification reaches a socket');
+  t.equal(await metric(relay.url, 'relay_messages_skipped_total{channel="notifications"}'), wrapped.length, 'both are counted as skipped');
+  t.equal(await metric(relay.url, 'notifications_relayed_total{scope="domain"}'), 0, 'and not as relayed');
+  t.match(
+    lines.filter((l) => l.msg === 'broker message skipped'),
+    wrapped.map(() => ({ channel: relay.channels.notifications, reason: 'payload is not a JSON object' })),
+    'each is logged as not a JSON object',
+  );
+});
+
 t.test('telemetry goes to building:{tail of the channel} only; non-JSON and non-object payloads are skipped', async (t) => {
   const directory = await startFakeDirectory(t);
   const { logger, lines } = capturedLogger();

@@ -26,6 +26,7 @@ t.test('a notification that is not the schema is skipped, never broadcast', asyn
     JSON.stringify({ ...base, kind: 'other' }),
     '{',
     '"text"',
+    JSON.stringify(JSON.stringify({ ...base, domainName: 'acme' })),
   ]) {
     const route = routeBrokerMessage('notifications', payload, DEFAULT_CHANNELS);
     t.equal(route.kind, 'skip', payload);
