@@ -183,11 +183,12 @@ export class ConversationLock {
   }
 
   /**
-   * Runs `work` while holding the conversation's lock. The result is returned as soon as the work is
-   * done; the lease is released right after, in the background, and the next writer of this process
-   * waits for that release. Released on failure too. Throws {@link LockTimeoutError} when the lock is
-   * not held within `waitMs` of this call, and {@link LeaseLostError} instead of the work's result when a
-   * renewal found the lease gone while the work ran.
+   * Runs `work` while holding the conversation's lock. The result is returned once the work is done and
+   * a renewal still in flight then has answered (none is sent after); the lease is released right
+   * after, in the background, and the next writer of this process waits for that release. Released on
+   * failure too. Throws {@link LockTimeoutError} when the lock is not held within `waitMs` of this call,
+   * and {@link LeaseLostError} instead of the work's result when a renewal sent while the work ran found
+   * the lease gone, including one that answers only after the work is done.
    */
   async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
     // Fixed now, not once the writers ahead are through: the k-th writer queued behind a slow holder
@@ -218,16 +219,20 @@ export class ConversationLock {
     }
     const renewal = this.keepRenewed(lease);
     let result: T;
+    let renewalStopped!: Promise<void>;
     try {
       result = await work();
     } finally {
+      renewalStopped = renewal.stop();
       // A failed release only delays the next writer until the lease is taken over.
-      void renewal
-        .stop()
+      void renewalStopped
         .then(() => this.leases.deleteOne({ _id: lease.id }))
         .catch(() => undefined)
         .finally(done);
     }
+    // A renewal sent while the work ran may answer after it that the lease is gone: the work's result
+    // waits for that answer, or it would be reported done though another writer may have raced it.
+    await renewalStopped;
     if (renewal.lost()) throw new LeaseLostError(key);
     return result;
   }

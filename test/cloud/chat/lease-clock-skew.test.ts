@@ -6,14 +6,16 @@
  * write instead of reporting it done.
  */
 import t from 'tap';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { performance } from 'node:perf_hooks';
 import type { Collection, Document, Filter, UpdateFilter, UpdateResult } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { conversationsOf, createConversation, getConversation, send, startChat, terminalOf } from './support/harness.js';
 import { dbWith } from './support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
-// Long enough that a renewal (every third of it) lands in time on a loaded machine.
+// What a waiter must see unrenewed before it takes a lease over. The first test's holder renews right
+// before each of the waiter's reads, and in the others nothing competes with a live holder, so no load
+// makes it too short.
 const LEASE_MS = 1_500;
 const MINUTE = 60_000;
 
@@ -43,27 +45,68 @@ function watchRenewals(leases: Collection<LeaseDocument>): {
   };
 }
 
+/**
+ * A holder (another replica) that renews its lease with `renew` right before each of the waiter's reads
+ * of it, so the waiter sees a new stamp every time however late either one runs on a loaded machine,
+ * until the waiter has been reading for three leases of its own clock; then the holder stops (it
+ * crashed) and `stopped` resolves. `findOne` stands in for the waiter's.
+ */
+function renewedBeforeEveryRead(
+  leases: Collection<LeaseDocument>,
+  renew: () => Promise<UpdateResult>,
+): { findOne: (filter: Filter<LeaseDocument>) => Promise<LeaseDocument | null>; stopped: Promise<void>; renewals: () => number; renewed: () => number } {
+  let renewals = 0;
+  let renewed = 0;
+  let firstReadAt: number | undefined;
+  let renewing = true;
+  let stop!: () => void;
+  const stopped = new Promise<void>((resolve) => (stop = resolve));
+  return {
+    findOne: async (filter) => {
+      if (renewing) {
+        firstReadAt ??= performance.now();
+        if (performance.now() - firstReadAt < 3 * LEASE_MS) {
+          renewals++;
+          renewed += (await renew()).matchedCount;
+        } else {
+          renewing = false;
+          stop();
+        }
+      }
+      return leases.findOne(filter);
+    },
+    stopped,
+    renewals: () => renewals,
+    renewed: () => renewed,
+  };
+}
+
 t.test('a holder whose clock is a minute behind keeps its lease while it renews, and loses it once it stops', async (t) => {
   const { db } = await freshChatDatabase(t);
   const leases = db.collection<LeaseDocument>(LEASE_COLLECTION);
-  const waiter = new ConversationLock(leases, { leaseMs: LEASE_MS, waitMs: 30_000, pollMs: 5 });
-  await waiter.start();
   // Replica A's clock runs a minute behind replica B's: every expiry it writes is already past for B.
-  const expiryByClockBehind = () => new Date(Date.now() - MINUTE + LEASE_MS);
-  await leases.insertOne({ _id: 'replica-a', conversation: 'c1', expires_at: expiryByClockBehind() });
+  let stamp = new Date(Date.now() - MINUTE + LEASE_MS);
+  await leases.insertOne({ _id: 'replica-a', conversation: 'c1', expires_at: stamp });
+  const holder = renewedBeforeEveryRead(leases, () => {
+    // Later than the last, as the lock's own stamps are, so two renewals in one millisecond differ.
+    stamp = new Date(Math.max(Date.now() - MINUTE + LEASE_MS, stamp.getTime() + 1));
+    return leases.updateOne({ _id: 'replica-a' }, { $set: { expires_at: stamp } });
+  });
+  const waiter = new ConversationLock(dbWith(db, { [LEASE_COLLECTION]: { findOne: holder.findOne } }).collection<LeaseDocument>(LEASE_COLLECTION), {
+    leaseMs: LEASE_MS,
+    waitMs: 30_000,
+    pollMs: 5,
+  });
+  await waiter.start();
   let ranUnder: string | undefined;
   const waited = waiter.withLock('c1', async () => {
     ranUnder = (await leases.findOne({ conversation: 'c1' }))?._id;
   });
-  // Replica A works on, renewing as the lock does (every third of the lease), for three leases.
-  const renewals = 9;
-  let renewed = 0;
-  for (let i = 0; i < renewals; i++) {
-    await sleep(LEASE_MS / 3);
-    const result = await leases.updateOne({ _id: 'replica-a' }, { $set: { expires_at: expiryByClockBehind() } });
-    renewed += result.matchedCount;
-  }
-  t.equal(renewed, renewals, "every renewal found replica A's lease: replica B never took it over");
+  // Replica A works on, renewing, while B polls for three leases of B's own clock (or until B, wrongly,
+  // takes the lease over and writes).
+  await Promise.race([holder.stopped, waited]);
+  t.ok(holder.renewals() > 0, 'replica A renewed while replica B polled');
+  t.equal(holder.renewed(), holder.renewals(), "every renewal found replica A's lease: replica B never took it over");
   t.equal(ranUnder, undefined, 'replica B did not write while replica A held the lease');
   // Replica A stops renewing (it crashed): B takes the lease over.
   await waited;

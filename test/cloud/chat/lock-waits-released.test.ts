@@ -12,7 +12,10 @@ import { freshChatDatabase } from './support/mongo.js';
 
 const CYCLES = 200;
 
-/** Promises still reachable, counted after a full garbage collection (what queryObjects does first). */
+/**
+ * Promises still reachable, counted after a full garbage collection (what queryObjects does first).
+ * queryObjects came with Node 20.13 and 22, hence package.json's engines.
+ */
 const livePromises = () => queryObjects(Promise, { format: 'count' });
 
 /** Waits until `lock` has a wait running: its writer found the lease taken and pauses between attempts. */
