@@ -13,7 +13,7 @@ import type { Notification } from '../../shared/notification.js';
 import { metricsHandler } from '../../shared/prom.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { mayUseDomain, triggerAudience } from './audience.js';
-import type { Delivery } from './delivery.js';
+import { ANY_ALERTABLE_METRIC, type Delivery } from './delivery.js';
 import type { NotificationMetrics } from './metrics.js';
 import { endpointOrigin } from './push.js';
 import { parsePreferences, parseSubscribe, parseTrigger } from './requests.js';
@@ -155,7 +155,7 @@ export function createApp(deps: AppDeps): Express {
       return;
     }
     const byDomain = new Map<string, Notification>(audience.domains.map((domainName) => [domainName, { ...base, id: newId(), domainName }]));
-    const report = await delivery.toDomains(byDomain, undefined, { waitForPushes: true });
+    const report = await delivery.toDomains(byDomain, ANY_ALERTABLE_METRIC, { waitForPushes: true });
     logger.info({ buildingId, domains: audience.domains, account: caller.accountName, push: report.push }, 'manual alert delivered');
     res.json({ domains: audience.domains, inApp: report.inApp, push: report.push });
   });

@@ -107,6 +107,12 @@ function targetsOf(byDomain: ReadonlyMap<string, Notification>, metric: string |
   return { ok: true, targets };
 }
 
+/**
+ * The push audience of a manual alert ({@link Delivery.toDomains}): every device opted in to any
+ * alertable metric in the domains, since a manual alert names no metric.
+ */
+export const ANY_ALERTABLE_METRIC = undefined;
+
 export class Delivery {
   private readonly published: Record<Notification['kind'], { inc(by?: number): void }>;
   private readonly background = new Set<Promise<void>>();
@@ -145,7 +151,8 @@ export class Delivery {
 
   /**
    * Publishes one notification per domain, then pushes to the opted-in devices of those domains.
-   * `metric` selects who is opted in; none means anyone with an alertable metric on (manual alerts).
+   * `metric` selects who is opted in; {@link ANY_ALERTABLE_METRIC} means anyone with an alertable metric
+   * on (manual alerts).
    * Rejects only when the publish fails; push problems are logged and counted, never raised.
    */
   async toDomains(byDomain: ReadonlyMap<string, Notification>, metric: string | undefined, options: FanOutOptions = {}): Promise<DeliveryReport> {

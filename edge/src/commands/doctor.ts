@@ -24,6 +24,7 @@ import { probeBody, probeVerdict, sendProbe, type ProbeAnswer } from './ingest-p
 import { statePaths } from './gateway.js';
 import { runAsCommand, SERVICE_CACHE_DIRECTORY, SERVICE_USER } from './cache-directory.js';
 import { currentUid, describeOwnership, describeUser, userNameOf } from '../storage/ownership.js';
+import { unwritableFiles } from '../storage/sqlite.js';
 import { DeviceKeyError, loadOrCreateDeviceKey } from '../zones/device-key.js';
 
 const MAX_CLOCK_SKEW_S = 60;
@@ -215,18 +216,12 @@ function checkDeviceKey(path: string): { problem: string } | { summary: string }
  * (`sudo lintel-edge run`) leaves such files, root's, in the service user's directory.
  */
 function unwritableStateFiles(databases: readonly string[]): string[] {
-  const problems: string[] = [];
-  for (const file of databases.flatMap((path) => [path, `${path}-wal`, `${path}-shm`])) {
-    if (!existsSync(file)) continue;
-    try {
-      accessSync(file, constants.W_OK);
-    } catch (err) {
-      problems.push(
-        `cannot write ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'}): it is ${describeOwnership(file)}; run as the file's owner, or chown it to the service user; the collector would not start (exit 2)`,
-      );
-    }
-  }
-  return problems;
+  return databases
+    .flatMap((path) => unwritableFiles(path))
+    .map(
+      ({ file, code }) =>
+        `cannot write ${file} (${code}): it is ${describeOwnership(file)}; run as the file's owner, or chown it to the service user; the collector would not start (exit 2)`,
+    );
 }
 
 /** The configured sensors name drivers the shipped bindings know (no command is sent to them). */

@@ -173,17 +173,30 @@ export function explainStorageFailure(path: string, err: unknown): string {
  * SQLite would quietly open it read-only and fail only at the first write, mid-start or mid-poll.
  */
 function refuseUnwritable(path: string): void {
+  const [unwritable] = unwritableFiles(path);
+  if (unwritable === undefined) return;
+  const { file } = unwritable;
+  throw new StorageError(
+    `cannot write ${file}: it is ${describeOwnership(file)}; run as the file's owner, or chown it to the service user (root leaves such files, e.g. \`sudo lintel-edge doctor\`)`,
+    'SQLITE_READONLY',
+  );
+}
+
+/**
+ * The files of the database at `path` (it, and the -wal and -shm beside it) that exist and this user
+ * may not write, with why: what {@link openDatabase} refuses to open for writing (doctor asks too).
+ */
+export function unwritableFiles(path: string): Array<{ file: string; code: string }> {
+  const unwritable: Array<{ file: string; code: string }> = [];
   for (const file of [path, `${path}-wal`, `${path}-shm`]) {
     if (!existsSync(file)) continue;
     try {
       accessSync(file, constants.W_OK);
-    } catch {
-      throw new StorageError(
-        `cannot write ${file}: it is ${describeOwnership(file)}; run as the file's owner, or chown it to the service user (root leaves such files, e.g. \`sudo lintel-edge doctor\`)`,
-        'SQLITE_READONLY',
-      );
+    } catch (err) {
+      unwritable.push({ file, code: (err as NodeJS.ErrnoException).code ?? 'error' });
     }
   }
+  return unwritable;
 }
 
 /**

@@ -8,10 +8,8 @@
  */
 import t from 'tap';
 import { PartitionAssigners, type PartitionAssigner } from 'kafkajs';
-import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
-import { createMetrics } from '../../../cloud/notification/metrics.js';
-import { capturedLogger } from '../../support/captured-logger.js';
-import { STACK, freshTopic, kafka, uniqueName, waitFor } from './support/stack.js';
+import { recordingConsumer } from './support/recording-consumer.js';
+import { freshTopic, kafka, uniqueName, waitFor } from './support/stack.js';
 
 /** kafkajs's round robin under another name: a protocol the service's consumer does not offer. */
 const otherAssigner: PartitionAssigner = (config) => ({ ...PartitionAssigners.roundRobin(config), name: 'OtherAssigner' });
@@ -26,19 +24,8 @@ t.test('a JoinGroup the broker refuses: logged as a crash, and the consumer is n
   await member.run({ eachBatch: async () => undefined });
   await waitFor('the other member to be in the group', async () => (await admin.describeGroups([groupId])).groups[0]?.state === 'Stable', 60_000);
 
-  const { logger, lines } = capturedLogger('notification');
-  const consumer = new KafkaAlertConsumer({
-    brokers: STACK.kafkaBrokers,
-    topic,
-    groupId,
-    // No second attempt during the test: the first one's outcome is what is asserted.
-    reconnectMs: 600_000,
-    lagIntervalMs: 0,
-    settle: async (records) => ({ settled: records.length }),
-    metrics: createMetrics({ defaults: false }),
-    logger,
-  });
-  t.teardown(() => consumer.stop());
+  // No second attempt during the test: the first one's outcome is what is asserted.
+  const { consumer, lines } = recordingConsumer(t, { topic, groupId, reconnectMs: 600_000 });
   await consumer.start();
 
   t.ok(

@@ -20,6 +20,7 @@ import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { browserKeys, call, claims, member } from './support/harness.js';
 import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { serviceEnv } from './support/service-env.js';
 
 const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
 
@@ -246,14 +247,7 @@ t.test('SIGTERM while joining a broker that never answers, with a /trigger push 
   const directory = await startFakeDirectory(t);
   const { uri } = await freshMongo(t);
   const service = await startService(t, {
-    MONGO_URI: uri,
-    REDIS_URL: STACK.redisUrl,
-    KAFKA_BROKERS: broker.address,
-    DIGITAL_TWIN_URL: directory.url,
-    VAPID_PUBLIC_KEY: keys.publicKey,
-    VAPID_PRIVATE_KEY: keys.privateKey,
-    WEB_PUSH_ALLOW_HTTP: 'true',
-    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    ...serviceEnv({ mongoUri: uri, directoryUrl: directory.url, vapid: keys, kafkaBrokers: broker.address }),
     ALERTS_TOPIC: uniqueName('alerts'),
   });
   await waitFor('the consumer to be connecting to the broker', () => broker.connections > 0);
@@ -279,14 +273,7 @@ t.test('SIGTERM with a /trigger push held: the push answered after the HTTP serv
   const directory = await startFakeDirectory(t);
   const { uri } = await freshMongo(t);
   const service = await startService(t, {
-    MONGO_URI: uri,
-    REDIS_URL: STACK.redisUrl,
-    KAFKA_BROKERS: `127.0.0.1:${await closedPort()}`,
-    DIGITAL_TWIN_URL: directory.url,
-    VAPID_PUBLIC_KEY: keys.publicKey,
-    VAPID_PRIVATE_KEY: keys.privateKey,
-    WEB_PUSH_ALLOW_HTTP: 'true',
-    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    ...serviceEnv({ mongoUri: uri, directoryUrl: directory.url, vapid: keys, kafkaBrokers: `127.0.0.1:${await closedPort()}` }),
     ALERTS_TOPIC: uniqueName('alerts'),
   });
   const acme = uniqueName('acme');
@@ -324,14 +311,7 @@ t.test('SIGTERM mid-slice, with a breach push and a /trigger push held by a slow
   const channelName = uniqueName('notifications');
   const channel = await channelRecorder(t, channelName);
   const service = await startService(t, {
-    MONGO_URI: uri,
-    REDIS_URL: STACK.redisUrl,
-    KAFKA_BROKERS: STACK.kafkaBrokers.join(','),
-    DIGITAL_TWIN_URL: directory.url,
-    VAPID_PUBLIC_KEY: keys.publicKey,
-    VAPID_PRIVATE_KEY: keys.privateKey,
-    WEB_PUSH_ALLOW_HTTP: 'true',
-    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    ...serviceEnv({ mongoUri: uri, directoryUrl: directory.url, vapid: keys }),
     NOTIFICATIONS_CHANNEL: channelName,
     ALERTS_TOPIC: topic,
     ALERTS_GROUP: groupId,

@@ -13,9 +13,9 @@
  * `localhost` goes to the real dns.lookup, and any other name is refused and recorded. The push service
  * is the real web-push-testing; the store, Redis and the delivery are the real ones.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Semaphore } from '../../../cloud/notification/concurrency.js';
-import { Delivery } from '../../../cloud/notification/delivery.js';
+import { ANY_ALERTABLE_METRIC, Delivery } from '../../../cloud/notification/delivery.js';
 import { systemResolver, type Resolver } from '../../../cloud/notification/destinations.js';
 import { createMetrics } from '../../../cloud/notification/metrics.js';
 import { WebPushSender } from '../../../cloud/notification/push.js';
@@ -55,13 +55,19 @@ function on(host: string, subscription: BrowserSubscription) {
   return { endpoint: endpoint.href, keys: subscription.keys };
 }
 
-t.test('two hosts that never answer take both lookup slots; later pushes to such hosts fail promptly, pushes that need no slot arrive', async (t) => {
+/** A push sender with two lookup slots, its resolver stuck on `*.stuck.test`, and web-push-testing. */
+async function senderWithTwoLookupSlots(t: Test) {
   const vapid = newVapid();
   const service = await startPushService(t);
   const resolver = stuckResolver();
   const sender = new WebPushSender({ vapid, timeoutMs: PUSH_TIMEOUT_MS, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
   t.teardown(() => sender.close());
   const message = (title: string) => ({ payload: JSON.stringify({ title }) });
+  return { vapid, service, resolver, sender, message };
+}
+
+t.test('two hosts that never answer take both lookup slots; later pushes to such hosts fail promptly, pushes that need no slot arrive', async (t) => {
+  const { vapid, service, resolver, sender, message } = await senderWithTwoLookupSlots(t);
 
   const first = await sender.send(on('a.stuck.test', await service.subscribe(vapid.publicKey)), message('a'));
   t.match(first, { kind: 'failed', reason: 'timeout', detail: /DNS lookup did not answer/ }, 'a push whose lookup never answers times out');
@@ -109,7 +115,7 @@ t.test('two hosts that never answer take both lookup slots; later pushes to such
     createdAt: new Date().toISOString(),
     domainName: acme,
   };
-  const report = await delivery.toDomains(new Map([[acme, notification]]), undefined, { waitForPushes: true });
+  const report = await delivery.toDomains(new Map([[acme, notification]]), ANY_ALERTABLE_METRIC, { waitForPushes: true });
 
   t.same(report, { inApp: 1, push: 1, pushFailed: 3, pushRemoved: 0 }, 'the literal device got its push; the three others failed');
   t.equal((await service.messages(byLiteral.clientHash)).length, 1, 'the push to the IP literal arrived');
@@ -126,12 +132,7 @@ t.test('two hosts that never answer take both lookup slots; later pushes to such
 });
 
 t.test('pushes in flight to one host that never answers share one lookup: the other slot stays free, and that host then fails at once', async (t) => {
-  const vapid = newVapid();
-  const service = await startPushService(t);
-  const resolver = stuckResolver();
-  const sender = new WebPushSender({ vapid, timeoutMs: PUSH_TIMEOUT_MS, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
-  t.teardown(() => sender.close());
-  const message = (title: string) => ({ payload: JSON.stringify({ title }) });
+  const { vapid, service, resolver, sender, message } = await senderWithTwoLookupSlots(t);
 
   // Two pushes at once to one origin: its pool opens a connection for each, and each connection looks
   // the host up.

@@ -5,32 +5,15 @@
  * On the real broker.
  */
 import t from 'tap';
-import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
-import { createMetrics } from '../../../cloud/notification/metrics.js';
-import { capturedLogger } from '../../support/captured-logger.js';
-import { STACK, freshTopic, producer, uniqueName } from './support/stack.js';
+import { recordingConsumer } from './support/recording-consumer.js';
+import { freshTopic, producer, uniqueName } from './support/stack.js';
 
 t.test('start after stop does nothing: the consumer joins no group and reads nothing', async (t) => {
   const { topic, admin } = await freshTopic(t, 'alerts', 1);
   const groupId = uniqueName('alerts');
   const p = await producer(t);
   await p.send({ topic, messages: [{ value: 'waiting' }] });
-  const settled: string[] = [];
-  const { logger } = capturedLogger('notification');
-  const consumer = new KafkaAlertConsumer({
-    brokers: STACK.kafkaBrokers,
-    topic,
-    groupId,
-    reconnectMs: 1000,
-    lagIntervalMs: 0,
-    settle: async (records) => {
-      settled.push(...records.map((r) => r.value?.toString() ?? ''));
-      return { settled: records.length };
-    },
-    metrics: createMetrics({ defaults: false }),
-    logger,
-  });
-  t.teardown(() => consumer.stop());
+  const { consumer, settled } = recordingConsumer(t, { topic, groupId });
 
   t.equal(await consumer.stop(), true, 'the stop, coming first, finishes');
   await consumer.start();

@@ -14,7 +14,8 @@ import { startFakeDirectory } from './support/fake-directory.js';
 import { startFakePushHost } from './support/fake-push-host.js';
 import { browserKeys, call, member } from './support/harness.js';
 import { startRedisProxy } from './support/redis-proxy.js';
-import { STACK, channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { channelRecorder, freshMongo, freshTopic, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { serviceEnv } from './support/service-env.js';
 import { ALERTS_PER_CALL } from '../../../cloud/notification/redis.js';
 
 /** In the in-app message of the second arming call's alert only, never in a key: the proxy's marker. */
@@ -36,14 +37,7 @@ t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the aler
   const channelName = uniqueName('notifications');
   const channel = await channelRecorder(t, channelName);
   const service = await startService(t, {
-    MONGO_URI: uri,
-    REDIS_URL: proxy.url,
-    KAFKA_BROKERS: STACK.kafkaBrokers.join(','),
-    DIGITAL_TWIN_URL: directory.url,
-    VAPID_PUBLIC_KEY: keys.publicKey,
-    VAPID_PRIVATE_KEY: keys.privateKey,
-    WEB_PUSH_ALLOW_HTTP: 'true',
-    WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'true',
+    ...serviceEnv({ mongoUri: uri, directoryUrl: directory.url, vapid: keys, redisUrl: proxy.url }),
     NOTIFICATIONS_CHANNEL: channelName,
     ALERTS_TOPIC: topic,
     ALERTS_GROUP: groupId,

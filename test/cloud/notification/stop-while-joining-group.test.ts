@@ -10,10 +10,8 @@
  */
 import t from 'tap';
 import type { Consumer } from 'kafkajs';
-import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
-import { createMetrics } from '../../../cloud/notification/metrics.js';
-import { capturedLogger } from '../../support/captured-logger.js';
-import { STACK, freshTopic, kafka, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { recordingConsumer } from './support/recording-consumer.js';
+import { freshTopic, kafka, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
 
 /** A plain member of the group that holds its first batch until released, and keeps every value it reads. */
 async function holdingMember(t: Teardown, topic: string, groupId: string) {
@@ -50,23 +48,7 @@ t.test('stop while the JoinGroup waits on a rebalance: the member leaves the gro
   await waitFor('the other member to hold its batch', () => other.holding, 60_000);
 
   const clientId = uniqueName('joining');
-  const settled: string[] = [];
-  const { logger } = capturedLogger('notification');
-  const consumer = new KafkaAlertConsumer({
-    brokers: STACK.kafkaBrokers,
-    topic,
-    groupId,
-    clientId,
-    reconnectMs: 1000,
-    lagIntervalMs: 0,
-    settle: async (records) => {
-      settled.push(...records.map((r) => r.value?.toString() ?? ''));
-      return { settled: records.length };
-    },
-    metrics: createMetrics({ defaults: false }),
-    logger,
-  });
-  t.teardown(() => consumer.stop());
+  const { consumer, settled } = recordingConsumer(t, { topic, groupId, clientId });
   const started = consumer.start();
   await waitFor(
     'the new member to be waiting in its JoinGroup',

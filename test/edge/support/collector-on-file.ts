@@ -5,14 +5,12 @@
  */
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { silentLogger } from '../../../shared/logger.js';
-import { EdgeDaemon, type DaemonConfig } from '../../../edge/src/daemon.js';
-import { createEdgeMetrics } from '../../../edge/src/metrics.js';
+import type { DaemonConfig } from '../../../edge/src/daemon.js';
 import type { Poller } from '../../../edge/src/poll/types.js';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import type { BatchPoster } from '../../../edge/src/report/poster.js';
 import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
-import { testHasher } from './daemon.js';
+import { testDaemon } from './daemon.js';
 
 export interface CollectorOptions {
   /** Where batches go; without one they are kept in the ledger only. The caller closes it. */
@@ -33,17 +31,7 @@ export interface CollectorOptions {
 export function collectorOn(t: Test, zonesPath: string, config: DaemonConfig, poller: Poller, options: CollectorOptions = {}) {
   const zones = openSqliteZoneStore(zonesPath);
   const ledger = openLedger(join(zonesPath, '..', `ledger-${Math.random().toString(36).slice(2)}.sqlite`));
-  const daemon = new EdgeDaemon({
-    config,
-    poller,
-    hasher: testHasher(),
-    zones,
-    ledger,
-    ...(options.poster ? { poster: options.poster } : {}),
-    metrics: createEdgeMetrics({ aps: config.accessPoints.map((a) => config.reportNames[a.name] ?? a.name), zones: config.zones.map((z) => z.id) }, { defaults: false }),
-    logger: silentLogger(),
-    ...(options.clock ? { clock: options.clock } : {}),
-  });
+  const { daemon } = testDaemon(config, poller, { zones, ledger }, options);
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

@@ -6,12 +6,12 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { silentLogger, type Logger } from '../../../shared/logger.js';
 import { EdgeDaemon, type DaemonConfig, type TickReport } from '../../../edge/src/daemon.js';
-import { createEdgeMetrics } from '../../../edge/src/metrics.js';
+import { createEdgeMetrics, type EdgeMetrics } from '../../../edge/src/metrics.js';
 import type { Poller } from '../../../edge/src/poll/types.js';
 import { openLedger, type Ledger } from '../../../edge/src/report/ledger.js';
 import type { BatchPoster } from '../../../edge/src/report/poster.js';
 import { createDeviceHasher, type DeviceHasher } from '../../../edge/src/zones/device-key.js';
-import { openSqliteZoneStore } from '../../../edge/src/zones/store.js';
+import { openSqliteZoneStore, type ZoneStore } from '../../../edge/src/zones/store.js';
 
 /** The device hasher every test daemon uses: a daemon started again over the same zone store must hash alike. */
 export const testHasher = (): DeviceHasher => createDeviceHasher(Buffer.alloc(32, 1));
@@ -30,6 +30,34 @@ export interface DaemonOptions {
 }
 
 /**
+ * An EdgeDaemon over the given stores as the tests make it: the test hasher, metrics for the config's
+ * APs and zones, a silent logger unless told otherwise. The caller stops it and closes the stores.
+ */
+export function testDaemon(
+  config: DaemonConfig,
+  poller: Poller,
+  stores: { zones: ZoneStore; ledger: Ledger },
+  options: Omit<DaemonOptions, 'ledger'> = {},
+  onTick?: (report: TickReport) => void,
+): { daemon: EdgeDaemon; metrics: EdgeMetrics } {
+  const aps = config.accessPoints.map((ap) => config.reportNames[ap.name] ?? ap.name);
+  const metrics = createEdgeMetrics({ aps, zones: config.zones.map((z) => z.id) }, { defaults: false });
+  const daemon = new EdgeDaemon({
+    config,
+    poller,
+    hasher: testHasher(),
+    ...stores,
+    ...(options.poster ? { poster: options.poster } : {}),
+    metrics,
+    logger: options.logger ?? silentLogger(),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.ledgerRetentionMs !== undefined ? { ledgerRetentionMs: options.ledgerRetentionMs } : {}),
+    ...(onTick ? { onTick } : {}),
+  });
+  return { daemon, metrics };
+}
+
+/**
  * Sets up a daemon over `config` and `poller`. Its teardown stops it and closes the zone store and
  * ledger; a poster the caller registered a close for before this call is closed after them.
  *
@@ -40,22 +68,8 @@ export function setupDaemon(t: Test, config: DaemonConfig, poller: Poller, optio
   const dir = t.testdir({});
   const zones = openSqliteZoneStore(join(dir, 'zones.sqlite'));
   const ledger = options.ledger ?? openLedger(join(dir, 'ledger.sqlite'));
-  const aps = config.accessPoints.map((ap) => config.reportNames[ap.name] ?? ap.name);
-  const metrics = createEdgeMetrics({ aps, zones: config.zones.map((z) => z.id) }, { defaults: false });
   const reports: TickReport[] = [];
-  const daemon = new EdgeDaemon({
-    config,
-    poller,
-    hasher: testHasher(),
-    zones,
-    ledger,
-    ...(options.poster ? { poster: options.poster } : {}),
-    metrics,
-    logger: options.logger ?? silentLogger(),
-    ...(options.clock ? { clock: options.clock } : {}),
-    ...(options.ledgerRetentionMs !== undefined ? { ledgerRetentionMs: options.ledgerRetentionMs } : {}),
-    onTick: (r) => reports.push(r),
-  });
+  const { daemon, metrics } = testDaemon(config, poller, { zones, ledger }, options, (r) => reports.push(r));
   t.teardown(async () => {
     await daemon.stop();
     zones.close();
