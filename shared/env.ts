@@ -2,6 +2,8 @@
  * Configuration from environment variables, validated once at start. Every problem is reported at once,
  * each naming its variable, e.g. `REDIS_URL: not a redis:// URL`.
  */
+import { createRequire } from 'node:module';
+import type { MongoClient as MongoClientOfDriver } from 'mongodb';
 import { REDACTED, redactUrlPasswords } from './describe-error.js';
 import { keyRingFromEnv } from './hmac.js';
 
@@ -72,6 +74,19 @@ export function int(options: { default?: number; min?: number; max?: number; opt
 const UNENCODED_USER_INFO = 'its user info holds a character that must be percent-encoded (/ ? # @ as %2F %3F %23 %40); the value is not shown';
 
 /**
+ * Why a URL's user name or password cannot be percent-decoded, or undefined if both can. Every driver
+ * here (ioredis, pg, the MongoDB driver) decodes them with decodeURIComponent as it builds its client, so
+ * a lone `%` (`redis://:50%off@cache`) would throw `URI malformed` there, after start, naming nothing.
+ * Said without echoing either.
+ */
+function undecodableUserInfo(username: string, password: string): string | undefined {
+  const notDecodable = 'holds a % that is not valid percent-encoding; write a literal % as %25 (the value is not shown)';
+  if (!percentDecodable(password)) return `the password ${notDecodable}`;
+  if (!percentDecodable(username)) return `the user name ${notDecodable}`;
+  return undefined;
+}
+
+/**
  * A URL whose scheme is one of `protocols` (without the colon), e.g. `['redis', 'rediss']`. The scheme is
  * returned lowercased and the rest exactly as given: ioredis turns TLS on only for a URL that starts with
  * `rediss://` as written, yet reads the rest of it, password included, whatever the scheme's case, so
@@ -95,6 +110,8 @@ export function url(protocols: readonly string[], options: { default?: string; o
           if (s.includes('@') && ((u.username === '' && u.password === '') || `${u.pathname}${u.search}${u.hash}`.includes('@'))) {
             return problem(UNENCODED_USER_INFO);
           }
+          const undecodable = undecodableUserInfo(u.username, u.password);
+          if (undecodable !== undefined) return problem(undecodable);
           // `//` right after as many characters as the scheme has: so they are the scheme, nothing that URL
           // drops (leading blanks, tabs, newlines) was among them, and only its case changes.
           return `${u.protocol}${s.slice(u.protocol.length)}`;
@@ -111,7 +128,9 @@ const MONGO_URI = /^(mongodb|mongodb\+srv):\/\/(?:([^@/?#]*)@)?([^/?#@]+)(?:\/([
 /**
  * A MongoDB connection string, `mongodb://` (one host or a replica set's seed list,
  * `h1:27017,h2:27017`) or `mongodb+srv://` (one host name, no port). WHATWG URL parsing refuses a seed
- * list, so it is not used here.
+ * list, so it is not used here. Once its shape is right, the driver's own parser reads it too (see
+ * {@link mongoDriverRefusal}), so a misspelt option (`retryWrite=true`) or a bad value (`tls=yes`) is
+ * refused at start, not when the service builds its client.
  */
 export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
   return {
@@ -127,11 +146,37 @@ export function mongoUri(options: { default?: string } = {}): EnvVar<string> {
         const bad = hosts.find((h) => !/^(\[[0-9A-Fa-f:.]+\]|[^:[\]\s]+)(:\d{1,5})?$/.test(h) || (h.includes(':') && !h.startsWith('[') && !isPort(Number(h.slice(h.lastIndexOf(':') + 1)))));
         if (bad !== undefined) return problem(`not a mongodb:// or mongodb+srv:// URL: ${JSON.stringify(bad)} is not a host[:port]`);
         if (m[1] === 'mongodb+srv' && (hosts.length !== 1 || /:\d+$/.test(hosts[0] ?? ''))) return problem('a mongodb+srv:// URL names one host, without a port');
+        const userInfo = m[2] ?? '';
+        const colon = userInfo.indexOf(':');
+        const [username, password] = colon === -1 ? [userInfo, ''] : [userInfo.slice(0, colon), userInfo.slice(colon + 1)];
+        const undecodable = undecodableUserInfo(username, password);
+        if (undecodable !== undefined) return problem(undecodable);
         // The database name is read from the path percent-decoded (mongoDatabaseOf): refused here, not at use.
         if (!percentDecodable(m[4] ?? '')) return problem('the database name in the path is not valid percent-encoding (write a literal % as %25)');
-        return s;
+        const refusal = mongoDriverRefusal(s, [password, decodeURIComponent(password)]);
+        return refusal === undefined ? s : problem(refusal);
       }),
   };
+}
+
+/**
+ * What the MongoDB driver says against a connection string, or undefined if it takes it. `new
+ * MongoClient` parses the string and its options in its constructor and connects only later, so this is
+ * the very check each service's client would make. The driver is loaded here, on first use, so the
+ * services and the domain code that import this module without reading a MongoDB URI never load it.
+ * Its messages name options and their values, and a few quote the whole string: one that holds a
+ * `secret` (the password, as written or decoded) is not shown.
+ */
+function mongoDriverRefusal(uri: string, secrets: readonly string[]): string | undefined {
+  const { MongoClient } = createRequire(import.meta.url)('mongodb') as { MongoClient: typeof MongoClientOfDriver };
+  try {
+    new MongoClient(uri);
+    return undefined;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    if (secrets.some((secret) => secret !== '' && message.includes(secret))) return 'the MongoDB driver refuses it (its message is not shown: it would show the password)';
+    return `the MongoDB driver refuses it: ${message}`;
+  }
 }
 
 /**

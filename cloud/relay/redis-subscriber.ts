@@ -2,8 +2,9 @@
  * The broker port of the relay and its Redis adapter (ioredis).
  *
  * ioredis's own reconnect is switched off on purpose: after any failure (refused at start, dropped
- * mid-stream, a subscribe that errors, a heartbeat that goes unanswered) this adapter throws the
- * connection away, logs, waits `retryDelayMs` (1 s) and opens a fresh one that subscribes again, forever.
+ * mid-stream, a subscribe that errors, a heartbeat that goes unanswered, a client ioredis refuses to
+ * build) this adapter throws the connection away, logs, waits `retryDelayMs` (1 s) and opens a fresh one
+ * that subscribes again, forever.
  * One loop owns reconnection, so a subscription can never silently stay lost.
  */
 import { Redis } from 'ioredis';
@@ -86,7 +87,10 @@ export class RedisSubscriber implements BrokerSubscriber {
     let attempt = 0;
     while (this.running) {
       attempt++;
-      const failure = await this.session();
+      // A session that throws (ioredis's constructor does, on a URL it cannot decode) is a failed attempt
+      // like any other: otherwise the loop's promise rejects with nobody awaiting it until stop(), and the
+      // process dies of an unhandled rejection.
+      const failure = await this.session().catch((err: unknown) => describeError(err));
       this.live = false;
       if (!this.running) break;
       logger.warn({ error: failure, attempt, retryInMs: retryDelayMs }, 'broker subscription lost; retrying');
