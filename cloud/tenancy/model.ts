@@ -53,6 +53,12 @@ export interface NewMember {
   role: string;
   joinedVia: JoinedVia;
   externalId?: string | undefined;
+  /**
+   * The account inviting it, when one does (a direct invitation). Its memberships as stored, not its
+   * token, must let it manage the domain and grant the role (see inviteCodeRefusal): a removed
+   * administrator's token outlives her membership, and would otherwise add her back.
+   */
+  invitedBy?: string | undefined;
 }
 
 /** One page of a keyset-paged listing: entries after `after` (a domain name), in name order. */
@@ -70,11 +76,15 @@ export type Outcome<T, E extends string> = { ok: true; value: T } | { ok: false;
  * `account_deleted` and writes nothing.
  */
 export interface TenancyStore {
-  /** Creates a domain (under `parentName` when given) and makes `creatorId` its business_admin. */
+  /**
+   * Creates a domain (under `parentName` when given) and makes `creatorId` its business_admin. Under a
+   * parent, the creator's memberships as stored must let it manage the parent (`may_not_manage`
+   * otherwise), since its token may outlive them.
+   */
   createDomain(
     input: NewDomain & { parentName?: string },
     creatorId: string,
-  ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted'>>;
+  ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted' | 'may_not_manage'>>;
   /**
    * Idempotent create for internal callers: an identical domain that an earlier internal call created
    * for the same administrator (or, like it, none) is returned as is; one with other attributes, for
@@ -96,13 +106,18 @@ export interface TenancyStore {
   membershipsOf(accountId: string): Promise<Membership[]>;
   /**
    * Adds a member. When the account is already a member, `onExisting` decides: `keep` returns the
-   * existing membership unchanged (idempotent callers), `refuse` reports `already_member`.
+   * existing membership unchanged (idempotent callers), `refuse` reports `already_member`. With
+   * `invitedBy`, the inviter is checked first, as createInviteCode checks a code's creator: a deleted
+   * inviter answers `inviter_deleted`, and one whose stored memberships do not allow the invitation
+   * the InviteCodeRefusal, before anything is told about the invitee.
    */
   addMember(
     domainName: string,
     member: NewMember,
     onExisting: 'keep' | 'refuse',
-  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted'>>;
+  ): Promise<
+    Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted' | 'inviter_deleted' | InviteCodeRefusal>
+  >;
   /**
    * Removes a membership, holding the domain row lock while it counts administrators, so two removals
    * racing can never leave the domain without one. The account's unredeemed invite codes that it may

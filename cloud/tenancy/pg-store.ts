@@ -5,6 +5,7 @@
  * lock per account.
  */
 import type { Pool, PoolClient } from 'pg';
+import { canManageDomain } from '../../shared/roles.js';
 import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
 import { BatchedLookup, type BatchedLookupOptions } from './batched-lookup.js';
 import { inviteCodeRefusal, leavesNoAdministrator, mayIssueInviteCode, type InviteCodeRefusal } from './policy.js';
@@ -95,21 +96,26 @@ WHERE c.created_by = $1::uuid AND c.redeemed_at IS NULL`;
  * every other advisory lock in the database.
  *
  * The same lock orders what an account may do against what it loses: removeMember holds it exclusively
- * while it deletes a membership and revokes the codes that go with it, and createInviteCode holds it
- * shared while it reads the creator's memberships and stores the code. So a creation either commits
+ * while it deletes a membership and revokes the codes that go with it, and every write a manager's right
+ * allows (createInviteCode, addMember by an inviter, createDomain under a parent) holds it shared while
+ * it reads the acting account's memberships (see storedRefusal) and writes. So a creation either commits
  * first, and the removal (which waited for it) revokes its code, or reads the memberships the removal
  * left; and two removals of one account from different domains take turns, the second seeing the
  * first's delete.
  *
- * Lock order, in every transaction: this account lock first, then domain row locks (FOR KEY SHARE by
- * writes that add rows under a domain, FOR UPDATE by removeMember, the UPDATE by ensureDomain recording
- * an administrator), then the rows under the domain. No transaction takes an account lock while it holds
- * a domain lock, nor a second account's lock, so none of them wait in a cycle.
+ * Lock order, in every transaction: account locks first, then domain row locks (FOR KEY SHARE by writes
+ * that add rows under a domain, FOR UPDATE by removeMember, the UPDATE by ensureDomain recording an
+ * administrator), then the rows under the domain. No transaction takes an account lock while it holds
+ * a domain lock. Only addMember by an inviter takes two account locks, both shared, in one statement and
+ * in key order; a transaction holding one exclusively takes no other. So none of them wait in a cycle.
  */
 const ACCOUNT_LOCKS = 0x7e4a_0001;
-const LOCK_ACCOUNT_SHARED_SQL = `SELECT pg_advisory_xact_lock_shared(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
+/** The subquery's ORDER BY (which keeps it from being flattened) is the order the locks are taken in. */
+const LOCK_ACCOUNTS_SHARED_SQL = `
+SELECT pg_advisory_xact_lock_shared(${ACCOUNT_LOCKS}, k.key)
+FROM (SELECT DISTINCT hashtext(a::text) AS key FROM unnest($1::uuid[]) AS a ORDER BY key) AS k`;
 const LOCK_ACCOUNT_SQL = `SELECT pg_advisory_xact_lock(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
-const ACCOUNT_DELETED_SQL = 'SELECT 1 FROM deleted_accounts WHERE account_id = $1::uuid';
+const DELETED_AMONG_SQL = 'SELECT account_id FROM deleted_accounts WHERE account_id = ANY($1::uuid[])';
 
 /**
  * A provisioned domain whose administrator was not recorded (created before migration 0007, or by a
@@ -239,22 +245,47 @@ export class PgTenancyStore implements TenancyStore {
   }
 
   /**
-   * Holds the account's lock (shared) to the end of the transaction, then tells whether the account
-   * was deleted. Taken before any domain lock, in every write, so the two kinds never wait in a cycle.
+   * Holds the accounts' locks (shared) to the end of the transaction, then tells which of them were
+   * deleted (lower-cased). Taken before any domain lock, in every write, so the two kinds never wait in
+   * a cycle.
    */
+  private async lockAccounts(client: PoolClient, accountIds: readonly string[]): Promise<Set<string>> {
+    await client.query(LOCK_ACCOUNTS_SHARED_SQL, [accountIds]);
+    const deleted = await client.query<{ account_id: string }>(DELETED_AMONG_SQL, [accountIds]);
+    return new Set(deleted.rows.map((row) => row.account_id));
+  }
+
+  /** lockAccounts for one account: whether it was deleted. */
   private async accountDeleted(client: PoolClient, accountId: string): Promise<boolean> {
-    await client.query(LOCK_ACCOUNT_SHARED_SQL, [accountId]);
-    const deleted = await client.query(ACCOUNT_DELETED_SQL, [accountId]);
-    return (deleted.rowCount ?? 0) > 0;
+    return (await this.lockAccounts(client, [accountId])).has(accountId.toLowerCase());
+  }
+
+  /**
+   * The id of the domain named `name`, held FOR KEY SHARE: a concurrent deletion of it waits until the
+   * rows added under it are in, and a domain deleted first is skipped and reads as not found, where a
+   * plain read let the insert fail the foreign key (a 500).
+   */
+  private async domainIdOf(client: PoolClient, name: string): Promise<string | undefined> {
+    const domain = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR KEY SHARE', [name]);
+    return domain.rows[0]?.id;
   }
 
   private async parentIdOf(client: PoolClient, parentName: string | undefined): Promise<string | null | undefined> {
-    if (parentName === undefined) return null;
-    // FOR KEY SHARE holds off a concurrent deletion of the parent until the child is in; a parent
-    // deleted first is skipped and reads as not found, where a plain read let the insert fail the
-    // foreign key (a 500).
-    const parent = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR KEY SHARE', [parentName]);
-    return parent.rows[0]?.id;
+    return parentName === undefined ? null : this.domainIdOf(client, parentName);
+  }
+
+  /**
+   * Why `accountId`'s memberships as stored refuse it what the route let its token do: manage `domain`
+   * and, when `role` is given, grant that role there (inviteCodeRefusal). A token outlives a removal,
+   * so every write a manager's right allows asks this again: an invite code, a direct invitation, a
+   * subdomain. The caller holds the account's lock (see ACCOUNT_LOCKS), so a removal of it under way has
+   * committed before this reads.
+   */
+  private async storedRefusal(client: PoolClient, accountId: string, domain: string, role?: string): Promise<InviteCodeRefusal | undefined> {
+    const stored = await client.query<{ domain_name: string; role: string }>(MEMBERSHIPS_OF_SQL, [accountId]);
+    const memberships = stored.rows.map((m) => ({ domainName: m.domain_name, role: m.role }));
+    if (role !== undefined) return inviteCodeRefusal(memberships, domain, role);
+    return canManageDomain(memberships, domain) ? undefined : 'may_not_manage';
   }
 
   /**
@@ -273,14 +304,20 @@ export class PgTenancyStore implements TenancyStore {
     return row ? domainOf(row) : undefined;
   }
 
+  /**
+   * A subdomain's creator must manage the parent by its memberships as stored (see storedRefusal): a
+   * removed administrator's token would otherwise still create domains under it, each making her their
+   * business_admin.
+   */
   createDomain(
     input: NewDomain & { parentName?: string },
     creatorId: string,
-  ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted'>> {
+  ): Promise<Outcome<Domain, 'name_taken' | 'parent_not_found' | 'account_deleted' | 'may_not_manage'>> {
     return this.transaction(async (client) => {
       if (await this.accountDeleted(client, creatorId)) return fail('account_deleted');
       const parentId = await this.parentIdOf(client, input.parentName);
       if (parentId === undefined) return fail('parent_not_found');
+      if (input.parentName !== undefined && (await this.storedRefusal(client, creatorId, input.parentName)) !== undefined) return fail('may_not_manage');
       const domain = await this.insertDomain(client, input, parentId, false);
       if (!domain) return fail('name_taken');
       await client.query(INSERT_MEMBERSHIP_SQL, [creatorId, domain.id, 'business_admin', null, 'local']);
@@ -369,13 +406,29 @@ export class PgTenancyStore implements TenancyStore {
     return byAccount;
   }
 
+  /**
+   * An inviter is checked as createInviteCode checks a code's creator, and before the invitee, so a
+   * caller without the right learns nothing about it: her account lock is held (shared, with the
+   * invitee's; see ACCOUNT_LOCKS), a deleted inviter adds no one, and her stored memberships must allow
+   * the invitation. Without that, a removed administrator's token added her back for good.
+   */
   addMember(
     domainName: string,
     member: NewMember,
     onExisting: 'keep' | 'refuse',
-  ): Promise<Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted'>> {
+  ): Promise<
+    Outcome<{ membership: Membership; created: boolean }, 'domain_not_found' | 'already_member' | 'account_deleted' | 'inviter_deleted' | InviteCodeRefusal>
+  > {
     return this.transaction(async (client) => {
-      if (await this.accountDeleted(client, member.accountId)) return fail('account_deleted');
+      const inviter = member.invitedBy;
+      const deleted = await this.lockAccounts(client, inviter === undefined ? [member.accountId] : [inviter, member.accountId]);
+      if (inviter !== undefined) {
+        if (deleted.has(inviter.toLowerCase())) return fail('inviter_deleted');
+        if ((await this.domainIdOf(client, domainName)) === undefined) return fail('domain_not_found');
+        const refusal = await this.storedRefusal(client, inviter, domainName, member.role);
+        if (refusal !== undefined) return fail(refusal);
+      }
+      if (deleted.has(member.accountId.toLowerCase())) return fail('account_deleted');
       const upserted = await client.query<MembershipRow & { created: boolean }>(ADD_MEMBER_SQL, [
         domainName,
         member.accountId,
@@ -458,15 +511,9 @@ export class PgTenancyStore implements TenancyStore {
   }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>> {
     return this.transaction(async (client) => {
       if (await this.accountDeleted(client, input.createdBy)) return fail('account_deleted');
-      const domain = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR KEY SHARE', [input.domainName]);
-      const domainId = domain.rows[0]?.id;
+      const domainId = await this.domainIdOf(client, input.domainName);
       if (domainId === undefined) return fail('domain_not_found');
-      const stored = await client.query<{ domain_name: string; role: string }>(MEMBERSHIPS_OF_SQL, [input.createdBy]);
-      const refusal = inviteCodeRefusal(
-        stored.rows.map((m) => ({ domainName: m.domain_name, role: m.role })),
-        input.domainName,
-        input.role,
-      );
+      const refusal = await this.storedRefusal(client, input.createdBy, input.domainName, input.role);
       if (refusal !== undefined) return fail(refusal);
       const inserted = await client.query<{ code: string; role: string; expires_at: Date }>(
         `INSERT INTO invite_codes (domain_id, code, role, created_by, created_at, expires_at)

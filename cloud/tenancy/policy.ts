@@ -48,10 +48,10 @@ export function mayGrantRole(memberships: readonly MembershipClaim[], domain: st
 export type InviteCodeRefusal = 'may_not_manage' | 'may_not_grant';
 
 /**
- * Why an account holding `memberships` may not issue an invite code granting `role` in `domain`, or
- * undefined when it may: the route's own check (CanManageDomain, then the role's weight). The route
- * asks it of the caller's token, the store again of the memberships as stored, since a token outlives
- * a removal.
+ * Why an account holding `memberships` may not grant `role` in `domain`, by an invite code or a direct
+ * invitation, or undefined when it may: the route's own check (CanManageDomain, then the role's
+ * weight). The route asks it of the caller's token, the store again of the memberships as stored,
+ * since a token outlives a removal.
  *
  * @example
  * inviteCodeRefusal([{ domainName: 'acme', role: 'business_admin' }], 'acme', 'admin'); // 'may_not_grant'

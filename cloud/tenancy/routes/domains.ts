@@ -1,6 +1,8 @@
 /**
  * Domains as end users see them: the public listing, creation, and subdomains (private ones only to
- * the parent's members and platform administrators).
+ * the parent's members and platform administrators). Creating a subdomain needs the right to manage
+ * the parent twice: in the caller's token, then in her memberships as stored, since a token outlives a
+ * removal.
  */
 import { Router } from 'express';
 import { HttpError } from '../../../shared/errors.js';
@@ -10,6 +12,7 @@ import type { TenancyStore } from '../model.js';
 import { accountIdOf, maySeePrivateSubdomains } from '../policy.js';
 import { CreateDomainBody, deletedAccountError, domainJson, isDomainName, listedDomainJson, parseBody } from '../wire.js';
 import { linkNextPage, pageOf } from './paging.js';
+import { refused } from './refusals.js';
 
 export function domainRoutes(store: TenancyStore): Router {
   const router = Router();
@@ -51,7 +54,7 @@ export function domainRoutes(store: TenancyStore): Router {
   router.post('/domains/:domain/subdomains', async (req, res) => {
     const parent = req.params.domain;
     const caller = callerOf(res);
-    if (!canManageDomain(caller.memberships, parent)) throw new HttpError(403, `you may not manage domain ${JSON.stringify(parent)}`);
+    if (!canManageDomain(caller.memberships, parent)) throw refused('may_not_manage', parent, '');
     const creator = accountIdOf(caller);
     if (creator === undefined) throw new HttpError(403, 'only an account may create a domain');
     const body = parseBody(CreateDomainBody, 'CreateDomainBody', req.body);
@@ -63,6 +66,7 @@ export function domainRoutes(store: TenancyStore): Router {
     );
     if (!created.ok && created.reason === 'account_deleted') throw deletedAccountError(creator, 403);
     if (!created.ok && created.reason === 'parent_not_found') throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
+    if (!created.ok && created.reason === 'may_not_manage') throw refused('may_not_manage', parent, '');
     if (!created.ok) throw new HttpError(409, `domain name ${JSON.stringify(body.name)} is already taken`);
     res.status(201).json(domainJson(created.value));
   });

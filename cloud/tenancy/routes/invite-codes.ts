@@ -9,16 +9,12 @@ import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
 import { INVITE_CODE, inviteLifetimeMs, newInviteCode } from '../invite-codes.js';
 import type { TenancyStore } from '../model.js';
-import { accountIdOf, mayGrantRole, type InviteCodeRefusal } from '../policy.js';
+import { accountIdOf, mayGrantRole } from '../policy.js';
 import { deletedAccountError, InviteCodeBody, inviteCodeJson, isDomainName, membershipJson, parseBody } from '../wire.js';
+import { refused } from './refusals.js';
 
 /** Unknown, expired and redeemed codes all get this one answer, so it says nothing about which. */
 export const INVALID_INVITE_CODE = 'invalid invite code';
-
-/** One answer for a creator without the right, whether her token says so or the stored memberships do. */
-function refused(refusal: InviteCodeRefusal, domain: string, role: string): HttpError {
-  return refusal === 'may_not_manage' ? new HttpError(403, `you may not manage domain ${JSON.stringify(domain)}`) : new HttpError(403, `you may not grant the role ${role}`);
-}
 
 export function inviteCodeRoutes(store: TenancyStore): Router {
   const router = Router();

@@ -1,13 +1,17 @@
 /**
- * Memberships as end users see them: one's own, joining, direct invitation and removal.
+ * Memberships as end users see them: one's own, joining, direct invitation and removal. A direct
+ * invitation needs the right twice: the caller's token is checked first, then the store checks the
+ * inviter's memberships as stored, since a token outlives a removal (a removed administrator invited
+ * herself back with it) and an account deletion.
  */
 import { Router } from 'express';
 import { HttpError, sendText } from '../../../shared/errors.js';
 import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
-import type { TenancyStore } from '../model.js';
+import type { NewMember, TenancyStore } from '../model.js';
 import { accountIdOf, isUuid, mayGrantRole, removalAuthority } from '../policy.js';
 import { deletedAccountError, InviteBody, isDomainName, membershipJson, parseBody } from '../wire.js';
+import { refused } from './refusals.js';
 
 const domainNotFound = (name: string) => new HttpError(404, `domain ${JSON.stringify(name)} not found`);
 
@@ -35,17 +39,34 @@ export function memberRoutes(store: TenancyStore): Router {
   router.post('/domains/:domain/invite', async (req, res) => {
     const name = req.params.domain;
     const caller = callerOf(res);
-    if (!canManageDomain(caller.memberships, name)) throw new HttpError(403, `you may not manage domain ${JSON.stringify(name)}`);
+    // As for invite codes: the token first (a caller it gives no right learns nothing, not even a 400
+    // for her body), and only an account, whose memberships the store can check again.
+    if (!canManageDomain(caller.memberships, name)) throw refused('may_not_manage', name, '');
+    const inviter = accountIdOf(caller);
+    if (inviter === undefined) throw new HttpError(403, 'only an account may invite a member');
     const body = parseBody(InviteBody, 'InviteBody', req.body);
-    if (!mayGrantRole(caller.memberships, name, body.role)) throw new HttpError(403, `you may not grant the role ${body.role}`);
+    if (!mayGrantRole(caller.memberships, name, body.role)) throw refused('may_not_grant', name, body.role);
     // Checked before the lookup: a name holding NUL would fail in PostgreSQL as a 500.
     if (!isDomainName(name)) throw domainNotFound(name);
-    const accountId = body.accountId.toLowerCase();
-    const added = await store.addMember(name, { accountId, role: body.role, joinedVia: 'invite' }, 'refuse');
-    if (!added.ok && added.reason === 'account_deleted') throw deletedAccountError(accountId, 409);
-    if (!added.ok && added.reason === 'already_member') throw new HttpError(409, `account ${body.accountId} is already a member of ${name}`);
-    if (!added.ok) throw domainNotFound(name);
-    res.status(201).json(membershipJson(added.value.membership));
+    const member: NewMember = { accountId: body.accountId.toLowerCase(), role: body.role, joinedVia: 'invite', invitedBy: inviter };
+    const added = await store.addMember(name, member, 'refuse');
+    if (added.ok) {
+      res.status(201).json(membershipJson(added.value.membership));
+      return;
+    }
+    switch (added.reason) {
+      case 'inviter_deleted':
+        throw deletedAccountError(inviter, 403);
+      case 'may_not_manage':
+      case 'may_not_grant':
+        throw refused(added.reason, name, body.role);
+      case 'domain_not_found':
+        throw domainNotFound(name);
+      case 'account_deleted':
+        throw deletedAccountError(member.accountId, 409);
+      case 'already_member':
+        throw new HttpError(409, `account ${body.accountId} is already a member of ${name}`);
+    }
   });
 
   router.delete('/domains/:domain/members/:accountId', async (req, res) => {

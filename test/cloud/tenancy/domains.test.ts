@@ -203,8 +203,12 @@ t.test('subdomains: direct children only; creating one needs CanManageDomain on 
   t.match(member.json, { type: 'Forbidden' });
   const otherDomainAdmin = await app.call('POST', '/domains/root/subdomains', { as: asAdmin('elsewhere'), body: { name: 'north', displayName: 'North' } });
   t.equal(otherDomainAdmin.status, 403);
+  // The store checks the creator's memberships as stored too (stale-token-grants-nothing.test.ts).
+  const platform = newAccount();
+  await createDomain(app, newAccount(), { name: 'elsewhere' });
+  await app.store.addMember('elsewhere', { accountId: platform, role: 'admin', joinedVia: 'invite' }, 'refuse');
   const platformAdmin = await app.call('POST', '/domains/root/subdomains', {
-    as: { sub: newAccount(), memberships: [{ domainName: 'elsewhere', role: 'admin' }] },
+    as: { sub: platform, memberships: [{ domainName: 'elsewhere', role: 'admin' }] },
     body: { name: 'north', displayName: 'North' },
   });
   t.equal(platformAdmin.status, 201, 'a platform admin manages every domain');

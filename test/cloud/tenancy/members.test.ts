@@ -1,7 +1,15 @@
 import t from 'tap';
-import { createDomain, newAccount, startTenancy } from './support/harness.js';
+import { createDomain, newAccount, startTenancy, type TenancyUnderTest } from './support/harness.js';
 
 const admin = (sub: string, domain: string) => ({ sub, memberships: [{ domainName: domain, role: 'business_admin' }] });
+
+/** A new account stored as admin (a platform administrator) of `hq`, which is created if need be. */
+async function storedPlatformAdmin(app: TenancyUnderTest): Promise<string> {
+  if (!(await app.store.findDomain('hq'))) await createDomain(app, newAccount(), { name: 'hq' });
+  const platform = newAccount();
+  await app.store.addMember('hq', { accountId: platform, role: 'admin', joinedVia: 'invite' }, 'refuse');
+  return platform;
+}
 
 t.test('join succeeds only on open-via-idp domains, and is idempotent', async (t) => {
   const app = await startTenancy(t);
@@ -51,8 +59,10 @@ t.test('invite adds a known account directly; it needs CanManageDomain and canno
   t.match(notManager.json, { type: 'Forbidden' });
   const escalation = await app.call('POST', '/domains/acme/invite', { as: admin(owner, 'acme'), body: { accountId: newAccount(), role: 'admin' } });
   t.equal(escalation.status, 403, 'a business_admin cannot make a platform admin');
+  // The store checks the inviter's memberships as stored too (stale-token-grants-nothing.test.ts).
+  const platform = await storedPlatformAdmin(app);
   const byPlatform = await app.call('POST', '/domains/acme/invite', {
-    as: { sub: newAccount(), memberships: [{ domainName: 'hq', role: 'admin' }] },
+    as: { sub: platform, memberships: [{ domainName: 'hq', role: 'admin' }] },
     body: { accountId: newAccount(), role: 'admin' },
   });
   t.equal(byPlatform.status, 201, 'a platform admin may');
@@ -113,8 +123,9 @@ t.test('the last administrator cannot be removed, by anyone, themselves included
   const fm = newAccount();
   await app.call('POST', '/domains/acme/invite', { as: admin(owner, 'acme'), body: { accountId: fm, role: 'facility_manager' } });
   t.equal((await app.call('DELETE', `/domains/acme/members/${owner}`, { as: { sub: owner } })).status, 409, 'a facility manager is no administrator');
-  const platform = newAccount();
-  await app.call('POST', '/domains/acme/invite', { as: { sub: platform, memberships: [{ domainName: 'hq', role: 'admin' }] }, body: { accountId: platform, role: 'admin' } });
+  const platform = await storedPlatformAdmin(app);
+  const joined = await app.call('POST', '/domains/acme/invite', { as: { sub: platform, memberships: [{ domainName: 'hq', role: 'admin' }] }, body: { accountId: platform, role: 'admin' } });
+  t.equal(joined.status, 201, joined.text);
   t.equal((await app.call('DELETE', `/domains/acme/members/${owner}`, { as: { sub: owner } })).status, 204, 'another administrator remains');
   t.equal((await app.call('DELETE', `/domains/acme/members/${platform}`, { as: { sub: platform } })).status, 409, 'now the platform admin is the last');
   t.equal((await app.call('DELETE', `/domains/acme/members/${fm}`, { as: { sub: fm } })).status, 204, 'non-administrators leave freely');
