@@ -1,7 +1,7 @@
 /**
  * The telemetry service's lifecycle: start() migrates (and warns about ingest keys that may write any
- * building), serves HTTP, and starts the alert relay, the registration consumer and the retention
- * job; stop() undoes all of it and closes the connections.
+ * building), serves HTTP (with the device commands' own dispatcher), and starts the alert relay, the
+ * registration consumer and the retention job; stop() undoes all of it and closes the connections.
  */
 import http from 'node:http';
 import '../../shared/kafkajs-idle-loop.js';
@@ -9,10 +9,13 @@ import type { Kafka } from 'kafkajs';
 import type { Redis } from 'ioredis';
 import type { Pool } from 'pg';
 import type { Logger } from 'pino';
+import type { Agent } from 'undici';
 import { createDeviceAdapter } from '../../shared/devices/adapter.js';
 import type { BindingCatalog } from '../../shared/devices/bindings.js';
+import { createDeviceDispatcher } from '../../shared/devices/dispatcher.js';
 import type { BuildingDirectory } from '../../shared/directory.js';
 import { closeServer, listen, type Lifecycle } from '../../shared/lifecycle.js';
+import type { Resolver } from '../../shared/lookup.js';
 import type { Clock } from '../../shared/ttl-cache.js';
 import { createApp } from './app.js';
 import { AlertRelay } from './broker/alert-relay.js';
@@ -60,12 +63,16 @@ export interface TelemetryClients {
   logger: Logger;
   clock: Clock;
   metrics?: TelemetryMetrics;
+  /** How device hosts are resolved for /executeAction. Default dns.lookup (so /etc/hosts applies). */
+  deviceResolver?: Resolver;
 }
 
 export class TelemetryService implements Lifecycle {
   private server: http.Server | undefined;
   private parts: Array<{ stop(): Promise<void> }> = [];
   private ingest: IngestService | undefined;
+  /** The device commands' own connections, whose host lookups are bounded (`shared/devices/dispatcher.ts`). */
+  private deviceDispatcher: Agent | undefined;
   /** The bound HTTP port, once started. */
   port = 0;
 
@@ -125,13 +132,24 @@ export class TelemetryService implements Lifecycle {
       logger,
       clock,
     });
+    // Device commands get their own dispatcher: on the global one, a device name whose DNS never
+    // answers would take libuv's lookup threads from PostgreSQL, Redis, Kafka and the directory.
+    this.deviceDispatcher = createDeviceDispatcher({
+      ...(config.deviceTimeoutMs !== undefined ? { timeoutMs: config.deviceTimeoutMs } : {}),
+      ...(this.clients.deviceResolver ? { resolve: this.clients.deviceResolver } : {}),
+    });
     const app = createApp({
       ingest: this.ingest,
       keys: createSigningKeys({ shared: config.sharedKeys, store: ingestKeys, clock }),
       thresholds: new PgThresholdStore(pool),
       buildings,
       directory,
-      devices: createDeviceAdapter({ catalog, sensors: buildings, ...(config.deviceTimeoutMs !== undefined ? { timeoutMs: config.deviceTimeoutMs } : {}) }),
+      devices: createDeviceAdapter({
+        catalog,
+        sensors: buildings,
+        dispatcher: this.deviceDispatcher,
+        ...(config.deviceTimeoutMs !== undefined ? { timeoutMs: config.deviceTimeoutMs } : {}),
+      }),
       catalog,
       metrics,
       logger,
@@ -154,6 +172,9 @@ export class TelemetryService implements Lifecycle {
    */
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
+    // Once the server is closed, a device command still running (its caller cut off) is aborted, not waited for.
+    await this.deviceDispatcher?.destroy().catch(() => undefined);
+    this.deviceDispatcher = undefined;
     await this.ingest?.drain();
     await this.clients.redis.quit().catch(() => this.clients.redis.disconnect());
     for (const part of this.parts) await part.stop();

@@ -9,7 +9,7 @@
  * 3. rename the arguments to the device's field names;
  * 4. check the endpoint's scheme: only http and https (otherwise 500, with a deliberately vague message);
  * 5. send JSON (`{}` when there are no fields) with a timeout that covers connecting too, following no
- *    redirect;
+ *    redirect, through the given dispatcher (a service's own bounds its device host lookups: `dispatcher.ts`);
  * 6. a 2xx reply is accepted; any other reply, or no reply, is 502. The device's own status and body
  *    are never passed on.
  *
@@ -145,11 +145,19 @@ export function planDeviceRequest(endpoint: string, binding: DeviceBinding, args
   return plan;
 }
 
+/** The whole-request timeout towards a device, connecting included, unless told otherwise. */
+export const DEFAULT_DEVICE_TIMEOUT_MS = 5000;
+
 export interface DeviceAdapterOptions {
   catalog: BindingCatalog;
   sensors: SensorLookup;
-  /** Whole-request timeout towards a device, connecting included. Default 5000 ms. */
+  /** Whole-request timeout towards a device, connecting included. Default {@link DEFAULT_DEVICE_TIMEOUT_MS}. */
   timeoutMs?: number;
+  /**
+   * Where the requests go out. A long-running service passes its own `createDeviceDispatcher()` (`dispatcher.ts`),
+   * whose device host lookups are bounded; without one, undici's global dispatcher (fine for a one-shot
+   * command such as the edge's `action`).
+   */
   dispatcher?: Dispatcher;
 }
 
@@ -162,12 +170,12 @@ export interface DeviceAdapter {
  * Creates the adapter.
  *
  * @example
- * const devices = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors });
+ * const devices = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors, dispatcher: createDeviceDispatcher() });
  * await devices.execute({ metric: 'temperature', buildingId: 'b1', roomId: 'r1', sensorId: 's1', action: 'setTarget', arguments: { target: 21 } });
  * // { accepted: true }: the command reached the device; the new value arrives later as a reading
  */
 export function createDeviceAdapter(options: DeviceAdapterOptions): DeviceAdapter {
-  const timeoutMs = options.timeoutMs ?? 5000;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_DEVICE_TIMEOUT_MS;
 
   async function send(plan: DeviceRequest): Promise<void> {
     const signal = AbortSignal.timeout(timeoutMs);

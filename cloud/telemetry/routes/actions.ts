@@ -85,12 +85,13 @@ function reportedArgumentProblems(errors: readonly FieldProblem[]): FieldProblem
 }
 
 /**
- * The named arguments as the kernel is handed them: none when absent, otherwise as sent. A value that is
- * not an object goes through too: the kernel refuses it (400) only after finding the metric and the
- * action, so an unknown metric or action is 404 whatever the arguments, as the seed orders the checks.
+ * The named arguments as the kernel is handed them: none only when the field is absent, otherwise as
+ * sent. A value that is not an object goes through too, `null` included: the kernel refuses it (400)
+ * only after finding the metric and the action, so an unknown metric or action is 404 whatever the
+ * arguments, as the seed orders the checks.
  */
 function argumentsOf(value: unknown): DeviceCommand['arguments'] {
-  return (value ?? {}) as DeviceCommand['arguments'];
+  return (value === undefined ? {} : value) as DeviceCommand['arguments'];
 }
 
 /** The problem with arguments that are not an object (the kernel's refusal names no field), or none. */
