@@ -9,27 +9,31 @@
  *   associated all the same, so it counts; it is heard at {@link UNREADABLE_RSSI_DBM}, below any real
  *   reading, so any AP that reads its signal is louder.
  * - **Hysteresis.** A new (challenger) zone takes a device only when
- *   1. its loudest signal beats the incumbent zone's by at least `switchMarginDb` (the incumbent's signal
- *      this poll, or the last one known when the incumbent zone does not hear it); an unreadable signal
- *      on either side is no reading to measure a margin by, or
- *   2. it has been the device's zone for `switchPolls` consecutive polls: each poll, it heard the device
- *      louder than the incumbent zone did, or the incumbent zone's APs answered and none of them heard it.
+ *   1. its loudest signal beats the incumbent zone's by at least `switchMarginDb` (the incumbent zone's
+ *      loudest this poll; when the AP the device is known by did not hear it, being silent or missing its
+ *      row, the louder of that and the last signal that AP gave, so that a fainter AP of the same zone
+ *      never speaks for it); an unreadable signal on either side is no reading to measure a margin by, or
+ *   2. it has been the device's zone for `switchPolls` consecutive polls: each poll, the AP the device is
+ *      known by answered, and the new zone heard the device louder than the incumbent zone did (or the
+ *      incumbent zone did not hear it).
  *   Jitter that makes another zone louder for fewer than `switchPolls` polls in a row never moves a
  *   device, and an equal signal in both zones never moves it; but a device that the new zone keeps
  *   hearing louder is not held in its old zone for ever because the lead is below the margin.
  * - **Frozen, not expired.** A device unheard this poll whose AP is silent (failed, timed out, rebooting)
  *   keeps its zone and is still counted for `frozenPolls - 1` such polls in a row; it is dropped on the
- *   `frozenPolls`-th. A device that other zones hear while its own AP is silent is frozen too: it only
- *   moves by the margin rule. At the frozen ceiling it is dropped from its zone like any frozen device,
- *   and the zone that hears it then admits it as an arrival, not a transition: a sighting there was
- *   never a move that met the margin or the dwell rule.
+ *   `frozenPolls`-th. A device that other zones hear while its own AP is silent is frozen too, also when
+ *   another AP of its zone hears it more faintly: it only moves by the margin rule. At the frozen
+ *   ceiling it is dropped from its zone like any frozen device, and the zone that hears it then admits
+ *   it as an arrival, not a transition: a sighting there was never a move that met the margin or the
+ *   dwell rule.
  * - **Absence.** A device unheard while its AP answers is still counted for `absentPolls - 1` polls (one
  *   missed station-table row is not a departure) and is gone on the `absentPolls`-th.
  * - **An AP no longer configured.** A device last heard by an AP that this poll does not name (renamed,
  *   or removed with its zone, by a reload or before a restart) has nobody left to speak for its zone:
- *   heard elsewhere while its zone does not hear it, it is dropped from its zone and arrives where it is
- *   heard, as at the frozen ceiling. Nobody walked: a renamed AP put in another zone, or a zone removed,
- *   is no move. Unheard, it is gone as an absent device is.
+ *   heard loudest in another zone (even while another AP of its zone still hears it faintly), it is
+ *   dropped from its zone and arrives where it is heard, as at the frozen ceiling. Nobody walked: a
+ *   renamed AP put in another zone, or a zone removed, is no move. Unheard, it is gone as an absent
+ *   device is.
  * - **Transitions.** Each move is recorded as (from, to) and summed over the last
  *   `transitionWindowPolls` polls. An arrival is not a transition. A pair that leaves the window is
  *   reported once more with 0, also when the window shrank between two polls (a reload or restart with
@@ -81,6 +85,8 @@ interface Heard {
   incumbentAp: string | undefined;
   /** That AP's signal (meaningful only when `incumbentAp` is set). */
   incumbentRssiDbm: number;
+  /** Whether the AP the device is known by listed it this poll, in its incumbent zone. */
+  ownApHeard: boolean;
 }
 
 /**
@@ -107,7 +113,7 @@ function foldSightings(aps: readonly ApObservation[], known: ReadonlyMap<string,
       if (entry === undefined) {
         const current = known.get(device);
         if (current !== undefined) knownHeard++;
-        entry = { ap, zone, rssiDbm, current, incumbentAp: undefined, incumbentRssiDbm: 0 };
+        entry = { ap, zone, rssiDbm, current, incumbentAp: undefined, incumbentRssiDbm: 0, ownApHeard: false };
         into.set(device, entry);
       } else if (rssiDbm > entry.rssiDbm || (rssiDbm === entry.rssiDbm && ap < entry.ap)) {
         entry.ap = ap;
@@ -115,6 +121,7 @@ function foldSightings(aps: readonly ApObservation[], known: ReadonlyMap<string,
         entry.rssiDbm = rssiDbm;
       }
       if (entry.current !== undefined && zone === entry.current.zone) {
+        if (ap === entry.current.ap) entry.ownApHeard = true;
         const bestAp = entry.incumbentAp;
         if (bestAp === undefined || rssiDbm > entry.incumbentRssiDbm || (rssiDbm === entry.incumbentRssiDbm && ap < bestAp)) {
           entry.incumbentRssiDbm = rssiDbm;
@@ -146,33 +153,38 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 
 /**
  * The next record of a known device that was heard this poll. It moved when the zone differs; it is
- * frozen when `frozenPolls` is above 0. 'expired' when heard only in another zone and either at the
+ * frozen when `frozenPolls` is above 0. 'expired' when heard loudest in another zone and either at the
  * frozen ceiling or known by an AP this poll does not name: it is dropped from its zone, and the caller
  * admits it where it is heard.
  */
 function stepHeard(current: TrackedDevice, heard: Heard, aps: PolledAps, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
+  // Its AP is no longer configured (renamed, perhaps into the zone that hears it loudest now): another AP
+  // of its zone that still hears it faintly is no reason to hold it there or to count a move.
+  if (!aps.named.has(current.ap)) return 'expired';
   if (heard.incumbentAp !== undefined) {
     // Both zones hear it. The loudest sighting is in the new zone, so the lead is 0 (a tie the AP names
     // broke, which is no reason to move) or more.
     const lead = heard.rssiDbm - heard.incumbentRssiDbm;
     if (lead <= 0) return settled(current.zone, heard.incumbentAp, heard.incumbentRssiDbm, poll);
-    if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    return dwell(current, heard, heard.incumbentAp, heard.incumbentRssiDbm, poll, config);
+    if (heard.ownApHeard) {
+      if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+      return dwell(current, heard, heard.incumbentAp, heard.incumbentRssiDbm, poll, config);
+    }
   }
-  // Its AP is no longer configured: no answer of its zone can count toward the dwell rule, and its last
-  // signal, that AP's, is no incumbent to measure a margin by.
-  if (!aps.named.has(current.ap)) return 'expired';
-  const beatsLastKnown = beatsByMargin(heard.rssiDbm, current.rssiDbm, config);
+  // Its own AP did not hear it (silent, or it missed the row). A fainter AP of its zone is no measure of
+  // where it is: its last signal at its own AP still is, as in a zone with one AP.
+  const incumbentDbm = heard.incumbentAp === undefined ? current.rssiDbm : Math.max(heard.incumbentRssiDbm, current.rssiDbm);
+  const beatsIncumbent = beatsByMargin(heard.rssiDbm, incumbentDbm, config);
   if (aps.silent.has(current.ap)) {
     // Its own AP cannot speak for it: keep it where it was unless the margin says otherwise, until the ceiling.
-    if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (beatsIncumbent) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     const frozenPolls = current.frozenPolls + 1;
     if (frozenPolls >= config.frozenPolls) return 'expired';
     return tracked(current.zone, current.ap, current.rssiDbm, null, 0, frozenPolls, 0, poll);
   }
-  if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-  // Its zone answered without it: the dwell rule counts.
+  if (beatsIncumbent) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+  // Its own AP answered without it: the dwell rule counts.
   return dwell(current, heard, current.ap, current.rssiDbm, poll, config);
 }
 

@@ -5,7 +5,10 @@
 
 /** The tracker's thresholds, all in polls or dB. */
 export interface TrackerConfig {
-  /** N: consecutive polls in which a new zone hears a device louder than its zone does (or its zone does not hear it), before it moves. */
+  /**
+   * N: consecutive polls in which a new zone hears a device louder than its zone does (or its zone does
+   * not hear it) while the AP it is known by answers, before it moves.
+   */
   switchPolls: number;
   /** A new zone whose signal beats the incumbent's by at least this many dB takes the device at once. */
   switchMarginDb: number;
@@ -48,7 +51,7 @@ export interface TrackedDevice {
   challengerZone: string | null;
   /** Consecutive polls the challenger has counted toward the dwell rule. */
   challengerPolls: number;
-  /** Consecutive polls its AP has been silent without its zone hearing it. */
+  /** Consecutive polls its AP has been silent without its zone hearing it loudest. */
   frozenPolls: number;
   /** Consecutive polls it went unheard while its AP answered. */
   absentPolls: number;

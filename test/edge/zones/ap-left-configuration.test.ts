@@ -4,8 +4,10 @@
  * the next polls (the same physical AP under its new name in another zone, or the AP of a zone that
  * stays), their zone did not hear them and their AP was not silent, so the dwell rule counted: after
  * `switchPolls` ticks they moved, and `lobby→cafe` was reported for the whole transition window, a move
- * nobody made. Now they arrive where they are heard at the first tick, with no move. Through the
- * collector's tick, the real SQLite zone store, and (for the rename) the real poller and snmpd.
+ * nobody made. When another AP of their old zone still heard them faintly, the margin (or the dwell
+ * rule) moved them all the same. Now they arrive where they are heard at the first tick, with no move.
+ * Through the collector's tick, the real SQLite zone store, and (for the rename) the real poller and
+ * snmpd.
  */
 import t from 'tap';
 import { join } from 'node:path';
@@ -83,6 +85,29 @@ t.test('an AP renamed and put in another zone by a reload: its devices count the
 
 const MACS = ['02:00:00:00:00:01', '02:00:00:00:00:02', '02:00:00:00:00:03'];
 
+/** The same radio is `ap-3` (lobby) before and `cafe-1` (cafe) after; `ap-lobby` hears the devices faintly. */
+const renamedRadio = (faintDbm: number) =>
+  buildingPoller((name) => {
+    if (name === 'ap-3' || name === 'cafe-1') return MACS.map((mac) => [mac, -55]);
+    if (name === 'ap-lobby') return MACS.map((mac) => [mac, faintDbm]);
+    return [];
+  });
+
+for (const faintDbm of [-80, -60]) {
+  const how = faintDbm + 55 <= -tracker.switchMarginDb ? 'beyond the margin' : 'within the margin';
+  t.test(`an AP renamed into another zone while its old zone still hears its devices (${how}): no move is reported`, async (t) => {
+    const { daemon } = setupDaemon(t, configOf(['lobby', 'cafe'], [ap('ap-lobby', 'lobby'), ap('ap-3', 'lobby')]), renamedRadio(faintDbm));
+    t.same((await daemon.tick()).counts, { lobby: 3, cafe: 0 });
+
+    await daemon.reconfigure({ config: configOf(['lobby', 'cafe'], [ap('ap-lobby', 'lobby'), ap('cafe-1', 'cafe')]) });
+    const after = await ticks(daemon, TICKS_AFTER);
+    t.same(after[0]?.counts, { lobby: 0, cafe: 3 }, 'counted in the cafe from the first tick after the reload');
+    t.same(after.at(-1)?.counts, { lobby: 0, cafe: 3 });
+    t.same(transitionsOf(after), [], 'no zoneTransition: nobody walked');
+    t.equal(after.reduce((n, r) => n + r.stats.moved, 0), 0, 'no move counted');
+  });
+}
+
 t.test('a zone removed with its AP by a reload: devices heard elsewhere are counted there at once, with no move', async (t) => {
   // the annex AP hears them loudest; the cafe AP, through the wall, fainter
   const poller = buildingPoller((name) => {
@@ -120,6 +145,19 @@ t.test('a restart over a state saved before the AP was renamed into another zone
   await evening.stop();
 
   // started again at once: within the transition window, so the saved state is taken up as it is
+  const morning = collectorOn(t, path, configOf(['lobby', 'cafe'], [ap('ap-lobby', 'lobby'), ap('cafe-1', 'cafe')]), poller);
+  const after = await ticks(morning.daemon, TICKS_AFTER);
+  t.same(after[0]?.counts, { lobby: 0, cafe: 3 }, 'counted in the cafe from the first tick');
+  t.same(transitionsOf(after), [], 'no zoneTransition: nobody walked');
+});
+
+t.test('a restart over a state saved before the rename, the old zone still hearing the devices faintly, reports no move', async (t) => {
+  const path = join(t.testdir({}), 'zones.sqlite');
+  const poller = renamedRadio(-80);
+  const evening = collectorOn(t, path, configOf(['lobby', 'cafe'], [ap('ap-lobby', 'lobby'), ap('ap-3', 'lobby')]), poller);
+  t.same((await evening.daemon.tick()).counts, { lobby: 3, cafe: 0 });
+  await evening.stop();
+
   const morning = collectorOn(t, path, configOf(['lobby', 'cafe'], [ap('ap-lobby', 'lobby'), ap('cafe-1', 'cafe')]), poller);
   const after = await ticks(morning.daemon, TICKS_AFTER);
   t.same(after[0]?.counts, { lobby: 0, cafe: 3 }, 'counted in the cafe from the first tick');

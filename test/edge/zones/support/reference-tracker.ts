@@ -42,6 +42,8 @@ interface Heard {
   /** The loudest signal from the device's incumbent zone, if that zone heard it. */
   incumbentRssiDbm: number | undefined;
   incumbentAp: string | undefined;
+  /** Whether the AP the device is known by listed it this poll, in its incumbent zone. */
+  ownApHeard: boolean;
 }
 
 /** Folds every AP's stations into one loudest sighting per device. */
@@ -56,7 +58,7 @@ function heardDevices(aps: readonly ApObservation[], known: ReadonlyMap<string, 
       const rssiDbm = Number.isFinite(station.rssiDbm) && station.rssiDbm > UNREADABLE_RSSI_DBM ? station.rssiDbm : UNREADABLE_RSSI_DBM;
       let entry = heard.get(device);
       if (entry === undefined) {
-        entry = { ap, zone, rssiDbm, incumbentZone: known.get(device)?.zone, incumbentRssiDbm: undefined, incumbentAp: undefined };
+        entry = { ap, zone, rssiDbm, incumbentZone: known.get(device)?.zone, incumbentRssiDbm: undefined, incumbentAp: undefined, ownApHeard: false };
         heard.set(device, entry);
       } else if (rssiDbm > entry.rssiDbm || (rssiDbm === entry.rssiDbm && ap < entry.ap)) {
         entry.ap = ap;
@@ -64,6 +66,7 @@ function heardDevices(aps: readonly ApObservation[], known: ReadonlyMap<string, 
         entry.rssiDbm = rssiDbm;
       }
       if (zone === entry.incumbentZone) {
+        if (ap === known.get(device)?.ap) entry.ownApHeard = true;
         const best = entry.incumbentRssiDbm;
         if (best === undefined || rssiDbm > best || (rssiDbm === best && ap < (entry.incumbentAp as string))) {
           entry.incumbentRssiDbm = rssiDbm;
@@ -81,7 +84,7 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
 
 /**
  * The next record of a known device that was heard this poll. It moved when the zone differs; it is
- * frozen when `frozenPolls` is above 0; 'expired' heard only in another zone, at the frozen ceiling or
+ * frozen when `frozenPolls` is above 0; 'expired' heard loudest in another zone, at the frozen ceiling or
  * when the poll does not name its AP (no longer configured).
  */
 function stepHeard(
@@ -93,29 +96,36 @@ function stepHeard(
   config: TrackerConfig,
 ): TrackedDevice | 'expired' {
   if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
+  // Nobody is left to speak for its zone, whatever its other APs hear: dropped from it, and admitted
+  // where it is heard.
+  if (!namedAps.has(current.ap)) return 'expired';
   if (heard.incumbentRssiDbm !== undefined) {
     const incumbentAp = heard.incumbentAp ?? current.ap;
     const lead = heard.rssiDbm - heard.incumbentRssiDbm;
-    // Both zones hear it: a tie keeps it, a clear margin moves it, a smaller lead counts toward the dwell.
+    // Both zones hear it: a tie keeps it.
     if (lead <= 0) return settled(current.zone, incumbentAp, heard.incumbentRssiDbm, poll);
-    if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
-    if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-    return { ...current, ap: incumbentAp, rssiDbm: heard.incumbentRssiDbm, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
+    if (heard.ownApHeard) {
+      // Its own AP heard it too: a clear margin moves it, a smaller lead counts toward the dwell.
+      if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+      const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
+      if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+      return { ...current, ap: incumbentAp, rssiDbm: heard.incumbentRssiDbm, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
+    }
   }
-  // Nobody is left to speak for its zone: dropped from it, and admitted where it is heard.
-  if (!namedAps.has(current.ap)) return 'expired';
-  const beatsLastKnown = beatsByMargin(heard.rssiDbm, current.rssiDbm, config);
+  // Its own AP did not hear it: the margin is measured by its last signal there, or by a louder AP of its
+  // zone this poll; then it is as in a zone with one AP.
+  const incumbentRssiDbm = Math.max(heard.incumbentRssiDbm ?? UNREADABLE_RSSI_DBM, current.rssiDbm);
+  const beatsIncumbent = beatsByMargin(heard.rssiDbm, incumbentRssiDbm, config);
   if (silentAps.has(current.ap)) {
     // Its own AP cannot speak for it: keep it where it was unless the margin says otherwise; at the
     // ceiling it is dropped, and the zone that hears it admits it.
     const frozenPolls = current.frozenPolls + 1;
-    if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+    if (beatsIncumbent) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
     if (frozenPolls >= config.frozenPolls) return 'expired';
     return { ...current, challengerZone: null, challengerPolls: 0, frozenPolls, absentPolls: 0, lastHeardPoll: poll };
   }
-  if (beatsLastKnown) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
-  // Its zone answered without it: the dwell rule counts.
+  if (beatsIncumbent) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
+  // Its own AP answered without it: the dwell rule counts.
   const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
   if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
   return { ...current, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
