@@ -581,8 +581,11 @@ export class EdgeDaemon {
       const result = await poster.post(body);
       delivery = result.outcome;
       if (result.outcome === 'rejected') {
-        reason = `${result.status} ${redactIdentifiers(result.reason)}`;
-        logger.warn({ status: result.status, reason: redactIdentifiers(result.reason), ledgerSeq: seq }, 'ingest rejected the batch; dropped, the next tick supersedes it');
+        // The poster's reason is redacted before it is cut (reasonOf); redacted again here, where it is
+        // logged, whatever poster gave it: redacting a redacted line changes nothing.
+        const why = redactIdentifiers(result.reason);
+        reason = `${result.status} ${why}`;
+        logger.warn({ status: result.status, reason: why, ledgerSeq: seq }, 'ingest rejected the batch; dropped, the next tick supersedes it');
       } else if (result.outcome === 'unreachable') {
         reason = result.reason;
         logger.warn({ reason: result.reason, ledgerSeq: seq }, 'ingest unreachable; batch dropped, the next tick supersedes it');

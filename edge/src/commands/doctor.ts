@@ -6,9 +6,11 @@
  * The state passes only as the collector will take it: a device key this user can read and of the length
  * the collector requires, and state files (zones.sqlite, ledger.sqlite, their -wal and -shm) this user may
  * write; each of these the collector would refuse at start (exit 2) is a FAIL naming the file's owner.
- * Run it as the state directory's owner (the service user): in another user's state directory, root's
- * say, it reads and writes nothing, and says whom to run as; run as root where the state directory does
- * not exist yet, it creates nothing, and names the install step that makes it the service user's.
+ * Run it as the state directory's owner (the service user): in another user's state directory it reads
+ * and writes nothing, and says what to do: run by root (or anyone) in the service user's, whom to run as;
+ * run by the service user in root's (made with mkdir, not the install step) or another's, the install
+ * step that makes it the service user's. Run as root where the state directory does not exist yet, it
+ * creates nothing, and names that install step. The commands it prints quote their values for the shell.
  */
 import { accessSync, constants, existsSync, lstatSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -26,6 +28,7 @@ import { runAsCommand, SERVICE_CACHE_DIRECTORY, SERVICE_USER } from './cache-dir
 import { currentUid, describeOwnership, describeUser, userNameOf } from '../storage/ownership.js';
 import { unwritableFiles } from '../storage/sqlite.js';
 import { DeviceKeyError, loadOrCreateDeviceKey } from '../zones/device-key.js';
+import { shellWord } from '../ui/shell-word.js';
 
 const MAX_CLOCK_SKEW_S = 60;
 const OK = 'ok  ';
@@ -107,16 +110,29 @@ export async function doctor(options: DoctorOptions, io: CommandIo): Promise<num
 /**
  * Another user's state directory: doctor run as root (`sudo lintel-edge doctor`) would create
  * ledger.sqlite as root, which the service user could then open only read-only, and the collector
- * would not start. So nothing in it is read or written, and the line says whom to run as.
+ * would not start. So nothing in it is read or written, and the line says what to do. Where the
+ * directory is the service user's, that is to run doctor as its owner. Where it is not (doctor run by
+ * the service user, or it is root's: made with mkdir instead of the install step), running as its
+ * owner would make the same root ledger, so the line names the install step that gives it to the
+ * service user instead.
  */
 function foreignStateDir(dir: string, configPath: string): string | undefined {
   const uid = currentUid();
   if (uid === undefined || !existsSync(dir)) return undefined;
   const owner = statSync(dir).uid;
   if (owner === uid) return undefined;
+  const whose = `${dir} belongs to ${describeUser(owner)}, not to this user, ${describeUser(uid)}`;
+  const callerIsServiceUser = userNameOf(uid) === SERVICE_USER;
+  if (callerIsServiceUser || owner === 0) {
+    const then = callerIsServiceUser ? 'run this doctor again' : `run doctor as that user: ${doctorAs(SERVICE_USER, dir, configPath)}`;
+    return (
+      `${whose}: the collector, running as the service user, ${SERVICE_USER}, could not write it. ` +
+      `Give it to the service user, as root: ${installStateDirs([dir])}; then ${then} (nothing in it was read or written)`
+    );
+  }
   const name = userNameOf(owner);
-  const runAs = name ? runAsCommand(name, `doctor --config ${configPath}`, { STATE_DIRECTORY: dir }) : `run doctor as uid ${owner}`;
-  return `${dir} belongs to ${describeUser(owner)}, not to this user, ${describeUser(uid)}: a ledger doctor made there would be this user's, and the collector could not write it. Run doctor as its owner: ${runAs} (nothing in it was read or written)`;
+  const runAs = name ? doctorAs(name, dir, configPath) : `run doctor as uid ${owner}`;
+  return `${whose}: a ledger doctor made there would be this user's, and the collector could not write it. Run doctor as its owner: ${runAs} (nothing in it was read or written)`;
 }
 
 /**
@@ -130,9 +146,19 @@ function missingStateDirAsRoot(dir: string, configPath: string): string | undefi
   return (
     `${dir} does not exist, and doctor run as root does not create it: it and the ledger in it would be root's, which the collector, ` +
     `running as the service user, could not write. Create it, and the unit's cache directory, for the service user first: ` +
-    `install -d -m 0700 -o ${SERVICE_USER} -g ${SERVICE_USER} ${dir} ${SERVICE_CACHE_DIRECTORY}; ` +
-    `then run doctor as that user: ${runAsCommand(SERVICE_USER, `doctor --config ${configPath}`, { STATE_DIRECTORY: dir })} (nothing was created)`
+    `${installStateDirs([dir, SERVICE_CACHE_DIRECTORY])}; ` +
+    `then run doctor as that user: ${doctorAs(SERVICE_USER, dir, configPath)} (nothing was created)`
   );
+}
+
+/** The install step (edge/systemd/lintel-edge.service) that makes `dirs` the service user's, mode 700; it also fixes existing ones. */
+function installStateDirs(dirs: readonly string[]): string {
+  return `install -d -m 0700 -o ${SERVICE_USER} -g ${SERVICE_USER} ${dirs.map(shellWord).join(' ')}`;
+}
+
+/** This doctor's command line, run as `user` over the state directory `dir`; runAsCommand writes values as given, so they are quoted here. */
+function doctorAs(user: string, dir: string, configPath: string): string {
+  return runAsCommand(user, `doctor --config ${shellWord(configPath)}`, { STATE_DIRECTORY: shellWord(dir) });
 }
 
 /** Checks the state directory; answers whether doctor may write in it (the ingest probe's ledger entry). */

@@ -18,6 +18,7 @@ import type { EdgeConfig } from '../config/load.js';
 import { redactIdentifiers } from '../report/identifiers.js';
 import { createBatchPoster, reasonOf, type PostOutcome } from '../report/poster.js';
 import { printableLine } from '../ui/printable.js';
+import { shellWord } from '../ui/shell-word.js';
 
 /** When the probe's reading is dated: inside the ledger audit's plausible times (2000–2100), and long gone from any ingest. */
 export const PROBE_READING_TIME = Date.UTC(2001, 0, 1);
@@ -105,6 +106,8 @@ function refusalOf(answer: { body: string }): string {
  * What the ingest's answer to the probe says of the collector's batches. Passes only when the probe went
  * past the signature and the building check: a 400 whose errors name only the reading's timestamp, or an
  * ingest that kept the reading (2xx `{accepted}`; the telemetry service never does, for one this old).
+ * A building refused names the `keys-cli.ts bind` command that lets the key write it, its values quoted
+ * for the shell: a building id may hold a space.
  */
 export function probeVerdict(answer: ProbeAnswer, buildingId: string, keyId: string | undefined): ProbeVerdict {
   if (answer.outcome === 'unreachable') return { ok: false, text: `reachable ✗ (${answer.reason})` };
@@ -124,7 +127,7 @@ export function probeVerdict(answer: ProbeAnswer, buildingId: string, keyId: str
       ok: false,
       text:
         `reachable ✓  signature accepted ✓  building refused ✗: ${key} may not write building ${building} (buildingId in the config), so every batch would be refused. ` +
-        `Correct buildingId, or have the key bound to it on the telemetry service: keys-cli.ts bind ${keyId ?? '<keyId>'} --building ${buildingId} (naming its other buildings too: bind replaces them)`,
+        `Correct buildingId, or have the key bound to it on the telemetry service: keys-cli.ts bind ${keyId ? shellWord(keyId) : '<keyId>'} --building ${shellWord(buildingId)} (naming its other buildings too: bind replaces them)`,
     };
   }
   if (status === 403 && json === undefined) return { ok: false, text: 'reachable ✓  signature refused ✗ (check ingest.secretFile and ingest.keyId)' };

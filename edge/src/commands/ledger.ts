@@ -1,8 +1,10 @@
 /**
  * `lintel-edge ledger verify|audit|export`: the auditor's commands, read-only over the ledger file.
  * - verify: the hash chain is intact (no entry edited, removed, inserted or reordered);
- * - audit: every byte of every entry is an aggregate (see report/audit.ts); exits 1 on any finding; it
- *   also counts the entries by delivery;
+ * - audit: every byte of every entry is an aggregate (see report/audit.ts), and the hash chain over them
+ *   is intact (checked in the same snapshot, a broken link being a finding); exits 1 on any finding; it
+ *   also counts the entries by delivery. Findings are printed as printable lines: a body may hold keys
+ *   made of terminal commands;
  * - export: the entries as JSON lines, `body` being the exact bytes that were sent, so anyone can recompute
  *   hash = sha256(prevHash + body), and `delivery` how the post went: accepted, rejected, unreachable,
  *   kept (no ingest), interrupted (the gateway stopped before the post's outcome was known: it may or may
@@ -18,9 +20,11 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { auditBody } from '../report/audit.js';
+import type { LedgerEntry } from '../report/chain.js';
 import { INTERRUPTED, openLedger, type Ledger } from '../report/ledger.js';
 import { describeOwnership, userNameOf } from '../storage/ownership.js';
 import { StorageError } from '../storage/sqlite.js';
+import { printableLine } from '../ui/printable.js';
 import { runAsCommand } from './cache-directory.js';
 import type { CommandIo } from './common.js';
 
@@ -125,35 +129,71 @@ function verify(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | u
   return 1;
 }
 
+/** What one audit saw, counted as it was printed. */
+interface AuditTally {
+  entries: number;
+  readings: number;
+  bytes: number;
+  findings: number;
+  /** Of the findings, the problems of the hash chain. */
+  chainProblems: number;
+  deliveries: Map<string, number>;
+}
+
+/**
+ * Audits the bodies and checks the hash chain over one snapshot, so the entries audited are the entries
+ * whose chain was checked, whatever the collector prunes meanwhile. A body is judged by its bytes, so an
+ * entry edited in place with a clean body would pass on its own: only the chain shows that what is in
+ * the file is not what was sent, so a broken chain fails the audit as a finding.
+ */
 function audit(ledger: Ledger, path: string, io: CommandIo, fromSeq: number | undefined): number {
-  let entries = 0;
-  let readings = 0;
-  let findings = 0;
-  let bytes = 0;
-  const deliveries = new Map<string, number>();
   const scope = fromSeq === undefined ? path : `${path} from seq ${fromSeq}`;
-  for (const entry of ledger.entries(fromSeq)) {
-    entries++;
-    bytes += Buffer.byteLength(entry.body);
-    const delivery = entry.delivery ?? 'no outcome yet';
-    deliveries.set(delivery, (deliveries.get(delivery) ?? 0) + 1);
-    const found = auditBody(entry.body);
-    try {
-      const parsed = JSON.parse(entry.body) as { readings?: unknown };
-      if (Array.isArray(parsed.readings)) readings += parsed.readings.length;
-    } catch {
-      // reported by auditBody
+  const tally = ledger.snapshot((): AuditTally => {
+    const tally: AuditTally = { entries: 0, readings: 0, bytes: 0, findings: 0, chainProblems: 0, deliveries: new Map() };
+    for (const entry of ledger.entries(fromSeq)) auditEntry(entry, tally, io);
+    const verdict = ledger.verify(fromSeq);
+    if (!verdict.ok) {
+      for (const p of verdict.problems) printFinding(io, p.seq, '(chain)', 'broken-chain', p.problem);
+      tally.findings += verdict.problems.length;
+      tally.chainProblems = verdict.problems.length;
     }
-    for (const f of found) io.out(`seq ${entry.seq} ${f.path}: ${f.kind}: ${f.detail}\n`);
-    findings += found.length;
-  }
-  const delivered = deliveriesLine(deliveries);
-  if (findings > 0) {
-    io.out(`audit FAILED: ${findings} finding${findings === 1 ? '' : 's'} in ${entries} entries of ${scope}\n${delivered}`);
+    return tally;
+  });
+  const delivered = deliveriesLine(tally.deliveries);
+  if (tally.findings > 0) {
+    const chain = tally.chainProblems > 0 ? ` (${tally.chainProblems} in the hash chain: the file is not what was sent; see ledger verify)` : '';
+    io.out(`audit FAILED: ${tally.findings} finding${tally.findings === 1 ? '' : 's'}${chain} in ${tally.entries} entries of ${scope}\n${delivered}`);
     return 1;
   }
-  io.out(`audit passed: ${entries} entries, ${readings} readings, ${bytes} bytes in ${scope}; every value is a declared aggregate field, nothing identifier-like\n${delivered}`);
+  io.out(
+    `audit passed: ${tally.entries} entries, ${tally.readings} readings, ${tally.bytes} bytes in ${scope}; every value is a declared aggregate field, nothing identifier-like; hash chain intact\n${delivered}`,
+  );
   return 0;
+}
+
+/** Audits one entry's body, printing its findings and counting it. */
+function auditEntry(entry: LedgerEntry, tally: AuditTally, io: CommandIo): void {
+  tally.entries++;
+  tally.bytes += Buffer.byteLength(entry.body);
+  const delivery = entry.delivery ?? 'no outcome yet';
+  tally.deliveries.set(delivery, (tally.deliveries.get(delivery) ?? 0) + 1);
+  try {
+    const parsed = JSON.parse(entry.body) as { readings?: unknown };
+    if (Array.isArray(parsed.readings)) tally.readings += parsed.readings.length;
+  } catch {
+    // reported by auditBody
+  }
+  const found = auditBody(entry.body);
+  for (const f of found) printFinding(io, entry.seq, f.path, f.kind, f.detail);
+  tally.findings += found.length;
+}
+
+/**
+ * One finding on one line. Its path and detail come from the ledger file, which anyone who can write
+ * it can fill: made printable here too, so nothing in a body can command the auditor's terminal.
+ */
+function printFinding(io: CommandIo, seq: number, path: string, kind: string, detail: string): void {
+  io.out(`seq ${seq} ${printableLine(path)}: ${kind}: ${printableLine(detail)}\n`);
 }
 
 /** `deliveries: 41 accepted, 1 interrupted (…)`, or nothing for no entries. */

@@ -4,13 +4,14 @@
  * Exit codes: 0 after a clean stop; 1 when it cannot start or stop for a reason a restart may cure (a
  * metrics port in use, a state file another process kept locked, a full disk, an I/O error, a stop that
  * hung); 2 when the config is invalid or the state cannot be opened as it is (a ledger another user owns,
- * a ledger that is not a database, a device key that is not one, a stateDir the unit may not write), or
+ * a ledger that is not a database, a device key that is not one, a stateDir the unit may not write or
+ * empties at every stop), or
  * metrics.listen names a port the service user may not bind (EACCES: below 1024), which
  * a restart never cures: the unit does not restart on it (RestartPreventExitStatus=2), so the problem is
  * fixed first instead of retried every few seconds. {@link startFailureExitCode} tells the two apart.
  */
-import { accessSync, constants, existsSync } from 'node:fs';
-import { dirname, isAbsolute, relative } from 'node:path';
+import { accessSync, constants, existsSync, realpathSync } from 'node:fs';
+import { basename, dirname, isAbsolute, join, relative } from 'node:path';
 import type { Logger } from 'pino';
 import { createLogger } from '../../../shared/logger.js';
 import { describeError } from '../../../shared/describe-error.js';
@@ -191,11 +192,55 @@ function sandboxedStateDirProblem(stateDir: string, stateDirectory: string | und
   );
 }
 
+/** The directories the unit's PrivateTmp=yes replaces with its own, emptied at every stop. */
+const PRIVATE_TMP_DIRS = ['/tmp', '/var/tmp'];
+
+/** `path` with the symbolic links of its longest existing part resolved (the rest may not exist yet). */
+function resolvedPath(path: string): string {
+  let existing = path;
+  const rest: string[] = [];
+  while (dirname(existing) !== existing) {
+    try {
+      return join(realpathSync(existing), ...rest);
+    } catch {
+      rest.unshift(basename(existing));
+      existing = dirname(existing);
+    }
+  }
+  return path;
+}
+
+/**
+ * Under the unit, a stateDir in /tmp or /var/tmp (as written, or once its links are resolved) is
+ * writable, but the unit's PrivateTmp=yes makes it a directory of the unit's own that systemd empties at
+ * every stop: the device key (so every device's id), the zones and the audit ledger would be lost each
+ * time, and the ledger is never to be set aside. Answers the problem, or undefined (outside the unit, or
+ * inside its state directory).
+ */
+function privateTmpStateDirProblem(stateDir: string, stateDirectory: string | undefined, configPath: string): string | undefined {
+  const unitDirs = (stateDirectory ?? '').split(':').filter((dir) => dir !== '');
+  if (unitDirs.length === 0 || unitDirs.some((dir) => isWithin(stateDir, dir))) return undefined;
+  const resolved = resolvedPath(stateDir);
+  const tmpDirs = PRIVATE_TMP_DIRS.flatMap((dir) => [dir, resolvedPath(dir)]);
+  const written = tmpDirs.find((dir) => isWithin(stateDir, dir));
+  const linked = tmpDirs.find((dir) => isWithin(resolved, dir));
+  const where = written !== undefined ? `is in ${written}` : linked !== undefined ? `leads into ${linked} (${resolved}, through a symbolic link)` : undefined;
+  if (where === undefined) return undefined;
+  return (
+    `stateDir ${stateDir} (set in ${configPath}) ${where}, which the unit's PrivateTmp=yes makes its own and empties at every stop: ` +
+    `the device key, the zones and the audit ledger would be lost each time. Remove stateDir from the config to keep the state in ${unitDirs[0]} ($STATE_DIRECTORY), ` +
+    `or choose a directory outside /tmp and /var/tmp: create it, owned by the service user with mode 700, and let the unit write there with a drop-in ` +
+    `(systemctl edit lintel-edge): [Service] ReadWritePaths=<that directory>`
+  );
+}
+
 /** Runs until a signal; resolves with the exit code. */
 export async function runCollector(options: RunOptions, io: CommandIo): Promise<number> {
   const loaded = loadCheckedConfig(options.config, options.frozenPolls, io);
   if (!loaded) return 2;
-  const sandboxed = sandboxedStateDirProblem(loaded.config.stateDir, process.env.STATE_DIRECTORY, options.config);
+  const sandboxed =
+    privateTmpStateDirProblem(loaded.config.stateDir, process.env.STATE_DIRECTORY, options.config) ??
+    sandboxedStateDirProblem(loaded.config.stateDir, process.env.STATE_DIRECTORY, options.config);
   if (sandboxed) {
     io.err(`lintel-edge: ${sandboxed}\n`);
     return 2;

@@ -2,8 +2,10 @@
  * `lintel-edge simulate`: a simulated building (real SNMP agents and SSH servers on loopback, devices
  * walking between zones, APs rebooting) and the real collector polling it, with a live table of zone
  * counts against the ground truth. Posts to `--ingest` when given; otherwise batches stay in the ledger.
+ * A ledger of batches that were posted is kept after the run, even without `--state-dir` (SECURITY.md §4:
+ * every batch body that leaves is in the ledger).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -17,9 +19,11 @@ import { peopleFromDevices } from '../report/readings.js';
 import { LIVELY_MOTION, REALISTIC_MOTION, startSimulatedBuilding, type MotionModel } from '../simulate/index.js';
 import type { SimulatedBuilding, SimulationOptions } from '../simulate/types.js';
 import { createLiveRegion, renderLiveTable } from '../ui/table.js';
+import { shellWord } from '../ui/shell-word.js';
+import { loadOrCreateDeviceKey } from '../zones/device-key.js';
 import { DEFAULT_TRACKER_CONFIG } from '../zones/types.js';
 import type { CommandIo } from './common.js';
-import { openGateway } from './gateway.js';
+import { openGateway, statePaths } from './gateway.js';
 
 export interface SimulateOptions {
   accessPoints?: number;
@@ -32,7 +36,10 @@ export interface SimulateOptions {
   /** Stop after this many ticks; default: until interrupted. */
   ticks?: number;
   ingest?: { url: string; secret: string; keyId?: string };
-  /** Keep state (device key, zone store, ledger) here; default a temporary directory, removed at the end. */
+  /**
+   * Keep state (device key, zone store, ledger) here; default a temporary directory, removed at the end,
+   * but for the ledger when there is an `ingest`.
+   */
   stateDir?: string;
   frozenPolls?: number;
   devicesPerPerson?: number;
@@ -63,7 +70,8 @@ export interface SimulateDeps {
   signal?: AbortSignal;
   /**
    * Told the temporary state directory as soon as it is made: what the caller must remove itself, should
-   * it have to end the process before the run ends (a second Ctrl-C).
+   * it have to end the process before the run ends (a second Ctrl-C). It holds the secrets (the device
+   * key, the building's SSH private key and SNMP secrets), never a ledger that is kept.
    */
   onTemporaryStateDir?: (dir: string) => void;
 }
@@ -75,6 +83,8 @@ export interface SimulationSummary {
   /** Batches by delivery (accepted, rejected, unreachable, kept). */
   deliveries: Record<string, number>;
   stateDir: string | null;
+  /** The ledger file left after the run (with `stateDir`, or kept for the batches posted); null when removed. */
+  ledger: string | null;
   ledgerHead: { seq: number; hash: string };
 }
 
@@ -110,29 +120,74 @@ export function reportNamesOf(aps: readonly AccessPoint[]): Record<string, strin
 const ratio = (a: number, b: number) => (b === 0 ? (a === 0 ? 0 : 1) : a / b);
 
 /**
+ * Where a run keeps what: the gateway's state (device key, zones, ledger), and the work directory (the
+ * building's SSH keys and SNMP secrets, the collector's log). With `stateDir` both are it, and all stays.
+ */
+interface RunDirs {
+  state: string;
+  work: string;
+  /** What is left after the run. */
+  kept: 'everything' | 'ledger' | 'nothing';
+}
+
+/**
  * Runs the simulation; resolves with the exit code and a summary. A temporary state directory (no
- * `stateDir` given) is removed at the end, whatever the end: a failed start or a throw mid-run too.
+ * `stateDir` given) is removed at the end, whatever the end: a failed start or a throw mid-run too. With
+ * an ingest, the ledger of the batches posted is kept (see keptLedgerDir).
  */
 export async function simulate(options: SimulateOptions, io: CommandIo, deps: SimulateDeps = {}): Promise<{ exitCode: number; summary: SimulationSummary }> {
-  if (options.stateDir !== undefined) return simulateIn(options.stateDir, false, options, io, deps);
-  const stateDir = mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
+  if (options.stateDir !== undefined) return simulateIn({ state: options.stateDir, work: options.stateDir, kept: 'everything' }, options, io, deps);
+  const work = mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
+  let ledgerDir: string | undefined;
   try {
-    deps.onTemporaryStateDir?.(stateDir);
-    return await simulateIn(stateDir, true, options, io, deps);
+    deps.onTemporaryStateDir?.(work);
+    if (options.ingest) ledgerDir = keptLedgerDir(work);
+    return await simulateIn({ state: ledgerDir ?? work, work, kept: ledgerDir === undefined ? 'nothing' : 'ledger' }, options, io, deps);
   } finally {
-    rmSync(stateDir, { recursive: true, force: true });
+    rmSync(work, { recursive: true, force: true });
+    if (ledgerDir !== undefined) keepOnlyTheLedger(ledgerDir);
   }
 }
 
-async function simulateIn(stateDir: string, temporary: boolean, options: SimulateOptions, io: CommandIo, deps: SimulateDeps): Promise<{ exitCode: number; summary: SimulationSummary }> {
+/**
+ * The state directory of a run that posts without `stateDir`: its ledger is audit evidence of what left
+ * the gateway, so the directory is not temporary. The device key, a secret, stays in the temporary
+ * `work` directory and is only linked from here (the collector follows the link), so it is removed with
+ * that directory, a second Ctrl-C's removal included.
+ */
+function keptLedgerDir(work: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'lintel-edge-ledger-'));
+  try {
+    const key = join(work, 'device.key');
+    loadOrCreateDeviceKey(key);
+    symlinkSync(key, statePaths(dir).deviceKey);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+  return dir;
+}
+
+/** Leaves the ledger alone in a kept state directory, or removes the directory if no ledger was made. */
+function keepOnlyTheLedger(dir: string): void {
+  const { deviceKey, zones, ledger } = statePaths(dir);
+  if (!existsSync(ledger)) {
+    rmSync(dir, { recursive: true, force: true });
+    return;
+  }
+  for (const file of [deviceKey, zones, `${zones}-wal`, `${zones}-shm`]) rmSync(file, { force: true });
+}
+
+async function simulateIn(dirs: RunDirs, options: SimulateOptions, io: CommandIo, deps: SimulateDeps): Promise<{ exitCode: number; summary: SimulationSummary }> {
+  const stateDir = dirs.state;
   // The terminal belongs to the table; the collector's log goes to a file beside the state.
   const logger =
     options.output === 'json'
       ? silentLogger()
-      : createLogger('lintel-edge', { level: 'info', destination: pino.destination({ dest: join(stateDir, 'lintel-edge.log'), mkdir: true, sync: true }) });
+      : createLogger('lintel-edge', { level: 'info', destination: pino.destination({ dest: join(dirs.work, 'lintel-edge.log'), mkdir: true, sync: true }) });
 
   const building = await (deps.startBuilding ?? startSimulatedBuilding)({
-    workDir: join(stateDir, 'building'),
+    workDir: join(dirs.work, 'building'),
     ...(options.accessPoints !== undefined ? { accessPoints: options.accessPoints } : {}),
     ...(options.devices !== undefined ? { devices: options.devices } : {}),
     ...(options.zones !== undefined ? { zones: Array.from({ length: options.zones }, (_, i) => `zone-${String.fromCharCode(97 + (i % 26))}${i >= 26 ? Math.floor(i / 26) : ''}`) } : {}),
@@ -184,7 +239,7 @@ async function simulateIn(stateDir: string, temporary: boolean, options: Simulat
   let ledgerHead = { seq: 0, hash: '' };
   let lastFailure: string | undefined;
   if (options.output === 'table' || options.output === 'lines') {
-    io.out(`simulated building: ${building.accessPoints.length} access points, ${building.zones.length} zones; state in ${stateDir}${temporary ? ' (temporary)' : ''}\n`);
+    io.out(`simulated building: ${building.accessPoints.length} access points, ${building.zones.length} zones; ${whereTheStateIs(dirs)}\n`);
   }
   try {
     while (!deps.signal?.aborted && (options.ticks === undefined || ticks < options.ticks)) {
@@ -221,7 +276,14 @@ async function simulateIn(stateDir: string, temporary: boolean, options: Simulat
     await gateway.close();
     await building.stop();
   }
-  const summary: SimulationSummary = { ticks, errorRate: ratio(absolute, truthTotal), deliveries, stateDir: temporary ? null : stateDir, ledgerHead };
+  const summary: SimulationSummary = {
+    ticks,
+    errorRate: ratio(absolute, truthTotal),
+    deliveries,
+    stateDir: dirs.kept === 'everything' ? stateDir : null,
+    ledger: dirs.kept === 'nothing' ? null : gateway.paths.ledger,
+    ledgerHead,
+  };
   if (options.output === 'json') io.out(`${JSON.stringify({ summary })}\n`);
   else {
     io.out(
@@ -229,11 +291,7 @@ async function simulateIn(stateDir: string, temporary: boolean, options: Simulat
         .map(([k, v]) => `${v} ${k}`)
         .join(', ')}\n`,
     );
-    io.out(
-      temporary
-        ? 'state removed (run with --state-dir <dir> to keep it, then: lintel-edge ledger verify --state-dir <dir>)\n'
-        : `ledger: ${gateway.paths.ledger} (head seq ${ledgerHead.seq}); check it with: lintel-edge ledger verify --state-dir ${stateDir}\n`,
-    );
+    io.out(`${whatIsLeft(dirs, gateway.paths.ledger, ledgerHead.seq)}\n`);
   }
   // Losing a batch now and then is normal (the next tick supersedes it); an ingest that took none means
   // the run did not do what --ingest asked, which a script running the demo must be able to see.
@@ -244,6 +302,21 @@ async function simulateIn(stateDir: string, temporary: boolean, options: Simulat
     return { exitCode: 1, summary };
   }
   return { exitCode: 0, summary };
+}
+
+/** Where the state is, for the line before the first tick. */
+function whereTheStateIs(dirs: RunDirs): string {
+  if (dirs.kept === 'everything') return `state in ${dirs.state}`;
+  return `state in ${dirs.work} (temporary)${dirs.kept === 'ledger' ? `; the ledger of the batches posted in ${dirs.state} (kept)` : ''}`;
+}
+
+/** What the run leaves, and how to check its ledger, for the last line. */
+function whatIsLeft(dirs: RunDirs, ledger: string, headSeq: number): string {
+  if (dirs.kept === 'nothing') return 'state removed (run with --state-dir <dir> to keep it, then: lintel-edge ledger verify --state-dir <dir>)';
+  if (dirs.kept === 'ledger') {
+    return `state removed, but for the ledger of the batches posted: ${ledger} (head seq ${headSeq}); check it with: lintel-edge ledger verify --ledger ${shellWord(ledger)}`;
+  }
+  return `ledger: ${ledger} (head seq ${headSeq}); check it with: lintel-edge ledger verify --state-dir ${shellWord(dirs.state)}`;
 }
 
 interface Shown {

@@ -123,7 +123,31 @@ export const PositiveSeconds = kind('a positive number of seconds', t.number, (n
 export const TimerSeconds = kind('a number of seconds from 0.001 to 2147483', t.number, (n) => Number.isFinite(n) && n >= 0.001 && n <= 2_147_483);
 export const PositiveInt = kind('a positive integer', t.number, (n) => Number.isSafeInteger(n) && n >= 1);
 export const NonNegativeNumber = kind('a number of dB, 0 or more', t.number, (n) => Number.isFinite(n) && n >= 0);
-export const PositiveFactor = kind('a positive number (devices per person, e.g. 1.5)', t.number, (n) => Number.isFinite(n) && n > 0);
+
+const DEVICES_PER_PERSON = 'a number of devices per person, 1 or more (e.g. 1.5)';
+const isDevicesPerPerson = (u: unknown): u is number => typeof u === 'number' && Number.isFinite(u) && u >= 1;
+/**
+ * A zone's devices per person, 1 or more. People are its devices divided by it, rounded up so that one
+ * device is one person; that holds only from 1 up. Below it a lone device reads as several people (0.2:
+ * 5), a count the cloud's privacy floor keeps unsuppressed in the hourly buckets it keeps forever while
+ * the same zone's device count is suppressed, and the device count can be read back from it.
+ */
+export const DevicesPerPerson = new t.Type<number, number, unknown>(
+  DEVICES_PER_PERSON,
+  isDevicesPerPerson,
+  (u, c) => {
+    if (isDevicesPerPerson(u)) return t.success(u);
+    if (typeof u !== 'number' || !(u > 0 && u < 1)) return t.failure(u, c);
+    return t.failure(
+      u,
+      c,
+      `${pathOf(c)}: expected ${DEVICES_PER_PERSON}, got ${u}; below 1, one device would be reported as more than one person, ` +
+        "past the cloud's privacy floor, and the device count could be read back from the estimate",
+    );
+  },
+  t.identity,
+);
+
 export const Port = kind('a port number (1-65535)', t.number, (n) => Number.isInteger(n) && n >= 1 && n <= 65535);
 export const NonEmptyText = kind('a non-empty string', t.string, (s) => s.trim().length > 0);
 export const FilePath = kind('a file path', t.string, (s) => s.trim().length > 0 && !s.includes('\0'));
@@ -133,18 +157,35 @@ export const InterfaceList = kind('interface names, comma-separated, each of 1 t
   return names.length > 0 && names.every((name) => INTERFACE_NAME.test(name));
 });
 
+/** The longest file name (path component) Linux file systems take, in bytes: NAME_MAX. */
+const NAME_MAX = 255;
+
+/**
+ * Why a string is no path to a secret file but may be the secret itself, or undefined. YAML folds a
+ * multi-line plain value into one line, so a PEM key pasted in place of its path arrives without line
+ * breaks: it is found by its armour line, or by a run longer than any file name.
+ */
+function secretInPlaceOfPath(s: string): string | undefined {
+  if (/[\r\n]/.test(s)) return 'a multi-line value (the secret itself?)';
+  if (s.includes('-----BEGIN')) return 'a value holding "-----BEGIN" (a PEM key, pasted in place of its path?)';
+  if (s.split('/').some((name) => Buffer.byteLength(name) > NAME_MAX)) return `a value with a part longer than ${NAME_MAX} bytes, which no file name is (the secret itself?)`;
+  if (s.includes('\0')) return 'a value that holds NUL';
+  return undefined;
+}
+
 /**
  * The path of a file holding a secret. A value that is refused is never echoed, since error lines reach
- * the journal and the value may be the secret written in place of its path: a line break (a PEM key,
- * usually), a number, a NUL. Only a missing or blank value, which holds nothing, is described as it is.
+ * the journal and the value may be the secret written in place of its path: a line break, or a PEM
+ * armour line or a run longer than any file name (a key YAML folded onto one line), a number, a NUL.
+ * Only a missing or blank value, which holds nothing, is described as it is.
  */
 export const SecretFilePath = new t.Type<string, string, unknown>(
   'a file path',
-  (u): u is string => FilePath.is(u) && !/[\r\n]/.test(u),
+  (u): u is string => FilePath.is(u) && secretInPlaceOfPath(u) === undefined,
   (u, c) => {
-    if (FilePath.is(u) && !/[\r\n]/.test(u)) return t.success(u);
+    if (FilePath.is(u) && secretInPlaceOfPath(u) === undefined) return t.success(u);
     if (u === undefined || u === null || (typeof u === 'string' && u.trim() === '')) return FilePath.validate(u, c);
-    const got = typeof u !== 'string' ? `a ${Array.isArray(u) ? 'list' : typeof u}` : /[\r\n]/.test(u) ? 'a multi-line value (the secret itself?)' : 'a value that holds NUL';
+    const got = typeof u !== 'string' ? `a ${Array.isArray(u) ? 'list' : typeof u}` : secretInPlaceOfPath(u);
     return t.failure(u, c, `${pathOf(c)}: expected a path to the file holding the secret, got ${got}; it is not shown. Put the secret in a file (mode 600) and give that file's path`);
   },
   t.identity,

@@ -3,7 +3,7 @@
  * YAML syntax, shapes and kinds, cross-field rules, dialects, and secret files.
  */
 import { createCipheriv } from 'node:crypto';
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync, type Stats } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseDocument, type Document } from 'yaml';
 import { formatErrors } from '../../../shared/kinds.js';
@@ -14,6 +14,7 @@ import { metricOf } from '../../../shared/catalog/metrics.js';
 import type { RegisteredSensor } from '../../../shared/devices/adapter.js';
 import { looksLikeIdentifier } from '../report/identifiers.js';
 import { normalizeMac } from '../poll/mac.js';
+import { SecretFilePath } from './codecs.js';
 import { EdgeConfigFile, type AccessPointConfig } from './schema.js';
 
 /** What the config needs to know of an AP dialect. */
@@ -491,30 +492,41 @@ function cipherAvailable(cipher: string): boolean {
 /**
  * A secret file must be a readable regular file holding more than whitespace: an empty key would be used
  * as it is (the ingest would sign with it and every batch be refused). One others can read is a warning.
+ * The value is named only once it is known to be a file that is there: until then it may be the secret
+ * written in place of its path, and error lines reach the journal, the reload's log line and doctor.
  */
 function checkSecretFile(value: unknown, at: string, baseDir: string, errors: string[], warnings: string[]): void {
-  // an empty or multi-line value is reported by the codec, without echoing it
-  if (typeof value !== 'string' || value.trim() === '' || /[\r\n]/.test(value)) return;
+  // a value the codec refuses (empty, multi-line, a PEM key folded by YAML…) is reported there, unshown
+  if (!SecretFilePath.is(value)) return;
   const path = resolve(baseDir, value);
+  let stat: Stats;
   try {
-    const stat = statSync(path);
-    if (!stat.isFile()) {
-      errors.push(`${at}: ${path} is not a regular file`);
-      return;
-    }
+    stat = statSync(path);
+  } catch (err) {
+    errors.push(`${at}: ${notThere((err as NodeJS.ErrnoException).code)} (a relative path is read from ${baseDir}; the value is not shown, in case it is the secret itself)`);
+    return;
+  }
+  if (!stat.isFile()) {
+    errors.push(`${at}: ${path} is not a regular file`);
+    return;
+  }
+  try {
     accessSync(path, constants.R_OK);
     // never echoed: what is there may be part of a secret
     if (readFileSync(path, 'utf8').trim() === '') errors.push(`${at}: ${path} holds no secret`);
     // Group read is how the service user reads a root-owned secret (root:lintel-edge 0640); more is too much.
     if ((stat.mode & 0o027) !== 0) warnings.push(`${at}: ${path} is open to others (mode ${(stat.mode & 0o777).toString(8)}); chmod 600 or 640 it`);
   } catch (err) {
+    // A file that is there but unreadable is named, so it can be found.
     const code = (err as NodeJS.ErrnoException).code;
-    // A file that is not there may be a secret written in place of its path: not echoed, as error lines
-    // reach the journal. A file that is there but unreadable is named, so it can be found.
-    if (code === 'ENOENT' || code === 'ENOTDIR') {
-      errors.push(`${at}: no such file (a relative path is read from ${baseDir}; the value is not shown, in case it is the secret itself)`);
-      return;
-    }
     errors.push(`${at}: cannot read ${path} (${code === 'EACCES' ? 'permission denied' : (code ?? 'error')})`);
   }
+}
+
+/** Why a secret file's path led to no file, in words that hold nothing of the path (stat's errno). */
+function notThere(code: string | undefined): string {
+  if (code === 'ENOENT' || code === 'ENOTDIR') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'cannot reach the file: permission denied on a directory on its way';
+  if (code === 'ENAMETOOLONG') return 'cannot look at the file: its path is too long for the system (ENAMETOOLONG)';
+  return `cannot look at the file (${code ?? 'error'})`;
 }

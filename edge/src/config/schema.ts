@@ -5,6 +5,7 @@
 import * as t from 'io-ts';
 import {
   closed,
+  DevicesPerPerson,
   emptyAllowed,
   EndpointUrl,
   ExportedName,
@@ -20,7 +21,6 @@ import {
   NonEmptyText,
   NonNegativeNumber,
   Port,
-  PositiveFactor,
   PositiveInt,
   PositiveSeconds,
   SecretFilePath,
@@ -72,7 +72,7 @@ export const AccessPointConfig = closed(
 );
 export type AccessPointConfig = t.TypeOf<typeof AccessPointConfig>;
 
-const Zone = emptyAllowed(closed('a zone (an object, or empty)', {}, { devicesPerPerson: PositiveFactor }, { useDevicesPerPerson: 'set devicesPerPerson to the factor' }));
+const Zone = emptyAllowed(closed('a zone (an object, or empty)', {}, { devicesPerPerson: DevicesPerPerson }, { useDevicesPerPerson: 'set devicesPerPerson to the factor' }));
 
 const Tracker = closed(
   'the tracker settings (an object)',

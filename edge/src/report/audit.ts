@@ -8,6 +8,7 @@
  *   UUID, 16+ hex, base64);
  * - every number is a plausible aggregate (counts up to a million, timestamps between 2000 and 2100).
  */
+import { CONTROL_CHARACTERS } from '../../../shared/kinds.js';
 import { metricOf } from '../../../shared/catalog/metrics.js';
 import { validateReading } from '../../../shared/catalog/validate.js';
 import { IDENTIFIER_WORDS, identifierKind, masked } from './identifiers.js';
@@ -17,7 +18,11 @@ export type FindingKind = 'not-json' | 'not-canonical' | 'unexpected-key' | 'ide
 
 export interface AuditFinding {
   kind: FindingKind;
-  /** Where in the body, e.g. `readings[3].roomId`. */
+  /**
+   * Where in the body, e.g. `readings[3].roomId`; a key other than letters, digits, `_`, `$` and `-` is
+   * JSON-quoted with every control character escaped (`readings[0]."\u001b[8m"`), so a path printed on
+   * the auditor's terminal is read, not obeyed.
+   */
   path: string;
   /** What is wrong; never the identifier itself. */
   detail: string;
@@ -33,8 +38,27 @@ function scanString(value: string, path: string, what: 'key' | 'value', findings
   if (kind) findings.push({ kind: 'identifier', path, detail: `${what} ${masked(value)} looks like ${IDENTIFIER_WORDS[kind]}` });
 }
 
-/** A key as a finding's path names it: masked when the key itself looks like an identifier. */
-const keyInPath = (key: string): string => (identifierKind(key) ? `[key ${masked(key)}]` : key);
+/** A key named as it is in a path: the spelling of a declared field, with nothing to quote. */
+const PLAIN_KEY = /^[A-Za-z0-9_$-]+$/;
+
+const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source, 'g');
+
+/**
+ * A key as JSON spells it, with the control characters JSON.stringify leaves as they are (DEL, C1 such as
+ * U+009B, which a terminal takes for `ESC [`, U+2028 and U+2029) escaped too.
+ */
+const quotedKey = (key: string): string =>
+  JSON.stringify(key).replace(CONTROL_CHARACTER, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/**
+ * A key as a finding's path names it: masked when the key itself looks like an identifier, quoted when it
+ * is not plain. A body is whatever was in the ledger file, so a key may be made to command the terminal
+ * the audit is read on (`ESC [8m` hides what follows, the verdict included).
+ */
+const keyInPath = (key: string): string => (identifierKind(key) ? `[key ${masked(key)}]` : PLAIN_KEY.test(key) ? key : quotedKey(key));
+
+/** `parent.key`, or the key alone at the top. */
+const pathOf = (parent: string, key: string): string => (parent ? `${parent}.${keyInPath(key)}` : keyInPath(key));
 
 /** Every key and string in any JSON value, scanned for identifiers. */
 function walk(value: unknown, path: string, findings: AuditFinding[]): void {
@@ -42,7 +66,7 @@ function walk(value: unknown, path: string, findings: AuditFinding[]): void {
   else if (Array.isArray(value)) value.forEach((item, i) => walk(item, `${path}[${i}]`, findings));
   else if (value !== null && typeof value === 'object') {
     for (const [key, inner] of Object.entries(value)) {
-      const at = path ? `${path}.${keyInPath(key)}` : keyInPath(key);
+      const at = pathOf(path, key);
       scanString(key, at, 'key', findings);
       walk(inner, at, findings);
     }
@@ -66,7 +90,7 @@ function checkReading(reading: unknown, path: string, findings: AuditFinding[]):
   }
   const declared = new Set(['type', ...metric.fields.map((f) => f.name)]);
   for (const key of Object.keys(record)) {
-    if (!declared.has(key)) findings.push({ kind: 'unexpected-key', path: `${path}.${keyInPath(key)}`, detail: `not a declared field of ${metric.key}` });
+    if (!declared.has(key)) findings.push({ kind: 'unexpected-key', path: pathOf(path, key), detail: `not a declared field of ${metric.key}` });
   }
   const result = validateReading(record);
   if (!result.ok) {
@@ -110,7 +134,7 @@ export function auditBody(body: string): AuditFinding[] {
   }
   const batch = parsed as Record<string, unknown>;
   for (const key of Object.keys(batch)) {
-    if (!BATCH_KEYS.has(key)) findings.push({ kind: 'unexpected-key', path: key, detail: 'a batch holds only batchId and readings' });
+    if (!BATCH_KEYS.has(key)) findings.push({ kind: 'unexpected-key', path: pathOf('', key), detail: 'a batch holds only batchId and readings' });
   }
   if (batch.batchId !== undefined && typeof batch.batchId !== 'string') findings.push({ kind: 'invalid-reading', path: 'batchId', detail: 'must be a string' });
   if (!Array.isArray(batch.readings)) findings.push({ kind: 'invalid-reading', path: 'readings', detail: 'must be a list of readings' });

@@ -4,6 +4,7 @@
  * miss costs someone's privacy.
  */
 import { isIPv6 } from 'node:net';
+import { CONTROL_CHARACTERS } from '../../../shared/kinds.js';
 
 export type IdentifierKind = 'mac' | 'uuid' | 'hex' | 'base64' | 'ip' | 'hostname';
 
@@ -109,10 +110,15 @@ export function looksLikeIdentifier(s: string): boolean {
   return identifierKind(s) !== null;
 }
 
-/** A value shortened for a report line, so a finding does not print the identifier it found. */
+const CONTROL_CHARACTER = new RegExp(CONTROL_CHARACTERS.source, 'g');
+
+/**
+ * A value shortened for a report line, so a finding does not print the identifier it found. The two
+ * characters it keeps are shown as U+FFFD when they are control characters, which a terminal would obey.
+ */
 export function masked(s: string): string {
   if (s.length <= 4) return '*'.repeat(s.length);
-  return `${s.slice(0, 2)}${'*'.repeat(Math.min(s.length - 2, 12))}(${s.length} chars)`;
+  return `${s.slice(0, 2).replace(CONTROL_CHARACTER, '\ufffd')}${'*'.repeat(Math.min(s.length - 2, 12))}(${s.length} chars)`;
 }
 
 const everywhere = (pattern: RegExp) => new RegExp(pattern.source, `${pattern.flags}g`);

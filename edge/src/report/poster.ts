@@ -11,6 +11,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { KEY_ID_HEADER, SIGNATURE_HEADER, sign } from '../../../shared/hmac.js';
 import { printableLine } from '../ui/printable.js';
+import { redactIdentifiers } from './identifiers.js';
 
 export type PostOutcome =
   | { outcome: 'accepted'; status: number; answer?: IngestAnswer }
@@ -42,9 +43,24 @@ export interface IngestAnswer {
 const MAX_REASON = 200;
 
 /**
+ * Text from outside the gateway as one printable line without identifiers (see
+ * {@link redactIdentifiers}), cut after `max` characters only once redacted: a MAC cut in two is a few
+ * octets no pattern finds, which would then be logged.
+ *
+ * @example
+ * redactedLine('refused: station 3c:22:fb:01:02:03 unknown', 20); // 'refused: station [ma…'
+ */
+export function redactedLine(text: string, max: number): string {
+  const line = redactIdentifiers(printableLine(text));
+  return line.length > max ? `${line.slice(0, max)}…` : line;
+}
+
+/**
  * A short, single-line reason from an error body: its `message` when JSON, else the text, cut after
  * `max` characters. Printable: it is shown on the installer's terminal (doctor, simulate), where a
- * control character from the ingest would be obeyed, not read. Doctor words its probe's refusals with it.
+ * control character from the ingest would be obeyed, not read. Without identifiers, redacted before it
+ * is cut: the collector logs it, and an ingest (or a proxy's error page) may quote a MAC anywhere in it.
+ * Doctor words its probe's refusals with it.
  *
  * @example
  * reasonOf('{"type":"validation","message":"invalid batch"}'); // 'invalid batch'
@@ -58,8 +74,7 @@ export function reasonOf(text: string, max = MAX_REASON): string {
   } catch {
     // not JSON: the text itself (e.g. `invalid signature`)
   }
-  const line = printableLine(reason);
-  return line.length > max ? `${line.slice(0, max)}…` : line || 'no reason given';
+  return redactedLine(reason, max) || 'no reason given';
 }
 
 /** The most of an answer's body read: a reason is at most a line; an ingest has nothing longer to say. */

@@ -3,11 +3,13 @@
  * key and SNMP secrets) in a temporary directory it removes at the end. A terminal hangup, or a second
  * Ctrl-C while the first one's stop waited for the tick in flight, took Node's default and ended the
  * process before that: the directory stayed behind. A hangup now stops the run as Ctrl-C does; a second
- * signal removes the directory at once and exits 130.
+ * signal removes the directory at once and exits 130. A run with --ingest keeps the ledger of what it
+ * posted in a directory of its own (simulate-ingest-keeps-ledger.test.ts): a second signal leaves it.
  */
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
+import { openLedger } from '../../../edge/src/report/ledger.js';
 import { CREDENTIAL_FILES } from '../../../edge/src/simulate/index.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { startCli, until, type Child } from './building-config.js';
@@ -18,10 +20,11 @@ const STOPPING = /^lintel-edge: SIG[A-Z]+: stopping after the tick in flight/m;
  * A simulation ticking in a TMPDIR of the test's own. With `tickInFlight`, its first tick stays in flight
  * for as long as its post may take (5 s): the ingest it posts to never answers, so a stop waits for it.
  */
-async function simulation(t: Test, { tickInFlight }: { tickInFlight: boolean }): Promise<{ child: Child; tmp: string; stateDir: string } | undefined> {
+async function simulation(t: Test, { tickInFlight }: { tickInFlight: boolean }): Promise<{ child: Child; tmp: string; stateDir: string; posted: () => Buffer[] } | undefined> {
   const tmp = t.testdir({});
   const args = ['simulate', '--aps', '2', '--zones', '1', '--devices', '4', '--output', 'lines'];
   let posted = () => /^tick 1 /m.test(child.stdout());
+  let bodies = (): Buffer[] => [];
   if (tickInFlight) {
     const ingest = await startVerifyingIngest(t, { default: 'simulate-key' });
     ingest.behave('hang');
@@ -29,6 +32,7 @@ async function simulation(t: Test, { tickInFlight }: { tickInFlight: boolean }):
     writeFileSync(secretFile, 'simulate-key\n', { mode: 0o600 });
     args.push('--interval-ms', '5000', '--ingest', ingest.url, '--ingest-secret-file', secretFile);
     posted = () => ingest.received.length > 0;
+    bodies = () => ingest.received.map((r) => r.raw);
   } else {
     args.push('--interval-ms', '100');
   }
@@ -45,7 +49,7 @@ async function simulation(t: Test, { tickInFlight }: { tickInFlight: boolean }):
   const stateDir = /state in (\S+) \(temporary\)/.exec(child.stdout())?.[1] ?? '';
   t.match(stateDir, `${tmp}/lintel-edge-sim-`, 'the state is in a temporary directory under TMPDIR');
   t.ok(existsSync(join(stateDir, 'building', CREDENTIAL_FILES.sshClientKey)), 'holding the building’s SSH private key while the run goes on');
-  return { child, tmp, stateDir };
+  return { child, tmp, stateDir, posted: bodies };
 }
 
 const leftIn = (tmp: string) => readdirSync(tmp).filter((name) => name.startsWith('lintel-edge-sim-'));
@@ -79,5 +83,14 @@ for (const second of ['SIGINT', 'SIGHUP'] as const) {
     t.match(run.child.stderr(), new RegExp(`^lintel-edge: ${second} while stopping: stopped at once; the temporary state was removed$`, 'm'));
     t.notOk(existsSync(run.stateDir), 'the temporary state directory is removed');
     t.same(leftIn(run.tmp), [], 'nothing of the run left in TMPDIR');
+    // The batch in flight left the gateway: its ledger stays, the device key only linked there (now to nothing).
+    const kept = readdirSync(run.tmp).filter((name) => name.startsWith('lintel-edge-ledger-'));
+    t.equal(kept.length, 1, 'the ledger of the batches posted is kept');
+    const keptDir = join(run.tmp, kept[0] ?? '');
+    t.ok(lstatSync(join(keptDir, 'device.key')).isSymbolicLink() && !existsSync(join(keptDir, 'device.key')), 'its device key was a link into the removed directory');
+    const ledger = openLedger(join(keptDir, 'ledger.sqlite'), { readonly: true });
+    const bodies = [...ledger.entries()].map((entry) => entry.body);
+    ledger.close();
+    t.same(bodies, run.posted().map((raw) => raw.toString('utf8')), 'holding the body posted');
   });
 }

@@ -128,7 +128,7 @@ accessPoints:
   expectLine('accessPoints[2].host: expected a hostname, got ""');
   expectLine(/^buildingId: expected a name/);
   expectLine(/^requestTimeoutS: expected at most pollIntervalS \(5\), got 8/);
-  expectLine(/^zones\.lobby\.devicesPerPerson: expected a positive number/);
+  expectLine(/^zones\.lobby\.devicesPerPerson: expected a number of devices per person, 1 or more/);
   expectLine(/^accessPoints\[0\]\.snmp\.version: expected an SNMP version: 2c or 3, got 1$/);
   expectLine(/^accessPoints\[0\]\.snmp\.communityFile: no such file \(a relative path is read from .+; the value is not shown, in case it is the secret itself\)$/);
   expectLine(/^accessPoints\[1\]\.name: "a1" is already used by accessPoints\[0\]/);

@@ -1,6 +1,7 @@
 /**
  * A row slipped into the ledger with a seq the chain cannot hold (negative, or 0) is not hidden from the
- * auditor: verify reports it as not part of the chain, audit audits its body, export prints it.
+ * auditor: verify reports it as not part of the chain, audit audits its body and its place in the chain,
+ * export prints it.
  */
 import t from 'tap';
 import { join } from 'node:path';
@@ -45,7 +46,8 @@ t.test('rows with a seq below the chain are reported by verify, audit and export
   const audit = await run(['ledger', 'audit', '--ledger', path]);
   t.equal(audit.code, 1, audit.out);
   t.match(audit.out, /^seq -1 readings\[0\]\.roomId: identifier: value .* looks like a MAC/);
-  t.match(audit.out, /audit FAILED: 1 finding in 5 entries/);
+  t.match(audit.out, /^seq -1 \(chain\): broken-chain: not part of the chain/m, 'and fails their place in the chain');
+  t.match(audit.out, /audit FAILED: 3 findings \(2 in the hash chain: .*\) in 5 entries/);
 
   const exported = await run(['ledger', 'export', '--ledger', path]);
   t.equal(exported.code, 0);
