@@ -41,6 +41,12 @@ export interface ChatApp {
   /** The sends still running; a stopping service drains them before it closes the store. */
   inFlight: InFlight;
   /**
+   * Every request taken and not yet answered, from its arrival to its response's end: a list or a create
+   * waiting for the database, a request whose body is still arriving, an answer's whole stream. A
+   * stopping service waits for them before it closes the connections, so none is cut without its answer.
+   */
+  requests: InFlight;
+  /**
    * From now on every new request is answered 503 with `connection: close`, streams in progress go on.
    * A stopping service calls it first: closing the server only stops new connections, and a
    * keep-alive connection that was busy when the stop began would otherwise carry a next request.
@@ -60,9 +66,13 @@ const undecodableIdNotFound: ErrorRequestHandler = (err: unknown, _req, _res, ne
   next(err instanceof URIError ? new HttpError(404, CONVERSATION_NOT_FOUND) : err);
 };
 
+/** Settles when the response has ended, or when its connection closed before it could. */
+const responseClosed = (res: ServerResponse): Promise<void> => new Promise((resolve) => res.once('close', resolve));
+
 export function createChatApp(deps: ChatAppDeps): ChatApp {
   const now = deps.now ?? (() => new Date());
   const inFlight = new InFlight();
+  const requests = new InFlight();
   const sendMessage = sendMessageHandler({
     store: deps.store,
     agent: deps.agent,
@@ -103,12 +113,14 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
   const plainSend = plainSendHandler(sendMessage, deps.logger);
   return {
     app: (req, res) => {
+      requests.track(responseClosed(res));
       const id = refusing ? undefined : plainSendIdOf(req);
       // A send another site made the browser post goes to Express, whose guard refuses it as it would anywhere.
       if (id === undefined || crossSiteRefusal(req) !== undefined) app(req, res);
       else plainSend(req, res, id);
     },
     inFlight,
+    requests,
     refuseNewRequests: () => {
       refusing = true;
     },

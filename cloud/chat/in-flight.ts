@@ -1,6 +1,6 @@
 /**
- * Keeps the sends still running, so a stopping service lets them store their exchange before it closes
- * the database.
+ * Keeps work still running: the sends, so a stopping service lets them store their exchange before it
+ * closes the database, and the requests still owed an answer, so it closes no connection under one.
  */
 export class InFlight {
   private readonly running = new Set<Promise<unknown>>();

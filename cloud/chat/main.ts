@@ -1,7 +1,7 @@
 /**
  * The chat service's composition root: reads the environment, connects MongoDB and the agent client,
- * serves HTTP, and on SIGTERM stops taking requests, lets running answers finish and be stored, then
- * closes its connections.
+ * serves HTTP, and on SIGTERM stops taking requests, lets running answers finish and be stored and
+ * every request taken be answered, then closes its connections.
  */
 import { createServer, type Server } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
@@ -94,11 +94,15 @@ class ChatService {
     const answersEndBy = Date.now() + STOP_DEADLINE_MS - CLOSE_MARGIN_MS;
     // Not closeServer: its forced close after 2 s would cut answer streams before the drain ends, and
     // their browsers would get neither `done` nor `error`. close() stops taking connections and closes
-    // the idle ones; the streams keep theirs until every answer has sent its last frame.
+    // the idle ones; the others keep theirs until the request they carry is answered.
     this.chat.refuseNewRequests();
     const closing = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    const drained = await this.chat.inFlight.drain(DRAIN_MS);
-    if (!drained) this.logger.warn({ running: this.chat.inFlight.size }, 'aborting answers still streaming');
+    const drainEndsBy = Date.now() + DRAIN_MS;
+    await this.chat.inFlight.drain(DRAIN_MS);
+    // A send whose body is still arriving has not begun: in the same time, it gets its answer rather
+    // than the 503 the closed agent client would give it.
+    await this.chat.requests.drain(Math.max(0, drainEndsBy - Date.now()));
+    if (this.chat.inFlight.size > 0) this.logger.warn({ running: this.chat.inFlight.size }, 'aborting answers still streaming');
     // An answer still waiting for its conversation's lock (up to 15 s) would outlast the stop deadline:
     // it gives up now, storing nothing, and its stream ends with an error frame.
     this.store.abandonLockWaits();
@@ -108,8 +112,13 @@ class ChatService {
     // with `done`: closing its connection before that would cut it without a last frame. So the wait is
     // for the sends themselves, up to what the deadline leaves.
     const ended = await this.chat.inFlight.drain(Math.max(0, answersEndBy - Date.now()));
+    // So is every other request taken before the stop: a list, a create, a rename or a delete waiting
+    // for the database (as they do on a loaded one), a body still arriving. Cut, its browser would get a
+    // reset while a create still landed, and a retry would create the conversation twice.
+    const answered = await this.chat.requests.drain(Math.max(0, answersEndBy - Date.now()));
     if (!ended) this.logger.warn({ running: this.chat.inFlight.size }, 'closing the connections of answers still being stored');
-    // What remains are connections kept alive for a next request (and any request outliving the drain).
+    else if (!answered) this.logger.warn({ unanswered: this.chat.requests.size }, 'closing the connections of requests still unanswered');
+    // What remains are connections kept alive for a next request (and any request outliving the deadline).
     this.server.closeAllConnections();
     await closing;
     await this.store.stop();

@@ -20,7 +20,7 @@ import { KafkaAlertConsumer } from './kafka.js';
 import { createMetrics } from './metrics.js';
 import { StartupMigration } from './migration.js';
 import { WebPushSender, vapidProblems, type VapidKeys } from './push.js';
-import { RedisCooldown, RedisPublisher } from './redis.js';
+import { RedisCooldown, RedisPublisher, SERVICE_REDIS_OPTIONS } from './redis.js';
 import { coalesceLookups } from './single-flight.js';
 import { MongoNotificationStore } from './store.js';
 
@@ -118,7 +118,7 @@ async function main(): Promise<void> {
 
   const metrics = createMetrics();
   const mongo = new MongoClient(config.MONGO_URI, { serverSelectionTimeoutMS: 10_000 });
-  const redis = new Redis(config.REDIS_URL, { enableAutoPipelining: true, lazyConnect: true });
+  const redis = new Redis(config.REDIS_URL, { ...SERVICE_REDIS_OPTIONS, lazyConnect: true });
   redis.on('error', (err: Error) => logger.error({ error: err.name }, 'redis connection error'));
   const store = new MongoNotificationStore(mongo.db(config.database));
   const push = new WebPushSender({ vapid: config.vapid, allowHttp: config.WEB_PUSH_ALLOW_HTTP, allowPrivateDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS });
@@ -205,7 +205,8 @@ async function main(): Promise<void> {
         await push.close();
         const redisClosed = settlesWithin(redis.quit(), until(CLIENTS_UNTIL_MS));
         const mongoClosed = settlesWithin(mongo.close(), until(CLIENTS_UNTIL_MS));
-        if (!(await redisClosed)) redis.disconnect();
+        // A quit refused for want of a connection (the client queues nothing) leaves it reconnecting.
+        if (!(await redisClosed) || redis.status !== 'end') redis.disconnect();
         if (!(await mongoClosed)) logger.warn('the database connection did not close in time');
       },
     },

@@ -17,7 +17,7 @@
  * published (see {@link Arming}).
  */
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Notification } from '../../shared/notification.js';
 import { ArmedKeys } from './armed-keys.js';
 
@@ -27,6 +27,36 @@ export const NOTIFICATIONS_CHANNEL = 'notifications';
 export const COOLDOWN_SECONDS = 300;
 /** How long an alertId is remembered as seen, seconds: longer than the outbox relay resends or a redelivery takes. */
 export const SEEN_SECONDS = 24 * 3600;
+
+/** How long a call waits for Redis's reply, and a connection for any byte while a call waits. */
+export const REDIS_TIMEOUT_MS = 2000;
+
+/**
+ * The options of the service's Redis client (main.ts creates it; the cooldown, the breach path's publish
+ * and /trigger share it). A Redis that stays connected but stops answering (a network that drops
+ * packets, no reset) must not hold a call until TCP gives up, about 15 minutes: the slice waiting on it
+ * keeps its partitions (the consumer's heartbeat goes on), so no other replica takes them over, and
+ * /trigger hangs.
+ * - `commandTimeout` fails a call not answered within 2 s. The breach path takes it as a dropped
+ *   connection: the records from that call on are not settled, so they are read again and their offsets
+ *   are not committed; an alert armed and not published keeps its pending seen mark, and a publish call
+ *   that failed without an answer (Redis may have run it) leaves its pushes remembered as owed;
+ * - `socketTimeout` closes a connection that sends nothing for 2 s while a call waits, so the next calls
+ *   go out on a new connection instead of timing out one by one on the silent one (ioredis also keeps a
+ *   timed-out call until its reply comes or the connection closes);
+ * - a call given up on is not sent again on the next connection (`autoResendUnfulfilledCommands`), and
+ *   without a connection a call fails at once (`enableOfflineQueue: false`), never queued to be sent
+ *   once one opens: either would run a call after it was counted as failed, and a /trigger answered
+ *   500 would publish all the same. The breach path needs no resend: its records are read again and
+ *   armed and published by calls of their own. The client connects again on its own.
+ */
+export const SERVICE_REDIS_OPTIONS: RedisOptions = {
+  enableAutoPipelining: true,
+  enableOfflineQueue: false,
+  commandTimeout: REDIS_TIMEOUT_MS,
+  socketTimeout: REDIS_TIMEOUT_MS,
+  autoResendUnfulfilledCommands: false,
+};
 
 /**
  * The slice's alerts arm with one script call instead of commands each. KEYS holds two keys per alert,

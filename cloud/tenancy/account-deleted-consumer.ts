@@ -11,7 +11,9 @@
  *   its source id, delivery count and the last failure) and acknowledged, so a poison entry cannot
  *   loop forever.
  * - Redis being absent or down never blocks start and never touches the HTTP routes: the loop retries
- *   with a delay, and ioredis reconnects with a bounded backoff.
+ *   with a delay, and ioredis reconnects with a bounded backoff. A Redis that stays connected but stops
+ *   answering (a network that drops packets, no reset) counts as down within seconds, not when TCP
+ *   gives up (hours, for the idle-looking blocking read): see {@link redisClient}.
  */
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
@@ -44,6 +46,11 @@ export interface AccountDeletedConsumerOptions {
   maxDeliveries?: number;
   /** Pause after a Redis error before trying again. Default 1000. */
   retryDelayMs?: number;
+  /**
+   * How long a command waits for Redis's reply, and a connection for any byte while a command waits;
+   * the blocking read waits this long beyond its `blockMs`. Default 2000.
+   */
+  commandTimeoutMs?: number;
 }
 
 type StreamEntry = [id: string, fields: string[] | null];
@@ -67,11 +74,28 @@ export function accountIdOfEntry(fields: readonly string[]): string {
   throw new MalformedEntry('entry has no accountId field');
 }
 
-function redisClient(url: string): Redis {
+/**
+ * A client that gives up on a Redis that stays connected but stops answering (a network that drops
+ * packets, no reset); without that, the blocking read waits until the OS gives the connection up, about
+ * two hours, and the consumer reads nothing meanwhile.
+ * - `commandTimeout` fails a command not answered within `timeoutMs`: the loop logs Redis unavailable
+ *   and retries after its delay. The reading client gets its block on top, so a read that blocks and
+ *   finds nothing is never taken for a silent Redis;
+ * - `socketTimeout` closes a connection that sends nothing for as long while a command waits, and the
+ *   client connects again on its own: without it every later command would time out on the same silent
+ *   connection;
+ * - a command given up on is not sent again on the next connection (`autoResendUnfulfilledCommands`):
+ *   a blocking read sent again would take entries into this consumer's pending list with no one left to
+ *   handle them until they are reclaimed.
+ */
+function redisClient(url: string, timeoutMs: number): Redis {
   return new Redis(url, {
     lazyConnect: true,
     connectTimeout: 2000,
     maxRetriesPerRequest: 1,
+    commandTimeout: timeoutMs,
+    socketTimeout: timeoutMs,
+    autoResendUnfulfilledCommands: false,
     // Reconnect forever, never faster than every 250 ms nor slower than every 5 s.
     retryStrategy: (attempt) => Math.min(250 * attempt, 5000),
   });
@@ -106,6 +130,7 @@ export class AccountDeletedConsumer {
       reclaimIntervalMs: options.reclaimIntervalMs ?? 30_000,
       maxDeliveries: options.maxDeliveries ?? 5,
       retryDelayMs: options.retryDelayMs ?? 1000,
+      commandTimeoutMs: options.commandTimeoutMs ?? 2000,
     };
     this.removeAccount = options.removeAccount;
     this.logger = options.logger;
@@ -114,8 +139,10 @@ export class AccountDeletedConsumer {
   /** Starts reading in the background; resolves at once, whether or not Redis answers. */
   async start(): Promise<void> {
     this.stopping = false;
-    this.reader = redisClient(this.options.redisUrl);
-    this.commands = redisClient(this.options.redisUrl);
+    const { redisUrl, blockMs, commandTimeoutMs } = this.options;
+    // The reader only ever sends the blocking read.
+    this.reader = redisClient(redisUrl, blockMs + commandTimeoutMs);
+    this.commands = redisClient(redisUrl, commandTimeoutMs);
     for (const client of [this.reader, this.commands]) {
       client.on('error', (err: Error) => this.noteRedisDown(err));
       client.on('ready', () => this.noteRedisUp());

@@ -4,8 +4,10 @@
  * drains them and closes the push sender. An alert the slice already published gets its push; read
  * again it would be a duplicate, and the push would be lost for good.
  *
- * The slice is held deterministically: Redis is reached through a proxy that holds back every reply
- * from the slice's second publish on, until the service logs that the consumer did not stop in time.
+ * The slice is held deterministically past the consumer stop: the building lookup of its last alert
+ * hangs until its 2 s timeout, and Redis, reached through a proxy, then holds back the reply to that
+ * alert's publish until the service logs that the consumer did not stop in time. (A held Redis reply
+ * alone no longer holds a slice that long: the client gives up on a call after 2 s.)
  */
 import t from 'tap';
 import webpush from 'web-push';
@@ -48,7 +50,7 @@ t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the aler
   const watched = uniqueName('b-watched');
   const filler = uniqueName('b-filler');
   const late = uniqueName('b-late');
-  directory.set(watched, [acme]).set(filler, [quiet]).set(late, [quiet]);
+  directory.set(watched, [acme]).set(filler, [quiet]).set(late, 'hang');
   const { header } = member(acme, 'ana');
   const subscribed = await call(service.url, 'POST', '/subscribe', {
     claims: header,
@@ -58,7 +60,7 @@ t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the aler
   await waitFor('the consumer to run', () => service.logs.some((l) => l.msg === 'alert consumer running'), 30_000);
 
   // One slice of two arming calls: the first (ALERTS_PER_CALL distinct keys, the watched alert first)
-  // publishes; the second's publish is held by the proxy, so the slice does not end.
+  // publishes; the second's lookup hangs, then its publish is held by the proxy, so the slice does not end.
   const alert = (buildingId: string, roomId: string, value: number) =>
     JSON.stringify({ alertId: uniqueName('alert'), type: 'airQuality', field: 'co2', buildingId, roomId, value, bound: 'maxCo2', threshold: 1200 });
   const messages = [{ key: `${watched}:r0`, value: alert(watched, 'r0', 1800) }];
@@ -67,15 +69,16 @@ t.test('SIGTERM while a slice outlives the consumer stop: the pushes of the aler
   proxy.holdRepliesAfter(`${LATE_VALUE} ppm`);
   const p = await producer(t);
   await p.send({ topic, messages });
-  await waitFor('the second publish to be held', () => proxy.holding, 30_000);
-  t.ok(
-    channel.messages.some((m) => (m as { buildingId?: string; domainName?: string }).buildingId === watched && (m as { domainName?: string }).domainName === acme),
-    'the watched alert was published (its seen mark set published) before the signal',
+  await waitFor('the second lookup to hang', () => directory.callsFor(late) === 1, 30_000);
+  await waitFor(
+    'the watched alert to be published (its seen mark set published) before the signal',
+    () => channel.messages.some((m) => (m as { buildingId?: string; domainName?: string }).buildingId === watched && (m as { domainName?: string }).domainName === acme),
   );
   t.same(host.calls, [], 'its push waits for the slice to end');
 
   service.child.kill('SIGTERM');
   await waitFor('the consumer stop to run out', () => service.logs.some((l) => /^the alert consumer did not stop in time/.test(String(l.msg))), 30_000);
+  await waitFor('the second publish to be held', () => proxy.holding);
   proxy.releaseReplies();
   const { code } = await service.exited;
   if (code !== 0) t.comment(JSON.stringify(service.logs.slice(-8)));

@@ -55,6 +55,8 @@ export interface HarnessOptions {
   shared?: { db: Db; channel: string; keyPrefix: string };
   /** Wraps the real cooldown (fault injection); a cooldown of its own gets the instance's replica id. */
   cooldown?: (real: Cooldown, replicaId: string) => Cooldown;
+  /** The client the cooldown and the publisher use (one through a proxy). Default one of the stack's Redis. */
+  redis?: Redis;
   /** The client in-app notifications are published with (a restricted Redis user). Default the harness's. */
   publishWith?: Redis;
   logger?: Logger;
@@ -74,8 +76,9 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const db = options.shared?.db ?? (await freshMongo(t)).db;
   const channel = options.shared?.channel ?? uniqueName('notifications');
   const keyPrefix = options.shared?.keyPrefix ?? `${uniqueName('notif-test')}:`;
-  const redis = redisClient(t);
-  if (!options.shared) t.teardown(() => deleteKeys(redis, keyPrefix));
+  const stackRedis = redisClient(t);
+  if (!options.shared) t.teardown(() => deleteKeys(stackRedis, keyPrefix));
+  const redis = options.redis ?? stackRedis;
   // Each instance is a replica of its own, as separate processes would be.
   const replicaId = uniqueName('replica');
   const vapid = options.vapid === null ? undefined : (options.vapid ?? newVapid());

@@ -5,7 +5,8 @@
  * as when a connection drops between Redis running a command and the reply arriving. It can also cut
  * the connection before a command holding a marker is whole, so Redis never runs it, as when the
  * connection drops while the command is sent. And it can hold replies back, as a Redis slow to answer.
- * Later connections are forwarded untouched.
+ * Later connections are forwarded untouched. Or it can go silent, as a network that drops every packet
+ * without resetting anything.
  */
 import { connect, createServer, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
@@ -34,6 +35,18 @@ export interface RedisProxy {
   readonly holding: boolean;
   /** Passes every held reply on, in order, and stops holding. */
   releaseReplies(): void;
+  /**
+   * Goes silent, as a network that drops every packet (no reset, nothing closed): from now, or given
+   * `marker` from the first chunk a client sends that holds it (that chunk included), whatever either
+   * side sends is dropped, on every connection open then and every one accepted until {@link restore}.
+   * A connection silenced stays silent for good, as one whose peer lost its state: only its client
+   * closing it ends it. Nothing dropped reaches Redis, so a command sent into the silence never runs.
+   */
+  silence(marker?: string): void;
+  /** True once the silence began (its marker met). */
+  readonly silent: boolean;
+  /** Connections accepted from now on are forwarded again; the silenced ones stay silent. */
+  restore(): void;
 }
 
 export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
@@ -46,14 +59,27 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
   /** Per held connection, what passes its held replies on. */
   const held = new Set<() => void>();
   const sockets = new Set<Socket>();
+  let silenceMarker: string | undefined;
+  let silent = false;
+  /** Per open connection, whether it is silenced. */
+  const lines = new Set<{ silenced: boolean }>();
+  const goSilent = () => {
+    silenceMarker = undefined;
+    silent = true;
+    for (const line of lines) line.silenced = true;
+  };
   const server = createServer((client) => {
     const redis = connect(Number(upstream.port || 6379), upstream.hostname);
     sockets.add(client).add(redis);
+    const line = { silenced: silent };
+    lines.add(line);
     let cutOnReply = false;
     let heldReplies: Buffer[] | undefined;
     // The last bytes sent, so a marker split between two chunks is found.
     let tail = Buffer.alloc(0);
     client.on('data', (chunk: Buffer) => {
+      if (silenceMarker !== undefined && chunk.includes(silenceMarker)) goSilent();
+      if (line.silenced) return;
       if (cutMarker !== undefined) {
         const recent = Buffer.concat([tail, chunk]);
         if (recent.includes(cutMarker)) {
@@ -83,6 +109,7 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
       redis.write(chunk);
     });
     redis.on('data', (chunk: Buffer) => {
+      if (line.silenced) return;
       if (heldReplies) {
         heldReplies.push(chunk);
         return;
@@ -100,6 +127,7 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
       redis.destroy();
       sockets.delete(client);
       sockets.delete(redis);
+      lines.delete(line);
     };
     client.on('close', close).on('error', close);
     redis.on('close', close).on('error', close);
@@ -133,6 +161,17 @@ export async function startRedisProxy(t: Teardown): Promise<RedisProxy> {
     },
     releaseReplies() {
       for (const release of [...held]) release();
+    },
+    silence(marker) {
+      if (marker === undefined) goSilent();
+      else silenceMarker = marker;
+    },
+    get silent() {
+      return silent;
+    },
+    restore() {
+      silenceMarker = undefined;
+      silent = false;
     },
   };
 }
