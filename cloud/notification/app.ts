@@ -115,8 +115,11 @@ export function createApp(deps: AppDeps): Express {
     res.status(201).json({ subscription: { endpoint: subscription.endpoint }, preferences: record });
   });
 
-  app.get('/preferences/:accountName', claims, async (_req: Request, res: Response) => {
-    // The path parameter is ignored: a caller only ever reads their own records.
+  // GET /preferences/{accountName}. The path parameter is ignored: a caller only ever reads their own
+  // records. A pattern without a capture group, so nothing of the path is decoded: Express decodes a
+  // named parameter while matching, and `ana%zz` answered 400 before the claims were even read. Case
+  // and a trailing slash are loose, as for the other routes.
+  app.get(/^\/preferences\/[^/]+\/?$/i, claims, async (_req: Request, res: Response) => {
     res.json(await store.preferencesOf(accountOf(res)));
   });
 

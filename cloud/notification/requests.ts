@@ -8,7 +8,7 @@
 import { ECDH } from 'node:crypto';
 import * as t from 'io-ts';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
-import { NonEmptyString, decode, describeValue } from '../../shared/kinds.js';
+import { CONTROL_CHARACTERS, LONE_SURROGATE, NonEmptyString, decode, describeValue } from '../../shared/kinds.js';
 import { Severity } from '../../shared/notification.js';
 import { privateIpLiteral, pushSchemeAllowed } from './destinations.js';
 import type { PreferenceChange } from './preferences.js';
@@ -17,6 +17,7 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; errors: string[] }
 
 /** A browser's PushSubscription JSON. */
 export interface DeviceSubscription {
+  /** Its URL's href without the fragment (see {@link endpointHref}): what is stored, compared and pushed to. */
   endpoint: string;
   keys: { p256dh: string; auth: string };
 }
@@ -48,7 +49,8 @@ export interface EndpointPolicy {
   allowPrivateDestinations: boolean;
 }
 
-const MAX_ENDPOINT_LENGTH = 2048;
+/** Longest endpoint, as sent and as its {@link endpointHref}: well within FerretDB's unique index on it. */
+export const MAX_ENDPOINT_LENGTH = 2048;
 const MAX_TITLE_LENGTH = 200;
 const MAX_MESSAGE_LENGTH = 2000;
 /** Keys of any one object in a body; the routes read a handful, the rest are ignored. */
@@ -145,31 +147,67 @@ function booleanAt(body: Record<string, unknown>, key: string, path: string, err
 }
 
 /**
+ * The one spelling of a push endpoint: its URL's href (host lower-cased and in punycode, default port
+ * dropped, non-ASCII percent-encoded as UTF-8) without the fragment, which never reaches the push
+ * service. The unique index on `endpoint` holds this form, so `https://FCM.googleapis.com:443/x` cannot
+ * register under a second account the subscription `https://fcm.googleapis.com/x` already is.
+ *
+ * @example
+ * endpointHref(new URL('https://FCM.googleapis.com:443/fcm/send/abc#x')) // 'https://fcm.googleapis.com/fcm/send/abc'
+ */
+export function endpointHref(url: URL): string {
+  const href = url.href;
+  const fragment = href.indexOf('#');
+  return fragment < 0 ? href : href.slice(0, fragment);
+}
+
+/**
+ * The endpoint's problem, or its {@link endpointHref}. Control characters and lone surrogates are
+ * refused rather than left to the URL parser, which drops tabs and line breaks anywhere and other
+ * control characters at either end (so the string would name another endpoint than it shows), and
+ * encodes a lone surrogate as U+FFFD (so two strings would name one endpoint).
+ */
+function endpointAt(value: unknown, options: EndpointPolicy, path: string): { href: string } | { problem: string } {
+  if (typeof value !== 'string' || value.length > MAX_ENDPOINT_LENGTH) {
+    return { problem: `${path}: expected a URL of at most ${MAX_ENDPOINT_LENGTH} characters, got ${describeValue(value)}` };
+  }
+  if (CONTROL_CHARACTERS.test(value) || LONE_SURROGATE.test(value)) {
+    return { problem: `${path}: expected a URL without control characters (NUL, tab, line breaks, …) or lone surrogates, got ${describeValue(value)}` };
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return { problem: `${path}: expected an absolute URL, got ${describeValue(value)}` };
+  }
+  const privateAddress = options.allowPrivateDestinations ? undefined : privateIpLiteral(url.hostname);
+  if (!pushSchemeAllowed(url.protocol, options.allowHttp) || url.username !== '' || url.password !== '') {
+    return { problem: `${path}: expected an ${options.allowHttp ? 'http or https' : 'https'} URL without credentials, got ${describeValue(value)}` };
+  }
+  if (privateAddress !== undefined) {
+    return { problem: `${path}: expected a push service on a public address, got the private address ${privateAddress} (loopback, private network, link-local and unique-local addresses are refused)` };
+  }
+  const href = endpointHref(url);
+  if (href.length > MAX_ENDPOINT_LENGTH) {
+    return { problem: `${path}: expected a URL of at most ${MAX_ENDPOINT_LENGTH} characters once normalised (a non-ASCII character is percent-encoded, up to 12 characters each), got ${href.length} characters` };
+  }
+  return { href };
+}
+
+/**
  * Checks a device subscription as a push service will use it: an absolute http(s) endpoint, a P-256
  * public key (65 bytes, uncompressed, on the curve) and a 16-byte auth secret, both base64url. An endpoint whose host
- * is a private IP literal is refused here already; a host name is checked when a push connects.
+ * is a private IP literal is refused here already; a host name is checked when a push connects. The
+ * endpoint answered is its {@link endpointHref}.
  */
 export function parseDeviceSubscription(value: unknown, options: EndpointPolicy, path = 'subscription'): Parsed<DeviceSubscription> {
   const errors: string[] = [];
   if (!isObject(value)) return { ok: false, errors: [`${path}: expected an object with endpoint and keys, got ${describeValue(value)}`] };
   const crowded = tooManyKeys(value, path);
   if (crowded !== undefined) return { ok: false, errors: [crowded] };
-  let endpoint: string | undefined;
-  if (typeof value.endpoint !== 'string' || value.endpoint.length > MAX_ENDPOINT_LENGTH) {
-    errors.push(`${path}.endpoint: expected a URL of at most ${MAX_ENDPOINT_LENGTH} characters, got ${describeValue(value.endpoint)}`);
-  } else {
-    try {
-      const url = new URL(value.endpoint);
-      const privateAddress = options.allowPrivateDestinations ? undefined : privateIpLiteral(url.hostname);
-      if (!pushSchemeAllowed(url.protocol, options.allowHttp) || url.username !== '' || url.password !== '') {
-        errors.push(`${path}.endpoint: expected an ${options.allowHttp ? 'http or https' : 'https'} URL without credentials, got ${describeValue(value.endpoint)}`);
-      } else if (privateAddress !== undefined) {
-        errors.push(`${path}.endpoint: expected a push service on a public address, got the private address ${privateAddress} (loopback, private network, link-local and unique-local addresses are refused)`);
-      } else endpoint = value.endpoint;
-    } catch {
-      errors.push(`${path}.endpoint: expected an absolute URL, got ${describeValue(value.endpoint)}`);
-    }
-  }
+  const checked = endpointAt(value.endpoint, options, `${path}.endpoint`);
+  const endpoint = 'href' in checked ? checked.href : undefined;
+  if ('problem' in checked) errors.push(checked.problem);
   const keys = value.keys;
   let p256dh: string | undefined;
   let auth: string | undefined;

@@ -11,11 +11,11 @@
  * requests. On MongoDB the revision check alone would be enough.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MongoServerError, ObjectId, type Collection, type Db } from 'mongodb';
+import { MongoServerError, ObjectId, type Collection, type Db, type Document } from 'mongodb';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
 import { systemClock, type Clock } from '../../shared/ttl-cache.js';
 import { applyPreferenceChanges, configuredTypesOf, subscribedTypesOf, type PreferenceChange, type PreferenceEntry } from './preferences.js';
-import type { DeviceSubscription } from './requests.js';
+import { MAX_ENDPOINT_LENGTH, endpointHref, type DeviceSubscription } from './requests.js';
 
 export const COLLECTIONS = {
   devices: 'webpushsubscriptions',
@@ -91,7 +91,9 @@ export type LockClaim = 'claimed' | 'held';
 /** The port the routes, the delivery and the migration use. */
 export interface NotificationStore {
   /**
-   * Stores a device for an account. An endpoint already stored for another account is rebound only
+   * Stores a device for an account, under its endpoint's href ({@link endpointHref}, as
+   * parseDeviceSubscription answers it): the form every stored endpoint is in, so one push subscription is
+   * one device whatever the spelling it was sent in. An endpoint already stored for another account is rebound only
    * when the same p256dh and auth keys are presented: only the browser holding the subscription has
    * them. The same account may always replace its keys (key rotation). Saving refreshes the device's
    * `updatedAt`; the account then keeps its {@link MAX_DEVICES_PER_ACCOUNT} most recently saved
@@ -131,6 +133,8 @@ export interface MongoStoreOptions {
 }
 
 const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+const INDEX_NOT_FOUND = 27;
 const WRITE_ATTEMPTS = 20;
 const IN_CHUNK = 500;
 /** A record lock older than this is taken over: its holder stopped mid-write. A write takes milliseconds. */
@@ -142,6 +146,47 @@ const MIGRATION_WRITES_IN_FLIGHT = 8;
 
 function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+}
+
+interface IndexInfo {
+  name: string;
+  key: Record<string, unknown>;
+  unique?: boolean;
+}
+
+/** The indexes of a collection; none when the collection does not exist yet. */
+async function indexesOf(collection: Collection<Document>): Promise<IndexInfo[]> {
+  try {
+    return (await collection.listIndexes().toArray()) as IndexInfo[];
+  } catch (err) {
+    if (err instanceof MongoServerError && err.code === NAMESPACE_NOT_FOUND) return [];
+    throw err;
+  }
+}
+
+/** Whether an index's key pattern is `wanted`: the same fields, in the same order and directions. */
+function sameKeyPattern(key: Record<string, unknown>, wanted: Record<string, 1>): boolean {
+  const have = Object.entries(key);
+  const want = Object.entries(wanted);
+  return have.length === want.length && have.every(([field, direction], i) => field === want[i]?.[0] && Number(direction) === want[i]?.[1]);
+}
+
+/** The href a stored endpoint is kept under now; undefined when it has none /subscribe would accept. */
+function storedEndpointHref(endpoint: unknown): string | undefined {
+  if (typeof endpoint !== 'string') return undefined;
+  try {
+    const href = endpointHref(new URL(endpoint));
+    return href.length <= MAX_ENDPOINT_LENGTH ? href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether device `a` was registered after `b`: a later `updatedAt`, or on a tie a later `_id`. */
+function registeredAfter(a: { _id: ObjectId; updatedAt?: string }, b: { _id: ObjectId; updatedAt?: string }): boolean {
+  const at = a.updatedAt ?? '';
+  const bt = b.updatedAt ?? '';
+  return at !== bt ? at > bt : a._id.toHexString() > b._id.toHexString();
 }
 
 function toRecord(doc: PreferencesDoc): PreferencesRecord {
@@ -193,35 +238,120 @@ export class MongoNotificationStore implements NotificationStore {
     this.cacheMs = options.recipientsCacheMs ?? 5000;
   }
 
+  /**
+   * Creates the indexes and brings stored endpoints to their href. An index whose keys and uniqueness
+   * are already there, under any name, is left as it is: a database the seed's service created holds
+   * them under the driver's default names (`endpoint_1`, `accountName_1`, `accountName_1_domainName_1`),
+   * and creating ours beside them fails (IndexOptionsConflict).
+   */
   async start(): Promise<void> {
-    if (!(await this.devices.indexExists('endpoint_unique').catch(() => false))) {
-      // An earlier version kept devices unique per (account, endpoint), so an endpoint can be stored
-      // twice, and the unique index would not build. The browser holds one subscription per endpoint:
-      // the newest registration is it.
-      await this.dropSupersededDevices();
+    // An earlier version kept devices unique per (account, endpoint), so an endpoint can be stored
+    // twice, and the unique index would not build. The browser holds one subscription per endpoint:
+    // the newest registration is it.
+    await this.ensureIndex(this.devices, { endpoint: 1 }, { unique: true, name: 'endpoint_unique' }, () => this.dropSupersededDevices());
+    await this.ensureIndex(this.devices, { accountName: 1 }, { unique: false, name: 'accountName' });
+    // Only a database whose (account, domain) index was not unique can hold a record twice; as for
+    // devices, the newest write is kept.
+    await this.ensureIndex(this.records, { accountName: 1, domainName: 1 }, { unique: true, name: 'account_domain_unique' }, () => this.dropSupersededPreferences());
+    await this.ensureIndex(this.records, { domainName: 1 }, { unique: false, name: 'domainName' });
+    await this.normaliseStoredEndpoints();
+  }
+
+  /**
+   * Creates an index on `key` unless one with the same key pattern and uniqueness exists, whatever its
+   * name. One with the same key pattern and the other uniqueness is replaced (a key pattern holds one
+   * index), after `beforeUnique` has removed what a unique index would not build over.
+   */
+  private async ensureIndex<T extends Document>(
+    collection: Collection<T>,
+    key: Record<string, 1>,
+    wanted: { unique: boolean; name: string },
+    beforeUnique?: () => Promise<unknown>,
+  ): Promise<void> {
+    const sameKey = (await indexesOf(collection as unknown as Collection<Document>)).filter((index) => sameKeyPattern(index.key, key));
+    if (sameKey.some((index) => (index.unique === true) === wanted.unique)) return;
+    if (wanted.unique) await beforeUnique?.();
+    for (const index of sameKey) {
+      // Another replica starting at the same time may have dropped it first.
+      await collection.dropIndex(index.name).catch((err: unknown) => {
+        if (!(err instanceof MongoServerError && err.code === INDEX_NOT_FOUND)) throw err;
+      });
     }
-    await this.devices.createIndex({ endpoint: 1 }, { unique: true, name: 'endpoint_unique' });
-    await this.devices.createIndex({ accountName: 1 }, { name: 'accountName' });
-    await this.records.createIndex({ accountName: 1, domainName: 1 }, { unique: true, name: 'account_domain_unique' });
-    await this.records.createIndex({ domainName: 1 }, { name: 'domainName' });
+    await collection.createIndex(key, wanted);
   }
 
   /**
    * Deletes every device whose endpoint is also stored with a later `updatedAt` (or, on a tie, a later
    * `_id`), keeping one per endpoint. Answers how many were deleted.
    */
-  async dropSupersededDevices(): Promise<number> {
+  dropSupersededDevices(): Promise<number> {
+    return this.dropSuperseded(this.devices, ['endpoint']);
+  }
+
+  /** Deletes every preferences record of an (account, domain) also stored with a later write; as {@link dropSupersededDevices}. */
+  dropSupersededPreferences(): Promise<number> {
+    return this.dropSuperseded(this.records, ['accountName', 'domainName']);
+  }
+
+  /** Deletes every document whose `fields` another holds with a later `updatedAt` (then `_id`). */
+  private async dropSuperseded<T extends { _id: ObjectId; updatedAt?: string }>(collection: Collection<T>, fields: readonly string[]): Promise<number> {
     const superseded: ObjectId[] = [];
     let previous: string | undefined;
-    const cursor = this.devices.find({}, { projection: { endpoint: 1, updatedAt: 1 } }).sort({ endpoint: 1, updatedAt: -1, _id: -1 });
-    for await (const doc of cursor) {
-      if (doc.endpoint === previous) superseded.push(doc._id);
-      previous = doc.endpoint;
+    const docs = collection as unknown as Collection<Document>;
+    const projection = Object.fromEntries([...fields, 'updatedAt'].map((field) => [field, 1]));
+    const sort = Object.fromEntries([...fields.map((field) => [field, 1] as const), ['updatedAt', -1] as const, ['_id', -1] as const]);
+    for await (const doc of docs.find({}, { projection, sort })) {
+      const key = JSON.stringify(fields.map((field) => doc[field] as unknown));
+      if (key === previous) superseded.push(doc._id as ObjectId);
+      previous = key;
     }
-    for (let at = 0; at < superseded.length; at += 500) {
-      await this.devices.deleteMany({ _id: { $in: superseded.slice(at, at + 500) } });
+    for (let at = 0; at < superseded.length; at += IN_CHUNK) {
+      await docs.deleteMany({ _id: { $in: superseded.slice(at, at + IN_CHUNK) } });
     }
     return superseded.length;
+  }
+
+  /**
+   * Rewrites every stored endpoint to its {@link endpointHref}. Versions before 2026-11-28 stored the
+   * endpoint as sent, and saves now look devices up by href: a device stored as
+   * `https://FCM.googleapis.com/…` would not be found by a subscribe of its endpoint, which could then
+   * register it under a second account. Where the href is stored as well, the later registration is
+   * kept, as when the unique index was first built. An endpoint whose href is longer than /subscribe
+   * accepts stays as it is: no subscribe can name it any more, and FerretDB's index could not hold the
+   * href. Runs at every start (a read of each device's endpoint), so what an older replica stored
+   * during a rolling upgrade is brought over at the next one. Answers how many devices were rewritten
+   * or dropped.
+   */
+  async normaliseStoredEndpoints(): Promise<number> {
+    const stale: Array<{ device: Pick<DeviceDoc, '_id' | 'endpoint' | 'updatedAt'>; href: string }> = [];
+    for await (const device of this.devices.find({}, { projection: { endpoint: 1, updatedAt: 1 } })) {
+      const href = storedEndpointHref(device.endpoint);
+      if (href !== undefined && href !== device.endpoint) stale.push({ device, href });
+    }
+    for (const { device, href } of stale) await this.moveToHref(device, href);
+    if (stale.length > 0) this.changed();
+    return stale.length;
+  }
+
+  /** Stores a device under `href`, or deletes it when a later registration is stored there. */
+  private async moveToHref(device: Pick<DeviceDoc, '_id' | 'endpoint' | 'updatedAt'>, href: string): Promise<void> {
+    for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+      const holder = await this.devices.findOne({ endpoint: href }, { projection: { _id: 1, updatedAt: 1 } });
+      if (holder && registeredAfter(holder, device)) {
+        await this.devices.deleteOne({ _id: device._id, endpoint: device.endpoint });
+        return;
+      }
+      // Only as it was read: one subscribed again meanwhile stays, and the update below then fails and
+      // compares again.
+      if (holder) await this.devices.deleteOne({ _id: holder._id, updatedAt: holder.updatedAt ?? null });
+      try {
+        await this.devices.updateOne({ _id: device._id, endpoint: device.endpoint }, { $set: { endpoint: href } });
+        return;
+      } catch (err) {
+        if (!isDuplicateKey(err)) throw err; // registered at the href meanwhile: compare again
+      }
+    }
+    throw new Error(`device ${device._id.toHexString()}: its endpoint's href kept being registered meanwhile; start again`);
   }
 
   private now(): string {
