@@ -5,8 +5,10 @@
  * addon's loader (storage/native-addon.ts) refuse it alike, with the code `LINTEL_ADDON_DIR_REFUSED`.
  * It stays so until someone fixes it: the command ends with exit 2, which the unit does not restart.
  *
- * Imports nothing, so that cli.ts can tell it apart before anything else of the command line is loaded.
+ * Imports nothing but shell-word.ts, which imports nothing, so that cli.ts can tell it apart before
+ * anything else of the command line is loaded.
  */
+import { shellWord } from '../ui/shell-word.js';
 
 /**
  * Whether `err` is a refusal of the cache directory.
@@ -27,13 +29,17 @@ export const SERVICE_CACHE_DIRECTORY = '/var/cache/lintel-edge';
  * the unit's cache directory, as the unit gives it: from a shell, the executable would unpack its SQLite
  * addon into /tmp, where a noexec mount refuses to load it. Any other user keeps its default
  * (`$TMPDIR/lintel-edge-<uid>`): the unit's cache directory is not its, and would be refused.
+ * The user and each environment value are quoted here for the shell (a state directory may hold a
+ * space); `args` is taken as already written for it, each value in it quoted with shellWord.
  *
  * @example
  * runAsCommand('lintel-edge', 'ledger verify --ledger /var/lib/lintel-edge/ledger.sqlite');
  * // 'runuser -u lintel-edge -- env CACHE_DIRECTORY=/var/cache/lintel-edge lintel-edge ledger verify --ledger /var/lib/lintel-edge/ledger.sqlite'
+ * runAsCommand('alice', 'doctor --config /etc/lintel-edge/config.yaml', { STATE_DIRECTORY: '/srv/site one' });
+ * // "runuser -u alice -- env STATE_DIRECTORY='/srv/site one' lintel-edge doctor --config /etc/lintel-edge/config.yaml"
  */
 export function runAsCommand(user: string, args: string, env: Record<string, string> = {}): string {
   const vars = { ...env, ...(user === SERVICE_USER ? { CACHE_DIRECTORY: SERVICE_CACHE_DIRECTORY } : {}) };
-  const assignments = Object.entries(vars).map(([name, value]) => `${name}=${value}`);
-  return `runuser -u ${user} -- ${assignments.length > 0 ? `env ${assignments.join(' ')} ` : ''}lintel-edge ${args}`;
+  const assignments = Object.entries(vars).map(([name, value]) => `${name}=${shellWord(value)}`);
+  return `runuser -u ${shellWord(user)} -- ${assignments.length > 0 ? `env ${assignments.join(' ')} ` : ''}lintel-edge ${args}`;
 }

@@ -156,9 +156,9 @@ function installStateDirs(dirs: readonly string[]): string {
   return `install -d -m 0700 -o ${SERVICE_USER} -g ${SERVICE_USER} ${dirs.map(shellWord).join(' ')}`;
 }
 
-/** This doctor's command line, run as `user` over the state directory `dir`; runAsCommand writes values as given, so they are quoted here. */
+/** This doctor's command line, run as `user` over the state directory `dir` (runAsCommand quotes `dir`). */
 function doctorAs(user: string, dir: string, configPath: string): string {
-  return runAsCommand(user, `doctor --config ${shellWord(configPath)}`, { STATE_DIRECTORY: shellWord(dir) });
+  return runAsCommand(user, `doctor --config ${shellWord(configPath)}`, { STATE_DIRECTORY: dir });
 }
 
 /** Checks the state directory; answers whether doctor may write in it (the ingest probe's ledger entry). */

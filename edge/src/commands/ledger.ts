@@ -15,7 +15,7 @@
  * The file may be in use by the collector: reads wait for its locks (see storage/sqlite.ts), and one that
  * still fails ends the command with a message (exit 2), not a stack trace. So does a ledger this user
  * cannot reach (the service user's state directory, mode 700): the message names the directory's owner
- * to run as, not a missing ledger.
+ * to run as, not a missing ledger, in a command whose values are quoted for the shell.
  */
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -25,6 +25,7 @@ import { INTERRUPTED, openLedger, type Ledger } from '../report/ledger.js';
 import { describeOwnership, userNameOf } from '../storage/ownership.js';
 import { StorageError } from '../storage/sqlite.js';
 import { printableLine } from '../ui/printable.js';
+import { shellWord } from '../ui/shell-word.js';
 import { runAsCommand } from './cache-directory.js';
 import type { CommandIo } from './common.js';
 
@@ -47,7 +48,7 @@ function unreachableLedger(path: string, action: LedgerAction): string | undefin
     const refusing = deepestVisible(dirname(path));
     const owner = ownerOf(refusing);
     const name = owner === undefined ? undefined : userNameOf(owner);
-    const runAs = name ? `run as its owner: ${runAsCommand(name, `ledger ${action} --ledger ${path}`)}` : 'run as its owner';
+    const runAs = name ? `run as its owner: ${runAsCommand(name, `ledger ${action} --ledger ${shellWord(path)}`)}` : 'run as its owner';
     return `cannot read the ledger ${path}: permission denied (${code}): ${refusing} is ${describeOwnership(refusing)}; ${runAs}`;
   }
 }

@@ -2,7 +2,7 @@
  * lintel-edge's command line: parsing and dispatch. Each command module is the composition root of what
  * it runs. The entry point is cli.ts.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { join, resolve } from 'node:path';
@@ -11,7 +11,9 @@ import { isCacheDirectoryRefusal } from './cache-directory.js';
 import { openProcessIo, defaultStateDir, type CommandIo } from './common.js';
 import { VERSION } from '../version.js';
 import { stateDirOf } from '../config/index.js';
+import { DevicesPerPerson } from '../config/codecs.js';
 import { loadDialects } from '../poll/dialects.js';
+import type { TemporaryState } from './simulate.js';
 
 const USAGE = `lintel-edge ${VERSION}: count people by zone from a building's Wi-Fi access points.
 
@@ -23,7 +25,10 @@ Usage:
   lintel-edge simulate [options]
       A simulated building (real SNMP agents and SSH servers on loopback) with a live table of zone counts
       against the ground truth. Ctrl-C (or a hangup) ends it after the tick in flight; a second one ends
-      it at once. Either way a temporary state directory is removed. Options:
+      it at once. Either way a temporary state directory is removed (--state-dir keeps it), but for the
+      ledger of the batches posted with --ingest: that is kept in a lintel-edge-ledger-* directory under
+      $TMPDIR, whose path the first and last lines print with the ledger verify command that checks it.
+      The device key and the building's SSH and SNMP secrets are removed all the same. Options:
         --aps <n>                 access points (default 6)
         --devices <n>             devices walking around (default 40)
         --zones <n>               zones (default 3)
@@ -37,7 +42,7 @@ Usage:
         --ingest <url>            post batches here (default: keep them in the ledger only)
         --ingest-secret-file <f>  the HMAC key for --ingest (required with it)
         --key-id <id>             sent as X-Key-Id: 1 to 128 letters, digits, ".", "_", ":" or "-"
-        --devices-per-person <x>  for ratioDeviceCount (default 1.5)
+        --devices-per-person <x>  for ratioDeviceCount, 1 or more (default 1.5)
         --state-dir <dir>         keep the state and ledger here (default: a temporary directory)
         --frozen-polls <n>        polls a device behind a silent AP is kept (default 30)
         --output table|lines|json how to show ticks (default: table on a terminal, else lines)
@@ -92,6 +97,23 @@ function number(values: Values, name: string, check: (n: number) => boolean, exp
   const n = Number(raw);
   if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(n) || !check(n)) throw new UsageError(`--${name}: expected ${expected}, got ${JSON.stringify(raw)}`);
   return n;
+}
+
+/**
+ * `--devices-per-person` by the config's own rule (DevicesPerPerson: 1 or more), refused in its words:
+ * simulate can post to a real ingest, where a factor below 1 reads one device as more than one person.
+ */
+function devicesPerPerson(values: Values): number | undefined {
+  const raw = values['devices-per-person'];
+  if (raw === undefined) return undefined;
+  const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : Number.NaN;
+  const name = '--devices-per-person';
+  const decoded = DevicesPerPerson.validate(n, [
+    { key: '', type: DevicesPerPerson, actual: n },
+    { key: name, type: DevicesPerPerson, actual: n },
+  ]);
+  if (decoded._tag === 'Right') return decoded.right;
+  throw new UsageError(decoded.left[0]?.message ?? `${name}: expected ${DevicesPerPerson.name}, got ${JSON.stringify(raw)}`);
 }
 
 function required(values: Values, name: string, command: string): string {
@@ -272,7 +294,7 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     ...defined('rebootRate', number(values, 'reboot-rate', (n) => n >= 0 && n <= 1, 'a fraction between 0 and 1')),
     ...defined('ticks', integer(values, 'ticks')),
     ...defined('frozenPolls', integer(values, 'frozen-polls')),
-    ...defined('devicesPerPerson', number(values, 'devices-per-person', (n) => n > 0, 'a positive number')),
+    ...defined('devicesPerPerson', devicesPerPerson(values)),
     ...defined('stateDir', typeof values['state-dir'] === 'string' ? resolve(values['state-dir']) : undefined),
     ...defined('ingest', ingest),
     ...defined('dialects', dialects),
@@ -289,12 +311,13 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
   }
   const { simulate } = await import('./simulate.js');
   const stop = new AbortController();
-  let temporaryStateDir: string | undefined;
+  let temporaryState: TemporaryState | undefined;
   let signalled = false;
   // Ctrl-C, SIGTERM or a terminal hangup ends the run after the tick in flight, which removes the
-  // temporary state. A second one does not wait: the state (the device key, the ledger, the building's
-  // SSH private key and SNMP secrets) is removed now, and the process ends. The handlers stay for the
-  // whole run: without one, a second signal would take Node's default and end it with the state left.
+  // temporary state. A second one does not wait: the state (the device key, the building's SSH private
+  // key and SNMP secrets, all but the ledger of the batches posted) is removed now, as the end of the run
+  // would, and the process ends. The handlers stay for the whole run: without one, a second signal would
+  // take Node's default and end it with the state left.
   const onSignal = (signal: NodeJS.Signals) => {
     if (!signalled) {
       signalled = true;
@@ -302,8 +325,8 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
       stop.abort();
       return;
     }
-    if (temporaryStateDir !== undefined) rmSync(temporaryStateDir, { recursive: true, force: true });
-    io.err(`lintel-edge: ${signal} while stopping: stopped at once${temporaryStateDir !== undefined ? '; the temporary state was removed' : ''}\n`);
+    temporaryState?.removeNow();
+    io.err(`lintel-edge: ${signal} while stopping: stopped at once${temporaryState !== undefined ? '; the temporary state was removed' : ''}\n`);
     // 130, as a shell reports a command Ctrl-C ended, whichever signal came second.
     process.exit(130);
   };
@@ -315,8 +338,8 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
   try {
     const { exitCode } = await simulate(options, io, {
       signal: stop.signal,
-      onTemporaryStateDir: (dir) => {
-        temporaryStateDir = dir;
+      onTemporaryState: (temporary) => {
+        temporaryState = temporary;
       },
     });
     return exitCode;

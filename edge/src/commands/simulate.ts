@@ -5,9 +5,9 @@
  * A ledger of batches that were posted is kept after the run, even without `--state-dir` (SECURITY.md §4:
  * every batch body that leaves is in the ledger).
  */
-import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { createLogger, silentLogger } from '../../../shared/logger.js';
@@ -69,11 +69,21 @@ export interface SimulateDeps {
   /** Ends the run after the tick in flight. */
   signal?: AbortSignal;
   /**
-   * Told the temporary state directory as soon as it is made: what the caller must remove itself, should
-   * it have to end the process before the run ends (a second Ctrl-C). It holds the secrets (the device
-   * key, the building's SSH private key and SNMP secrets), never a ledger that is kept.
+   * Told the temporary state as soon as it is made: what the caller must remove itself, should it have
+   * to end the process before the run ends (a second Ctrl-C).
    */
-  onTemporaryStateDir?: (dir: string) => void;
+  onTemporaryState?: (temporary: TemporaryState) => void;
+}
+
+/** The state of a run without `stateDir`, which the run removes at its end, but for a kept ledger. */
+export interface TemporaryState {
+  /** The directory of the secrets (the device key, the building's SSH private key and SNMP secrets), never a ledger that is kept. */
+  dir: string;
+  /**
+   * Removes it now, and all but the ledger from a kept ledger's directory, as the end of the run does;
+   * synchronous, for a caller about to end the process.
+   */
+  removeNow(): void;
 }
 
 export interface SimulationSummary {
@@ -139,13 +149,16 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
   if (options.stateDir !== undefined) return simulateIn({ state: options.stateDir, work: options.stateDir, kept: 'everything' }, options, io, deps);
   const work = mkdtempSync(join(tmpdir(), 'lintel-edge-sim-'));
   let ledgerDir: string | undefined;
+  const removeNow = () => {
+    rmSync(work, { recursive: true, force: true });
+    if (ledgerDir !== undefined) keepOnlyTheLedger(ledgerDir);
+  };
   try {
-    deps.onTemporaryStateDir?.(work);
+    deps.onTemporaryState?.({ dir: work, removeNow });
     if (options.ingest) ledgerDir = keptLedgerDir(work);
     return await simulateIn({ state: ledgerDir ?? work, work, kept: ledgerDir === undefined ? 'nothing' : 'ledger' }, options, io, deps);
   } finally {
-    rmSync(work, { recursive: true, force: true });
-    if (ledgerDir !== undefined) keepOnlyTheLedger(ledgerDir);
+    removeNow();
   }
 }
 
@@ -153,7 +166,8 @@ export async function simulate(options: SimulateOptions, io: CommandIo, deps: Si
  * The state directory of a run that posts without `stateDir`: its ledger is audit evidence of what left
  * the gateway, so the directory is not temporary. The device key, a secret, stays in the temporary
  * `work` directory and is only linked from here (the collector follows the link), so it is removed with
- * that directory, a second Ctrl-C's removal included.
+ * that directory; the link, and the zone store, go at the end of the run, a second Ctrl-C's included
+ * (keepOnlyTheLedger).
  */
 function keptLedgerDir(work: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'lintel-edge-ledger-'));
@@ -168,14 +182,21 @@ function keptLedgerDir(work: string): string {
   return dir;
 }
 
-/** Leaves the ledger alone in a kept state directory, or removes the directory if no ledger was made. */
+/**
+ * Leaves the ledger alone in a kept state directory, or removes the directory if no ledger was made.
+ * Whatever else the gateway made there goes: the zone store, and the device key's link, which points
+ * into the removed temporary directory. The ledger's -wal and -shm stay: a process ended with the ledger
+ * still open (a second Ctrl-C) leaves its last entries in the -wal.
+ */
 function keepOnlyTheLedger(dir: string): void {
-  const { deviceKey, zones, ledger } = statePaths(dir);
+  const { ledger } = statePaths(dir);
   if (!existsSync(ledger)) {
     rmSync(dir, { recursive: true, force: true });
     return;
   }
-  for (const file of [deviceKey, zones, `${zones}-wal`, `${zones}-shm`]) rmSync(file, { force: true });
+  const name = basename(ledger);
+  const kept = new Set([name, `${name}-wal`, `${name}-shm`]);
+  for (const file of readdirSync(dir)) if (!kept.has(file)) rmSync(join(dir, file), { recursive: true, force: true });
 }
 
 async function simulateIn(dirs: RunDirs, options: SimulateOptions, io: CommandIo, deps: SimulateDeps): Promise<{ exitCode: number; summary: SimulationSummary }> {

@@ -48,7 +48,7 @@ t.test('simulate --ingest without --state-dir keeps the ledger of the batches po
   const { out, err, io } = captureIo();
   let temporary = '';
   const { exitCode, summary } = await simulate(options({ ingest: { url: ingest.url, secret: KEY } }), io, {
-    onTemporaryStateDir: (dir) => {
+    onTemporaryState: ({ dir }) => {
       temporary = dir;
     },
   });
