@@ -8,6 +8,7 @@ import * as t from 'io-ts';
 import { HttpError, reportedProblems, unknownKeyProblems } from '../../shared/errors.js';
 import { CONTROL_CHARACTERS, decode, isName, NAME_EXPECTATION, NonEmptyString, storableText } from '../../shared/kinds.js';
 import { topLevelKeys } from './json-keys.js';
+import { canonicalName, invisibleCharacterIn, isBlankName } from './name.js';
 import type { Organization, Signup } from './model.js';
 import { IDENTITY_MODES, TIERS } from './model.js';
 
@@ -137,25 +138,17 @@ function isHttpUrl(value: string): boolean {
 }
 
 /**
- * Invisible format characters (Unicode's Cf: the soft hyphen, zero-width space, word joiner, the byte
- * order mark, every bidi mark, embedding, override and isolate, tag characters, …), except the
- * zero-width non-joiner and joiner, which Persian and Indic names (and emoji) need; after a Latin, Greek
- * or Cyrillic letter, a digit, a space or at the start, where no script needs one, a joiner is refused
- * too (`ac\u200dme` would pass for `acme`).
+ * What is wrong with a Name that is not blank, `name` in its canonical form and `given` as sent.
+ * Invisible characters are looked for before white space is collapsed too: JavaScript counts U+FEFF
+ * (the byte order mark) as white space, which would make a space of it.
  */
-const INVISIBLE_CHARACTER = /(?![\u200c\u200d])\p{Cf}|(?:^|[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Nd}\s])[\u200c\u200d]/u;
-
-/**
- * A Name as it is stored and compared: in Unicode compatibility form (NFKC: `Cafe` with a combining
- * accent is `Café`, fullwidth `ａｃｍｅ` is `acme`), every run of white space (a no-break space too) one
- * space, trimmed. Two names a reader cannot tell apart are then one name, and the unique index on
- * `lower(name)` refuses the second.
- *
- * @example
- * canonicalName(' Acme\u00a0 Corp '); // 'Acme Corp'
- */
-function canonicalName(name: string): string {
-  return name.normalize('NFKC').replace(/\s+/gu, ' ').trim();
+function nameProblems(name: string, given: string): string[] {
+  const problems: string[] = [];
+  // Compatibility forms can expand (U+FDFA is 18 letters): the canonical name is held to the same rules.
+  if (!isName(name)) problems.push(`Name: expected ${NAME_EXPECTATION}, once in its canonical form (NFKC)`);
+  const invisible = invisibleCharacterIn(name) ?? invisibleCharacterIn(given.normalize('NFKC'));
+  if (invisible !== undefined) problems.push(`Name: must not hold invisible characters (soft hyphen, zero-width space or joiner, word joiner, bidi controls, variation selectors, fillers, …), got ${invisible}`);
+  return problems;
 }
 
 /** Reads a signup body (parsed, and its text as sent), or throws a 400 naming every problem. */
@@ -165,12 +158,8 @@ export function parseSignup(body: unknown, text: string | undefined): Signup {
   const issuer = input.Issuer ?? '';
   const name = canonicalName(input.Name);
   const problems: string[] = [];
-  if (name === '') problems.push('Name: expected a name, got only white space');
-  // Compatibility forms can expand (U+FDFA is 18 letters): the canonical name is held to the same rules.
-  else if (!isName(name)) problems.push(`Name: expected ${NAME_EXPECTATION}, once in its canonical form (NFKC)`);
-  // Checked before white space is collapsed too: JavaScript counts U+FEFF (the byte order mark) as white
-  // space, which would make a space of it.
-  if (INVISIBLE_CHARACTER.test(name) || INVISIBLE_CHARACTER.test(input.Name.normalize('NFKC'))) problems.push('Name: must not hold invisible characters (soft hyphen, zero-width space or joiner, word joiner, bidi controls)');
+  if (isBlankName(name)) problems.push('Name: expected a name, got only white space or invisible characters');
+  else problems.push(...nameProblems(name, input.Name));
   if (identityMode === 'byo-idp' && issuer === '') problems.push('Issuer: required when IdentityMode is "byo-idp" (the URL of your identity provider)');
   if (issuer !== '' && !isHttpUrl(issuer)) problems.push(`Issuer: expected an http(s) URL written out in full (http:// or https://, then the host), without spaces or backslashes, got ${JSON.stringify(issuer.slice(0, 40))}`);
   if (problems.length > 0) throw new HttpError(400, problems.join('; '), { errors: problems });
