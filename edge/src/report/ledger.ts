@@ -4,7 +4,7 @@
  * it can be handed over without any device hash.
  *
  * Each entry's delivery says how its post went (informational, not chained):
- * - `accepted`: the ingest took it (2xx);
+ * - `accepted`: the ingest took it (2xx `{"accepted": n}`);
  * - `rejected`: the ingest refused it (any other answer); dropped, the next tick supersedes it;
  * - `unreachable`: no answer in time; dropped, the next tick supersedes it;
  * - `kept`: no ingest configured, so it never left;

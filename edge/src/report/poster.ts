@@ -1,7 +1,9 @@
 /**
  * Posting a batch to the ingest: the exact body bytes, signed (X-Signature, and X-Key-Id when set), over
  * Node's own HTTP client with a deadline. A rejected or unreachable post is an outcome, never an
- * exception: the next tick supersedes it.
+ * exception: the next tick supersedes it. Only the ingest's own answer, a 2xx `{"accepted": n}`, is
+ * `accepted`: any other 2xx (a captive portal's page, another server at a wrong URL, a proxy's empty 204)
+ * is not the ingest's, and is `rejected` with a reason that says so.
  *
  * Node's client parses with the llhttp built into the runtime. undici parses with llhttp compiled to
  * WebAssembly, whose first request instantiates it: about 15 MB more resident memory at the collector's
@@ -13,6 +15,10 @@ import { KEY_ID_HEADER, SIGNATURE_HEADER, sign } from '../../../shared/hmac.js';
 import { printableLine } from '../ui/printable.js';
 import { redactIdentifiers } from './identifiers.js';
 
+/**
+ * How a post went. `accepted` only for the ingest's 2xx `{"accepted": n}`; `rejected` for any other
+ * answer, a 2xx from something else included (see {@link acceptedCountOf}).
+ */
 export type PostOutcome =
   | { outcome: 'accepted'; status: number; answer?: IngestAnswer }
   | { outcome: 'rejected'; status: number; reason: string; answer?: IngestAnswer }
@@ -77,6 +83,40 @@ export function reasonOf(text: string, max = MAX_REASON): string {
   return redactedLine(reason, max) || 'no reason given';
 }
 
+/**
+ * The count an ingest's 2xx answer says it took: `{"accepted": n}` with n a non-negative integer
+ * (CONTRACTS.md; a repeated batch id answers its first result in the same shape). Undefined for any other
+ * text: a captive portal's page, another server answering at a wrong URL, a proxy's empty 204. Such an
+ * answer did not come from the ingest, so the batch was not delivered.
+ *
+ * n is not held to the readings sent: the poster posts opaque bytes, and the ingest answers a repeated
+ * batch id with its first result, which for the collector's own batch is that same count anyway.
+ *
+ * @example
+ * acceptedCountOf('{"accepted":3}'); // 3
+ * acceptedCountOf('<html>Sign in to the guest Wi-Fi</html>'); // undefined
+ * acceptedCountOf(''); // undefined
+ */
+export function acceptedCountOf(text: string): number | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const accepted = (parsed as { accepted?: unknown } | null)?.accepted;
+  return typeof accepted === 'number' && Number.isSafeInteger(accepted) && accepted >= 0 ? accepted : undefined;
+}
+
+/**
+ * Why a 2xx that is not the ingest's `{"accepted": n}` is no delivery, with what came instead: printable
+ * and without identifiers, redacted before it is cut (see {@link redactedLine}), as every reason.
+ */
+function notTheIngestsAnswer(text: string): string {
+  const got = redactedLine(text, MAX_REASON);
+  return `not the ingest's {"accepted": n} answer, so not delivered: ${got === '' ? 'an empty body' : got}`;
+}
+
 /** The most of an answer's body read: a reason is at most a line; an ingest has nothing longer to say. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
@@ -123,8 +163,9 @@ export function createBatchPoster(options: PosterOptions): BatchPoster {
               const date = res.headers.date;
               const text = Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
               const answer = options.withAnswer ? { answer: { body: text, ...(typeof date === 'string' ? { serverDate: date } : {}) } } : {};
-              if (status >= 200 && status < 300) resolve({ outcome: 'accepted', status, ...answer });
-              else resolve({ outcome: 'rejected', status, reason: reasonOf(text), ...answer });
+              if (status < 200 || status >= 300) resolve({ outcome: 'rejected', status, reason: reasonOf(text), ...answer });
+              else if (acceptedCountOf(text) === undefined) resolve({ outcome: 'rejected', status, reason: notTheIngestsAnswer(text), ...answer });
+              else resolve({ outcome: 'accepted', status, ...answer });
             });
           });
           req.once('error', (err) => resolve({ outcome: 'unreachable', reason: unreachableReason(err) }));
