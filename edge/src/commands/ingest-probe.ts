@@ -16,7 +16,7 @@
  */
 import type { EdgeConfig } from '../config/load.js';
 import { redactIdentifiers } from '../report/identifiers.js';
-import { createBatchPoster, reasonOf, type PostOutcome } from '../report/poster.js';
+import { acceptedCountOf, createBatchPoster, reasonOf, type PostOutcome } from '../report/poster.js';
 import { printableLine } from '../ui/printable.js';
 import { shellWord } from '../ui/shell-word.js';
 
@@ -76,7 +76,7 @@ export async function sendProbe(ingest: NonNullable<EdgeConfig['ingest']>, body:
 }
 
 /** The JSON object of an answer, or undefined for any other body (a bad signature's plain text, a proxy's page). */
-function jsonOf(body: string): { message?: unknown; errors?: unknown; accepted?: unknown } | undefined {
+function jsonOf(body: string): { message?: unknown; errors?: unknown } | undefined {
   try {
     const parsed: unknown = JSON.parse(body);
     return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : undefined;
@@ -118,7 +118,7 @@ export function probeVerdict(answer: ProbeAnswer, buildingId: string, keyId: str
   if (status === 400 && errors.length > 0 && errors.every((e) => e.field === 'timestamp')) {
     return { ok: true, text: `reachable ✓  signature accepted ✓  building ${building} accepted ✓ (400: the probe's reading, dated 2001, refused as older than the data kept; nothing stored)` };
   }
-  if (status >= 200 && status < 300 && typeof json?.accepted === 'number') {
+  if (status >= 200 && status < 300 && acceptedCountOf(answer.body) !== undefined) {
     return { ok: true, text: `reachable ✓  signature accepted ✓  building ${building} accepted ✓ (${status}: this ingest kept the probe's reading, 0 devices on 2001-01-01)` };
   }
   if (status === 403 && errors.some((e) => e.field === 'buildingId')) {
