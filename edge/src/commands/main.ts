@@ -27,7 +27,7 @@ Usage:
       against the ground truth. Ctrl-C (or a hangup) ends it after the tick in flight; a second one ends
       it at once. Either way a temporary state directory is removed (--state-dir keeps it), but for the
       ledger of the batches posted with --ingest: that is kept in a lintel-edge-ledger-* directory under
-      $TMPDIR, whose path the first and last lines print with the ledger verify command that checks it.
+      $TMPDIR: the first line says where, the last prints its path with the ledger verify command.
       The device key and the building's SSH and SNMP secrets are removed all the same. Options:
         --aps <n>                 access points (default 6)
         --devices <n>             devices walking around (default 40)

@@ -21,10 +21,16 @@
  * a controller on its own), the SNMP values of all APs' walks together, and the length of a row index an
  * SNMP agent answers. An AP answering more fails with
  * `bad_output` (a controller fails for every AP behind it); the process and the other APs are unaffected.
+ *
+ * An AP given by host name is looked up once per poll, before its session opens, through the poller's
+ * bounded lookups (host-lookup.ts), and the session is handed the address: a name whose DNS does not
+ * answer fails its AP (`timeout`) without taking the threads the other APs' lookups and the ingest post
+ * need.
  */
 import { performance } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { apIdentityFormat, type ApStatusTableSpec, type Dialect, type DialectCatalog, type SnmpDialect, type SshDialect } from './dialects.js';
+import { createApHostLookup, isUnansweredLookup } from './host-lookup.js';
 import { INTERFACE_NAME, interfaceNames } from './interfaces.js';
 import { MAX_SSH_OUTPUT_BYTES, MAX_STATIONS_PER_AP, snmpCellBudget } from './limits.js';
 import { normalizeMac, scrubMacsShort } from './mac.js';
@@ -35,6 +41,7 @@ import { decodeApStatusTable, decodeStationTable, walkApStatusTable, walkStation
 import { openSsh2Session, SshError, type OpenSshSession } from './ssh/session.js';
 import type { AccessPoint, ApPollResult, Poller, PollFailureReason, StationSighting } from './types.js';
 import { printableLine } from '../ui/printable.js';
+import type { Resolver } from '../../../shared/lookup.js';
 
 export interface PollerOptions {
   /** The dialects the APs name (see `loadDialects`). */
@@ -49,6 +56,10 @@ export interface PollerOptions {
   maxOutputBytes?: number;
   /** Bound on the SNMP values all APs' walks of one poll return together. Default: sized to the heap ({@link snmpCellBudget}). */
   maxSnmpCells?: number;
+  /** How AP host names are resolved. Default dns.lookup, so /etc/hosts applies. */
+  resolve?: Resolver;
+  /** AP host names looked up at once, by this poller (the collector's one). Default 2 (host-lookup.ts). */
+  maxLookups?: number;
 }
 
 /** A failure with its reason, raised inside one AP's poll and turned into `{ok: false}`. */
@@ -220,6 +231,8 @@ const SSH_REASONS: Record<SshError['code'], PollFailureReason> = {
 
 function describeFailure(error: unknown): PollFailure {
   if (error instanceof PollFailure) return error;
+  // a name not answered in time reads as an AP that does not answer in time
+  if (isUnansweredLookup(error)) return new PollFailure('timeout', scrubMacsShort(error.message, 300));
   if (error instanceof ParseError) return new PollFailure('bad_output', scrubMacsShort(error.message, 300));
   if (error instanceof TooManyValuesError || error instanceof IndexTooLongError) return new PollFailure('bad_output', error.message);
   if (error instanceof SshError) {
@@ -256,6 +269,7 @@ export function createPoller(options: PollerOptions): Poller {
   const maxRepetitions = options.maxRepetitions ?? 25;
   const maxOutputBytes = options.maxOutputBytes ?? MAX_SSH_OUTPUT_BYTES;
   const maxSnmpCells = options.maxSnmpCells ?? snmpCellBudget(getHeapStatistics().heap_size_limit);
+  const lookupHost = createApHostLookup({ resolve: options.resolve, maxLookups: options.maxLookups });
   const inFlight = new Set<AbortController>();
   let closed = false;
 
@@ -263,7 +277,11 @@ export function createPoller(options: PollerOptions): Poller {
     if (ap.target.transport !== 'snmp') throw new PollFailure('config', `dialect ${dialect.name} needs an SNMP target`);
     const byAp = splitsByAp(ap, dialect);
     const statusSpec = byAp ? dialect.apStatus : undefined;
-    const session = openSnmp(ap.target, { requestTimeoutMs: timeoutMs, cells });
+    // IPv4 for a name: the socket's family follows the host, and an IPv6-only AP is given by its address
+    const [agent] = await lookupHost(ap.target.host, { family: 4, timeoutMs, signal });
+    // a session opened after the poll ended would never be closed: its abort has fired already
+    if (signal.aborted) throw new PollFailure('error', 'poll ended');
+    const session = openSnmp({ ...ap.target, host: agent!.address }, { requestTimeoutMs: timeoutMs, cells });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     // Only a result holds the walked values to the end of the poll: a failure drops them.
@@ -325,8 +343,9 @@ export function createPoller(options: PollerOptions): Poller {
     if (ap.target.transport !== 'ssh') throw new PollFailure('config', `dialect ${dialect.name} needs an SSH target`);
     const commands = commandsFor(dialect, ap.target.interface);
     const parse = PARSERS[dialect.parser];
+    const addresses = await lookupHost(ap.target.host, { family: 0, timeoutMs, signal });
     // the poll's own deadline is the bound; the handshake timeout is only a backstop behind it
-    const session = await openSsh(ap.target, { timeoutMs: timeoutMs + 1000, signal });
+    const session = await openSsh(ap.target, { timeoutMs: timeoutMs + 1000, signal, addresses });
     const abort = () => session.close();
     signal.addEventListener('abort', abort, { once: true });
     try {

@@ -12,6 +12,6 @@ t.test('the help says the ledger of the batches posted with --ingest is kept, an
   t.equal(await main(['simulate', '--help'], io), 0);
   const help = out.join('').replace(/\s+/g, ' ');
   t.match(help, 'a temporary state directory is removed (--state-dir keeps it), but for the ledger of the batches posted with --ingest');
-  t.match(help, 'kept in a lintel-edge-ledger-* directory under $TMPDIR, whose path the first and last lines print with the ledger verify command that checks it');
+  t.match(help, 'kept in a lintel-edge-ledger-* directory under $TMPDIR: the first line says where, the last prints its path with the ledger verify command');
   t.match(help, "The device key and the building's SSH and SNMP secrets are removed all the same");
 });

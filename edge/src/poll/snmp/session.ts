@@ -81,7 +81,8 @@ export class CellBudget {
 
 /**
  * Opens a session to a target; `requestTimeoutMs` bounds one request (with its retries), and `cells` the
- * values its walks may return, together with the other sessions drawing on the same budget.
+ * values its walks may return, together with the other sessions drawing on the same budget. The poller
+ * gives the target's host as an address, looked up once per poll (host-lookup.ts).
  */
 export type OpenSnmpSession = (target: SnmpTarget, options: { requestTimeoutMs: number; cells: CellBudget }) => SnmpSession;
 
@@ -159,8 +160,10 @@ function withoutCommunity(error: Error): Error {
 }
 
 /**
- * A UDP socket for net-snmp that notes the addresses it sends to: the target host, as looked up for
- * each datagram (its own bind address is looked up too, and is not one).
+ * A UDP socket for net-snmp that notes the addresses it sends to: the target host, as the socket's lookup
+ * answers for each datagram (its own bind address is looked up too, and is not one). The poller hands the
+ * session an address, which dns.lookup answers at once, without a thread; a host name given here would
+ * be looked up again for every datagram.
  */
 function socketNotingAddresses(host: string, addresses: Set<string>) {
   const lookup = (hostname: string, options: LookupOneOptions | number, callback: (error: Error | null, address: string, family: number) => void) =>
@@ -179,9 +182,9 @@ function socketNotingAddresses(host: string, addresses: Set<string>) {
  * The net-snmp adapter. The version is always explicit (net-snmp defaults to SNMPv1, which has no
  * GETBULK): `2c` uses the community, `3` uses USM with the level implied by the keys given.
  *
- * The socket's family follows the host: UDP over IPv6 for an IPv6 address, else IPv4. A host name is
- * looked up for IPv4 only (net-snmp resolves it with the socket's family), so an AP that answers SNMP
- * over IPv6 only is configured by its address.
+ * The socket's family follows the host: UDP over IPv6 for an IPv6 address, else IPv4. The poller looks
+ * an AP's host name up for IPv4 only, once per poll, and opens the session on the address (host-lookup.ts),
+ * so an AP that answers SNMP over IPv6 only is configured by its address.
  *
  * Only the agent's answers reach net-snmp: from the address and port asked, and for SNMPv3 at the user's
  * security level (answer-filter.ts); anything else on the socket is dropped, as if lost.

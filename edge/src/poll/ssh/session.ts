@@ -3,7 +3,10 @@
  * adapter. Domain code sees strings, never ssh2.
  */
 import { createHash } from 'node:crypto';
+import type { LookupAddress } from 'node:dns';
+import { connect, isIP, type Socket } from 'node:net';
 import ssh2 from 'ssh2';
+import { socketLookup } from '../../../../shared/lookup.js';
 
 // ssh2 is CommonJS: its named exports are not visible to Node's ESM loader
 const { Client } = ssh2;
@@ -26,9 +29,13 @@ export interface SshSession {
 
 /**
  * Connects and authenticates; `timeoutMs` bounds the TCP connect plus the SSH handshake, and `signal`
- * drops a connection still in progress (the socket is closed, the promise rejects).
+ * drops a connection still in progress (the socket is closed, the promise rejects). `addresses`: the
+ * target host's, as the poller looked them up for this poll; the host name is then not looked up again.
  */
-export type OpenSshSession = (target: SshTarget, options: { timeoutMs: number; signal?: AbortSignal }) => Promise<SshSession>;
+export type OpenSshSession = (
+  target: SshTarget,
+  options: { timeoutMs: number; signal?: AbortSignal; addresses?: readonly LookupAddress[] },
+) => Promise<SshSession>;
 
 /** SSH connection failures with a stable code; messages never carry key material. */
 export class SshError extends Error {
@@ -63,8 +70,22 @@ function describeConnectError(error: Error & { level?: string; code?: string }):
   return new SshError('failed', `ssh: ${error.message}`);
 }
 
-/** The ssh2 adapter: public-key auth only, optional host-key pinning, no agent, no keyboard-interactive. */
-export const openSsh2Session: OpenSshSession = (target, { timeoutMs, signal }) =>
+/**
+ * A TCP connection to a host name already looked up: the socket's lookup answers with `addresses`,
+ * never asking DNS, in the form the socket asks for (all of them for happy eyeballs, as ssh2's own
+ * connect would try them).
+ */
+function connectToAddresses(host: string, port: number, addresses: readonly LookupAddress[]): Socket {
+  const lookup = socketLookup((_hostname, _options, callback) => process.nextTick(callback, null, [...addresses]));
+  return connect({ host, port, lookup });
+}
+
+/**
+ * The ssh2 adapter: public-key auth only, optional host-key pinning, no agent, no keyboard-interactive.
+ * Given the host's `addresses`, it connects to them itself and hands ssh2 the socket: ssh2 would look
+ * the name up with dns.lookup, which a poll's deadline cannot cancel.
+ */
+export const openSsh2Session: OpenSshSession = (target, { timeoutMs, signal, addresses }) =>
   new Promise<SshSession>((resolve, reject) => {
     if (signal?.aborted) return reject(new SshError('closed', 'aborted before connecting'));
     const conn = new Client();
@@ -72,6 +93,8 @@ export const openSsh2Session: OpenSshSession = (target, { timeoutMs, signal }) =
     let hostKeyMismatch = false;
     let ready = false;
     let closed = false;
+    /** Our own connection to the looked-up addresses, when given; ssh2 does not have it until it parsed the key. */
+    let sock: Socket | undefined;
     const failExec = new Set<(error: Error) => void>();
 
     const onAbort = () => {
@@ -86,6 +109,7 @@ export const openSsh2Session: OpenSshSession = (target, { timeoutMs, signal }) =
       conn.removeAllListeners('ready');
       conn.on('error', () => undefined);
       conn.destroy();
+      sock?.destroy();
     };
 
     conn.on('error', (error: Error & { level?: string; code?: string }) => {
@@ -156,9 +180,11 @@ export const openSsh2Session: OpenSshSession = (target, { timeoutMs, signal }) =
     });
 
     try {
+      sock = addresses && isIP(target.host) === 0 ? connectToAddresses(target.host, target.port, addresses) : undefined;
       conn.connect({
         host: target.host,
         port: target.port,
+        sock,
         username: target.username,
         privateKey: target.privateKey,
         readyTimeout: Math.max(1, timeoutMs),
