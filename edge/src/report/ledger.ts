@@ -14,7 +14,7 @@
  * - null: its post is still in flight, or the process stopped mid-post and the ledger was not opened
  *   for writing since.
  */
-import { explainStorageFailure, openDatabase, sqliteCodeOf, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
+import { explainStorageFailure, openDatabase, prepareStatements, sqliteCodeOf, StorageError, type SqliteDatabase, type SqliteStatement } from '../storage/sqlite.js';
 import { chainHash, GENESIS, verifyChain, type ChainStart, type ChainVerdict, type LedgerEntry } from './chain.js';
 import { ledgerMigrations } from './migrations.js';
 
@@ -85,6 +85,44 @@ const toEntry = (r: Row): LedgerEntry => ({ seq: r.seq, createdAt: r.created_at,
 
 const NONE_INTERRUPTED: InterruptedEntries = Object.freeze({ count: 0, firstSeq: null, lastSeq: null });
 
+/** The statements of one open ledger file, but those of entries(), which several iterations may run at once. */
+interface LedgerStatements {
+  unmarked: SqliteStatement;
+  markInterrupted: SqliteStatement;
+  last: SqliteStatement;
+  checkpoint: SqliteStatement;
+  insert: SqliteStatement;
+  setDelivery: SqliteStatement;
+  count: SqliteStatement;
+  entryAt: SqliteStatement;
+  lastPrunable: SqliteStatement;
+  removeThrough: SqliteStatement;
+  setCheckpoint: SqliteStatement;
+}
+
+/**
+ * Prepares every statement at open (see prepareStatements), so that a ledger lacking a table or column
+ * fails the start as a damaged file, never a tick, a prune or an audit halfway. Between them they name
+ * every table and column the ledger uses, also those entries() reads.
+ */
+function ledgerStatements(db: SqliteDatabase): LedgerStatements {
+  return {
+    unmarked: db.prepare('SELECT COUNT(*) AS count, MIN(seq) AS firstSeq, MAX(seq) AS lastSeq FROM ledger_entries WHERE delivery IS NULL'),
+    markInterrupted: db.prepare('UPDATE ledger_entries SET delivery = ? WHERE delivery IS NULL'),
+    last: db.prepare('SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1'),
+    checkpoint: db.prepare('SELECT seq, hash FROM ledger_checkpoint WHERE id = 1'),
+    insert: db.prepare('INSERT INTO ledger_entries (seq, created_at, prev_hash, hash, body) VALUES (?, ?, ?, ?, ?)'),
+    setDelivery: db.prepare('UPDATE ledger_entries SET delivery = ? WHERE seq = ?'),
+    count: db.prepare('SELECT COUNT(*) AS n FROM ledger_entries'),
+    entryAt: db.prepare('SELECT seq, hash FROM ledger_entries WHERE seq = ?'),
+    lastPrunable: db.prepare('SELECT seq, hash FROM ledger_entries WHERE created_at < ? AND seq <= ? ORDER BY seq DESC LIMIT 1'),
+    removeThrough: db.prepare('DELETE FROM ledger_entries WHERE seq <= ?'),
+    setCheckpoint: db.prepare(
+      'INSERT INTO ledger_checkpoint (id, seq, hash, pruned_at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, pruned_at = excluded.pruned_at',
+    ),
+  };
+}
+
 /**
  * Marks every entry without a delivery `interrupted`: run when a writer opens the file, before it appends
  * anything, so those entries were left by a process that stopped between the append and the record of its
@@ -97,11 +135,11 @@ const NONE_INTERRUPTED: InterruptedEntries = Object.freeze({ count: 0, firstSeq:
  * collector runs, or the reverse) marks that entry too; that process then records the real outcome over
  * the mark.
  */
-function markInterrupted(db: SqliteDatabase, path: string): InterruptedEntries {
+function markInterrupted(db: SqliteDatabase, path: string, statements: LedgerStatements): InterruptedEntries {
   const mark = db.transaction((): InterruptedEntries => {
-    const found = db.prepare('SELECT COUNT(*) AS count, MIN(seq) AS firstSeq, MAX(seq) AS lastSeq FROM ledger_entries WHERE delivery IS NULL').get() as InterruptedEntries;
+    const found = statements.unmarked.get() as InterruptedEntries;
     if (found.count === 0) return NONE_INTERRUPTED;
-    db.prepare('UPDATE ledger_entries SET delivery = ? WHERE delivery IS NULL').run(INTERRUPTED);
+    statements.markInterrupted.run(INTERRUPTED);
     return found;
   });
   try {
@@ -121,12 +159,19 @@ function markInterrupted(db: SqliteDatabase, path: string): InterruptedEntries {
  */
 export function openLedger(path: string, options: { readonly?: boolean } = {}): Ledger {
   // Durable: an entry is appended before its batch is posted, so a power cut must never leave a batch
-  // at the ingest that the ledger lost (its sequence number would then be reused for another body).
+  // at the ingest that the ledger lost (its sequence number would then be reused for another body). The
+  // zone file is durable too, for the pairs still owed a 0 (see openZoneDatabase in zones/store.ts).
   const db: SqliteDatabase = openDatabase(path, ledgerMigrations(), { readonly: options.readonly ?? false, durable: true });
-  const interrupted = options.readonly ? NONE_INTERRUPTED : markInterrupted(db, path);
-  const last = db.prepare('SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1');
-  const checkpoint = db.prepare('SELECT seq, hash FROM ledger_checkpoint WHERE id = 1');
-  const insert = options.readonly ? undefined : db.prepare('INSERT INTO ledger_entries (seq, created_at, prev_hash, hash, body) VALUES (?, ?, ?, ?, ?)');
+  let statements: LedgerStatements;
+  try {
+    // Never set aside when damaged, unlike the zone file: the start fails (exit 2) and the file stays.
+    statements = prepareStatements(path, () => ledgerStatements(db));
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const interrupted = options.readonly ? NONE_INTERRUPTED : markInterrupted(db, path, statements);
+  const { last, checkpoint, insert } = statements;
 
   const start = (): ChainStart => (checkpoint.get() as ChainStart | undefined) ?? GENESIS;
   const head = (): ChainStart => (last.get() as ChainStart | undefined) ?? start();
@@ -134,20 +179,16 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
   const append = db.transaction((body: string, createdAt: number): LedgerEntry => {
     const previous = head();
     const entry: LedgerEntry = { seq: previous.seq + 1, createdAt, prevHash: previous.hash, hash: chainHash(previous.hash, body), body, delivery: null };
-    insert!.run(entry.seq, entry.createdAt, entry.prevHash, entry.hash, entry.body);
+    insert.run(entry.seq, entry.createdAt, entry.prevHash, entry.hash, entry.body);
     return entry;
   });
 
   const prune = db.transaction((before: number, keepNewest: number): number => {
     const newestPrunable = head().seq - keepNewest;
-    const lastOld = db
-      .prepare('SELECT seq, hash FROM ledger_entries WHERE created_at < ? AND seq <= ? ORDER BY seq DESC LIMIT 1')
-      .get(before, newestPrunable) as ChainStart | undefined;
+    const lastOld = statements.lastPrunable.get(before, newestPrunable) as ChainStart | undefined;
     if (!lastOld) return 0;
-    const removed = db.prepare('DELETE FROM ledger_entries WHERE seq <= ?').run(lastOld.seq).changes;
-    db.prepare(
-      'INSERT INTO ledger_checkpoint (id, seq, hash, pruned_at) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, pruned_at = excluded.pruned_at',
-    ).run(lastOld.seq, lastOld.hash, Date.now());
+    const removed = statements.removeThrough.run(lastOld.seq).changes;
+    statements.setCheckpoint.run(lastOld.seq, lastOld.hash, Date.now());
     return removed;
   });
 
@@ -162,7 +203,7 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
     if (fromSeq <= chainStart.seq + 1) return chainStart;
     const last = head();
     if (fromSeq > last.seq) return last;
-    return db.prepare('SELECT seq, hash FROM ledger_entries WHERE seq = ?').get(fromSeq - 1) as ChainStart | undefined;
+    return statements.entryAt.get(fromSeq - 1) as ChainStart | undefined;
   };
 
   // A deferred transaction: its snapshot is taken at its first read and held to its end (WAL), so a
@@ -181,18 +222,18 @@ export function openLedger(path: string, options: { readonly?: boolean } = {}): 
   return {
     interrupted,
     append(body, createdAt) {
-      if (!insert) throw new Error('the ledger was opened read-only');
+      if (options.readonly) throw new Error('the ledger was opened read-only');
       // IMMEDIATE: another process appending (doctor's probe) waits instead of forking the chain.
       return append.immediate(body, createdAt);
     },
     setDelivery(seq, delivery) {
       if (options.readonly) throw new Error('the ledger was opened read-only');
-      db.prepare('UPDATE ledger_entries SET delivery = ? WHERE seq = ?').run(delivery, seq);
+      statements.setDelivery.run(delivery, seq);
     },
     entries,
     start,
     head,
-    count: () => (db.prepare('SELECT COUNT(*) AS n FROM ledger_entries').get() as { n: number }).n,
+    count: () => (statements.count.get() as { n: number }).n,
     anchorOf,
     verify,
     snapshot,

@@ -10,6 +10,7 @@ import { nativeBindingForSea } from './native-addon.js';
 import { describeOwnership } from './ownership.js';
 
 export type SqliteDatabase = Database.Database;
+export type SqliteStatement = Database.Statement;
 
 /** One schema step: `id` is its file name without `.sql`, applied once, in id order. */
 export interface Migration {
@@ -39,7 +40,8 @@ export interface OpenOptions {
   mustExist?: boolean;
   /**
    * Every commit reaches the disk before it returns (`synchronous = FULL`), for a file whose last
-   * commits must survive a power cut; the default (`NORMAL` in WAL mode) may lose them, never corrupt.
+   * commits must survive a power cut (the zone state and the ledger both are: see their stores); the
+   * default (`NORMAL` in WAL mode) may lose them, never corrupt.
    */
   durable?: boolean;
 }
@@ -51,9 +53,10 @@ export interface OpenOptions {
 export const BUSY_TIMEOUT_MS = 5_000;
 
 /**
- * A database file that cannot be opened or migrated; the message names the file and the step. `code` is
- * SQLite's (`SQLITE_NOTADB`, `SQLITE_READONLY`, …), or the one it would give for a file refused before
- * opening, so a caller can tell a file that is not a database from one it may not write.
+ * A database file that cannot be opened, migrated or prepared; the message names the file and the step.
+ * `code` is SQLite's (`SQLITE_NOTADB`, `SQLITE_READONLY`, …), or the one it would give for a file refused
+ * before opening, or SQLITE_CORRUPT for a schema that lacks what the statements need (see
+ * prepareStatements), so a caller can tell a file that is not a database from one it may not write.
  */
 export class StorageError extends Error {
   constructor(
@@ -73,10 +76,35 @@ export function sqliteCodeOf(err: unknown): string | undefined {
 
 /**
  * Whether `err` says the file is not a SQLite database, or a damaged one (SQLITE_NOTADB, SQLITE_CORRUPT
- * and its extended codes): no retry or permission change will make it readable.
+ * and its extended codes, also a schema that lacks a table or column: see prepareStatements): no retry
+ * or permission change will make it readable.
  */
 export function isUnreadableDatabase(err: unknown): boolean {
   return /^SQLITE_(NOTADB|CORRUPT)/.test(sqliteCodeOf(err) ?? '');
+}
+
+/**
+ * Runs `prepare`, which prepares the statements of a file whose migrations ran: at open, so that a
+ * damaged schema is found there, not mid-poll. SQLite refuses such a statement with SQLITE_ERROR (no such
+ * table, no such column) when the file lacks what its recorded migrations made: a table dropped by hand,
+ * or a file a newer version migrated before a downgrade. No retry cures that, so it is thrown as a
+ * StorageError coded SQLITE_CORRUPT, naming the file and what is missing, which isUnreadableDatabase
+ * accepts: the zone store sets such a file aside, and a start over such a ledger stops with exit 2. Any
+ * other failure (a lock, an I/O error) is thrown as it is.
+ *
+ * @example
+ * const last = prepareStatements(path, () => db.prepare('SELECT seq, hash FROM ledger_entries ORDER BY seq DESC LIMIT 1'));
+ */
+export function prepareStatements<T>(path: string, prepare: () => T): T {
+  try {
+    return prepare();
+  } catch (err) {
+    if (sqliteCodeOf(err) !== 'SQLITE_ERROR') throw err;
+    throw new StorageError(
+      `${path} is damaged: ${(err as Error).message} (a table or column removed by hand, or the file changed by a newer version of lintel-edge)`,
+      'SQLITE_CORRUPT',
+    );
+  }
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import { existsSync, renameSync } from 'node:fs';
 import type { SafeMessageError } from '../../../shared/describe-error.js';
-import { isUnreadableDatabase, openDatabase, sqliteCodeOf, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
+import { isUnreadableDatabase, openDatabase, prepareStatements, sqliteCodeOf, StorageError, type SqliteDatabase } from '../storage/sqlite.js';
 import { zoneMigrations } from './migrations.js';
 import type { PollOutcome, TrackedDevice, TrackerState, TransitionEntry, ZonePair } from './types.js';
 
@@ -103,11 +103,24 @@ interface ZoneTables {
   bindKey(fingerprint: string): 'kept' | 'cleared';
 }
 
-/** Opens the file and prepares every statement, so that a damaged schema is found here, not mid-poll. */
+/**
+ * Opens (creating and migrating) the zone file as the store does. Durable (`synchronous = FULL`): each
+ * save holds the pairs still owed a 0 (SaveOptions.pairsAtIngest) and is made before the tick's batch is
+ * appended to the ledger and posted. A save a power cut rolled back would forget a pair that batch then
+ * sent with a count above 0, and its 0 would never be reported. It costs one more fsync per tick.
+ */
+export function openZoneDatabase(path: string): SqliteDatabase {
+  return openDatabase(path, zoneMigrations(), { durable: true });
+}
+
+/**
+ * Opens the file and prepares every statement, so that a damaged schema (a table or column missing) is
+ * found here, not mid-poll, as an unreadable file (see prepareStatements), which the store sets aside.
+ */
 function openTables(path: string): ZoneTables {
-  const db: SqliteDatabase = openDatabase(path, zoneMigrations());
+  const db = openZoneDatabase(path);
   try {
-    return prepareTables(db);
+    return prepareStatements(path, () => prepareTables(db));
   } catch (err) {
     db.close();
     throw err;
@@ -273,16 +286,17 @@ function wholeStateOf(outcome: PollOutcome): PollOutcome {
 }
 
 /**
- * The SQLite zone store (WAL, migrations). Each save is one transaction, so a crash leaves the state of
- * one poll or the next, never half of one.
+ * The SQLite zone store (WAL, migrations). Each save is one transaction, on the disk when it returns
+ * (see openZoneDatabase), so a crash or a power cut leaves the state of the poll saved last, never half
+ * of one.
  *
- * A file that is not a database or is corrupt (SQLITE_NOTADB, SQLITE_CORRUPT) when it is opened,
- * loaded or bound to the key is set aside (see setAside) and the store starts over on a new, empty
- * one: the zone state is rebuilt from the APs within a few polls (docs/decisions/002), and a gateway
- * that would not start over it counts nothing at all. One found so at a save is set aside alike, and
- * the new file gets the whole state the save was given: a file that loads but cannot be written would
- * otherwise fail every save, for good. The export ledger is never treated so (see
- * report/ledger.ts): it is audit evidence.
+ * A file that is not a database or is corrupt (SQLITE_NOTADB, SQLITE_CORRUPT, also a schema that lacks
+ * a table or column the store needs) when it is opened, loaded or bound to the key is set aside (see
+ * setAside) and the store starts over on a new, empty one: the zone state is rebuilt from the APs
+ * within a few polls (docs/decisions/002), and a gateway that would not start over it counts nothing
+ * at all. One found so at a save is set aside alike, and the new file gets the whole state the save
+ * was given: a file that loads but cannot be written would otherwise fail every save, for good. The
+ * export ledger is never treated so (see report/ledger.ts): it is audit evidence.
  *
  * Starting over can fail in turn: the rename refused (a filesystem remounted read-only after errors),
  * or the new file not made (a full disk, no inodes left, an I/O error). The save fails, the store holds

@@ -1,7 +1,7 @@
 /**
  * The exit code of a start that cannot open the state: 2 (the unit does not restart) only for what a
- * fix alone cures (a file read-only to the service user, not a database or damaged, an invalid device
- * key, a permission), 1 (restarted) for what may clear by itself: a lock held past the busy timeout, a
+ * fix alone cures (a file read-only to the service user, not a database or damaged, also one that
+ * lacks a table, an invalid device key, a permission), 1 (restarted) for what may clear by itself: a lock held past the busy timeout, a
  * full disk, an I/O error. A device.key that is a directory (EISDIR), or a symbolic link to nothing, is a
  * state to fix: exit 2.
  *
@@ -42,8 +42,13 @@ const thrownBy = (fn: () => unknown): unknown => {
 t.test('what only a fix cures: exit 2', async (t) => {
   const dir = t.testdir({ 'not-a-ledger.sqlite': 'not a ledger\n'.repeat(100), 'short.key': 'too short', 'device.key': {} });
   symlinkSync(join(dir, 'moved-away.key'), join(dir, 'dangling.key'));
+  openLedger(join(dir, 'ledger-without-checkpoint.sqlite')).close();
+  const byHand = new Database(join(dir, 'ledger-without-checkpoint.sqlite'));
+  byHand.exec('DROP TABLE ledger_checkpoint');
+  byHand.close();
   const cases: Array<[string, unknown]> = [
     ['a ledger that is not a database', thrownBy(() => openLedger(join(dir, 'not-a-ledger.sqlite')))],
+    ['a ledger that lacks a table (dropped by hand, or a downgrade)', thrownBy(() => openLedger(join(dir, 'ledger-without-checkpoint.sqlite')))],
     ['a file this user may not write', new StorageError('cannot write /s/ledger.sqlite: it is owned by root (uid 0), mode 644; …', 'SQLITE_READONLY')],
     ['a file moved away while open', new StorageError('cannot prepare /s/ledger.sqlite: attempt to write a readonly database', 'SQLITE_READONLY_DBMOVED')],
     ['a damaged database', new StorageError('cannot prepare /s/zones.sqlite: database disk image is malformed', 'SQLITE_CORRUPT')],
