@@ -298,7 +298,7 @@ export class EdgeDaemon {
   private noteSetAside(when: keyof typeof SET_ASIDE_OUTCOME = 'load'): void {
     const outcome = SET_ASIDE_OUTCOME[when];
     for (const file of this.deps.zones.takeSetAside()) {
-      this.deps.logger.warn({ setAsideAs: file.path, reason: file.reason }, `the zone state file was unreadable (not a database, or corrupt): it was set aside and ${outcome}`);
+      this.deps.logger.warn({ setAsideAs: file.path, reason: file.reason }, `the zone state file was unreadable (not a database, corrupt, or lacking a table or column): it was set aside and ${outcome}`);
     }
   }
 
