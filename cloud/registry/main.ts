@@ -3,7 +3,7 @@
  * serves HTTP on ADDR.
  *
  *   DATABASE_URL             required  postgres:// URL
- *   INTERNAL_SIGNING_SECRET  required  key ring for /internal/*: secrets separated by commas, current first
+ *   INTERNAL_SIGNING_SECRET  required  key ring for /internal/*: secrets of 16 characters or more, separated by commas, current first
  *   ADDR                     optional  [host]:port, default :3000
  *   LOG_LEVEL                optional  pino level, default info
  */
@@ -21,7 +21,7 @@ const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
 
 const ENV_SPEC = {
   DATABASE_URL: url(['postgres', 'postgresql']),
-  INTERNAL_SIGNING_SECRET: keyRing(),
+  INTERNAL_SIGNING_SECRET: keyRing({ minLength: 16 }),
   ADDR: listenAddr({ default: ':3000' }),
   LOG_LEVEL: logLevel(),
 };

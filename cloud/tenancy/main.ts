@@ -3,7 +3,7 @@
  * HTTP on ADDR and, when REDIS_URL is set, consumes the account-deleted stream.
  *
  *   DATABASE_URL             required  postgres:// URL
- *   INTERNAL_SIGNING_SECRET  required  key ring for /internal/*: secrets separated by commas, current first
+ *   INTERNAL_SIGNING_SECRET  required  key ring for /internal/*: secrets of 16 characters or more, separated by commas, current first
  *   REDIS_URL                optional  redis:// URL; without it the account-deleted consumer never starts
  *   ADDR                     optional  [host]:port, default :3000
  *   LOG_LEVEL                optional  pino level, default info
@@ -23,7 +23,7 @@ const MIGRATIONS = fileURLToPath(new URL('./migrations/', import.meta.url));
 
 const ENV_SPEC = {
   DATABASE_URL: url(['postgres', 'postgresql']),
-  INTERNAL_SIGNING_SECRET: keyRing(),
+  INTERNAL_SIGNING_SECRET: keyRing({ minLength: 16 }),
   REDIS_URL: url(['redis', 'rediss'], { optional: true }),
   ADDR: listenAddr({ default: ':3000' }),
   LOG_LEVEL: logLevel(),

@@ -37,7 +37,7 @@ t.test('refuses to start without its required variables, naming each', async (t)
 
 t.test('starts, migrates, serves signup and the signed routes, and stops on SIGTERM', async (t) => {
   const port = await freePort();
-  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'prov-secret', ADDR: `127.0.0.1:${port}` });
+  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'provisioner-secret', ADDR: `127.0.0.1:${port}` });
   const base = `http://127.0.0.1:${port}`;
   await eventually(async () => {
     try {
@@ -49,17 +49,17 @@ t.test('starts, migrates, serves signup and the signed routes, and stops on SIGT
   const created = await request(`${base}/organizations`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ Name: 'acme', Tier: 'pooled' }) });
   t.equal(created.statusCode, 201);
   await created.body.dump();
-  const pending = await request(`${base}/internal/organizations/pending`, { headers: { 'x-signature': sign('', 'prov-secret') } });
+  const pending = await request(`${base}/internal/organizations/pending`, { headers: { 'x-signature': sign('', 'provisioner-secret') } });
   t.match(await pending.body.json(), [{ Name: 'acme', Status: 'provisioning' }]);
   run.signal('SIGTERM');
   t.equal(await run.code, 0);
   t.match(run.stdout(), /"msg":"migrations applied"/);
-  t.notMatch(run.stdout() + run.stderr(), /prov-secret/);
+  t.notMatch(run.stdout() + run.stderr(), /provisioner-secret/);
 });
 
 t.test('PostgreSQL unreachable at start: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
   const closed = await freePort();
-  const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/registry_db`, INTERNAL_SIGNING_SECRET: 's' });
+  const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/registry_db`, INTERNAL_SIGNING_SECRET: 'registry-test-secret' });
   t.equal(await run.code, 1);
   const fatal = run.stdout().split('\n').find((l) => l.includes('"start failed"'));
   t.ok(fatal, `a start failure line: ${run.stdout()}`);

@@ -47,6 +47,8 @@ t.test('names every malformed variable at once', async (t) => {
   t.match(run.stderr(), /DATABASE_URL: not a postgres:\/\/ or postgresql:\/\/ URL/);
   t.match(run.stderr(), /REDIS_URL: not a redis:\/\/ or rediss:\/\/ URL/);
   t.match(run.stderr(), /ADDR: expected \[host\]:port/);
+  t.match(run.stderr(), /INTERNAL_SIGNING_SECRET: every secret must be at least 16 characters; 1 of 1 are shorter/, 'a guessable secret is refused');
+  t.notMatch(run.stderr(), /INTERNAL_SIGNING_SECRET: s\b/, 'the secret is not echoed');
   const blank = runMain(t, { DATABASE_URL: 'postgres://127.0.0.1/x', INTERNAL_SIGNING_SECRET: ' , ' });
   t.equal(await blank.code, 2);
   t.match(blank.stderr(), /INTERNAL_SIGNING_SECRET: expected at least one non-empty secret/);
@@ -78,7 +80,7 @@ t.test('starts with Redis unreachable, migrates, serves, accepts the previous ke
   const port = await freePort();
   const run = runMain(t, {
     DATABASE_URL: databaseUrl,
-    INTERNAL_SIGNING_SECRET: 'new-secret, old-secret',
+    INTERNAL_SIGNING_SECRET: 'tenancy-new-secret, tenancy-old-secret',
     REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
     ADDR: `127.0.0.1:${port}`,
   });
@@ -86,7 +88,7 @@ t.test('starts with Redis unreachable, migrates, serves, accepts the previous ke
   await untilListening(base);
   const owner = '5d0c0000-0000-4000-8000-0000000000aa';
   t.equal(await createAcme(base, owner), 201);
-  const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'old-secret') } });
+  const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'tenancy-old-secret') } });
   t.equal(login.statusCode, 200, 'the previous secret of the ring is accepted');
   t.match(await login.body.json(), [{ domainName: 'acme', role: 'business_admin' }]);
   run.signal('SIGTERM');
@@ -98,12 +100,12 @@ t.test('starts with Redis unreachable, migrates, serves, accepts the previous ke
 
 t.test('without REDIS_URL the account-deleted consumer never starts, and every route is served', async (t) => {
   const port = await freePort();
-  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'only-secret', ADDR: `127.0.0.1:${port}` });
+  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'tenancy-only-secret', ADDR: `127.0.0.1:${port}` });
   const base = `http://127.0.0.1:${port}`;
   await untilListening(base);
   const owner = '5d0c0000-0000-4000-8000-0000000000bb';
   t.equal(await createAcme(base, owner), 201);
-  const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'only-secret') } });
+  const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'tenancy-only-secret') } });
   t.match(await login.body.json(), [{ domainName: 'acme', role: 'business_admin' }]);
   run.signal('SIGTERM');
   t.equal(await run.code, 0, 'clean exit on SIGTERM');
@@ -113,7 +115,7 @@ t.test('without REDIS_URL the account-deleted consumer never starts, and every r
 
 t.test('PostgreSQL unreachable at start: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
   const closed = await freePort();
-  const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/tenancy_db`, INTERNAL_SIGNING_SECRET: 's' });
+  const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/tenancy_db`, INTERNAL_SIGNING_SECRET: 'tenancy-test-secret' });
   t.equal(await run.code, 1);
   const fatal = run.stdout().split('\n').find((l) => l.includes('"start failed"'));
   t.ok(fatal, `a start failure line: ${run.stdout()}`);

@@ -30,7 +30,7 @@ const WARMUP_MS = 1500;
 const ROUNDS = 6;
 const SLICE_MS = 1500;
 const REDEEM_MS = 5000;
-const SECRET = 'bench-identity-secret';
+const SECRET = 'bench-identity-secret-of-the-run';
 const MAIN = fileURLToPath(new URL('../../../cloud/tenancy/main.ts', import.meta.url));
 const MIGRATIONS = fileURLToPath(new URL('../../../cloud/tenancy/migrations/', import.meta.url));
 
