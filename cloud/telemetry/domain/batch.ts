@@ -4,6 +4,7 @@
  */
 import type { MetricDeclaration } from '../../../shared/catalog/declaration.js';
 import { MAX_READINGS_PER_BATCH, validateReading, type FieldError, type Reading } from '../../../shared/catalog/validate.js';
+import { unknownKeyProblems } from '../../../shared/errors.js';
 import { NAME_EXPECTATION, NonEmptyString, describeValue } from '../../../shared/kinds.js';
 import { encodeReading } from './encoding.js';
 import { DAY_MS, HOUR_MS } from './utc.js';
@@ -41,7 +42,8 @@ export type BatchShape =
 
 /**
  * Checks the envelope: an object with a `readings` array of at most `maxReadings` entries and an
- * optional `batchId` (a non-empty string); no other key.
+ * optional `batchId` (a non-empty string); no other key. The answer lists at most
+ * {@link MAX_REPORTED_ERRORS} problems, and its message counts the unknown keys it leaves out.
  */
 export function shapeOfBatch(body: unknown, limits: BatchLimits = DEFAULT_LIMITS): BatchShape {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
@@ -49,9 +51,6 @@ export function shapeOfBatch(body: unknown, limits: BatchLimits = DEFAULT_LIMITS
   }
   const record = body as Record<string, unknown>;
   const errors: ReadingError[] = [];
-  for (const key of Object.keys(record)) {
-    if (key !== 'batchId' && key !== 'readings') errors.push({ index: null, field: key, message: 'not a batch field (batchId, readings)' });
-  }
   if (record.batchId !== undefined && !NonEmptyString.is(record.batchId)) {
     errors.push({ index: null, field: 'batchId', message: `expected ${NAME_EXPECTATION}, got ${describeValue(record.batchId)}` });
   }
@@ -67,8 +66,23 @@ export function shapeOfBatch(body: unknown, limits: BatchLimits = DEFAULT_LIMITS
   } else if (record.readings.length === 0) {
     errors.push({ index: null, field: 'readings', message: 'expected at least one reading' });
   }
-  if (errors.length > 0) return { ok: false, status: 400, message: 'the batch is malformed; nothing was stored', errors };
+  const unknown = unknownEnvelopeKeyErrors(Object.keys(record), MAX_REPORTED_ERRORS - errors.length);
+  if (unknown.errors.length > 0 || errors.length > 0) {
+    const shown = unknown.notListed === 0 ? '' : ` (the first ${unknown.errors.length} of ${unknown.errors.length + unknown.notListed} unknown keys are listed)`;
+    return { ok: false, status: 400, message: `the batch is malformed; nothing was stored${shown}`, errors: [...unknown.errors, ...errors] };
+  }
   return { ok: true, batchId: record.batchId as string | undefined, readings: record.readings as unknown[] };
+}
+
+/**
+ * One error per envelope key other than batchId and readings, for the first `max` of them, each key
+ * cut as {@link unknownKeyProblems} cuts it: a body of thousands of keys, or of one very long key,
+ * gets a short answer, never a larger one. `notListed` counts the unknown keys left out.
+ */
+function unknownEnvelopeKeyErrors(keys: readonly string[], max: number): { errors: ReadingError[]; notListed: number } {
+  const unknown = keys.filter((key) => key !== 'batchId' && key !== 'readings');
+  const described = unknownKeyProblems(unknown, (key) => key, max);
+  return { errors: described.problems.map((field) => ({ index: null, field, message: 'not a batch field (batchId, readings)' })), notListed: described.notListed };
 }
 
 export type BatchValidation =

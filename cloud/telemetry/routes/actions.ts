@@ -131,7 +131,11 @@ export function actionsRouter(deps: { directory: BuildingDirectory; devices: Dev
       res.json(await deps.devices.execute(command));
       deps.metrics.actions.inc({ outcome: 'accepted' });
     } catch (err) {
-      if (!(err instanceof DeviceCommandError)) throw err;
+      if (!(err instanceof DeviceCommandError)) {
+        // Not the device's answer: the registered sensor could not be looked up (PostgreSQL down), a 500.
+        deps.metrics.actions.inc({ outcome: 'lookup_failed' });
+        throw err;
+      }
       deps.metrics.actions.inc({ outcome: OUTCOME[err.code] });
       const where = { buildingId: command.buildingId, roomId: command.roomId, sensorId: command.sensorId, action: command.action, code: err.code };
       if (err.status >= 500) deps.logger.warn(where, 'device action failed');

@@ -19,11 +19,14 @@ export const INGEST_LIMIT_BYTES = 5 * 1024 * 1024;
 export function ingestRouter(deps: { ingest: IngestService; keys: SigningKeys; metrics: TelemetryMetrics; limitBytes?: number }): Router {
   const chosen = new WeakMap<Request, ChosenKey>();
 
+  // A batch is counted once: by the ingest service once `handle` marks it counted, else here by its
+  // answer. A 500 before the service (the X-Key-Id lookup with PostgreSQL down) is an error batch too.
   const chooseKey: RequestHandler = async (req, res, next) => {
     res.on('finish', () => {
       if (res.locals.counted) return;
       if (res.statusCode === 403) deps.metrics.batches.inc({ outcome: 'bad_signature' });
       else if (res.statusCode === 413) deps.metrics.batches.inc({ outcome: 'too_large' });
+      else if (res.statusCode >= 500) deps.metrics.batches.inc({ outcome: 'error' });
     });
     const key = await deps.keys.choose(req.get(KEY_ID_HEADER));
     if (key) chosen.set(req, key);

@@ -65,6 +65,10 @@ export interface HarnessOptions {
   redis?: Redis;
   maxPublishingBytes?: number;
   logger?: Logger;
+  /** How long a looked-up X-Key-Id is trusted, on the harness clock; 0 (every request looks it up) otherwise. */
+  keyCacheTtlMs?: number;
+  /** The pool X-Key-Id lookups use (one the test can cut off from PostgreSQL); the harness pool otherwise. */
+  keyLookupPool?: pg.Pool;
 }
 
 export async function startHarness(t: Tap, options: HarnessOptions = {}): Promise<Harness> {
@@ -98,7 +102,12 @@ export async function startHarness(t: Tap, options: HarnessOptions = {}): Promis
   t.teardown(() => ingest.drain());
   const app = createApp({
     ingest,
-    keys: createSigningKeys({ shared: [SHARED_SECRET, PREVIOUS_SECRET], store: keys, cacheTtlMs: 0 }),
+    keys: createSigningKeys({
+      shared: [SHARED_SECRET, PREVIOUS_SECRET],
+      store: options.keyLookupPool ? new PgIngestKeyStore(options.keyLookupPool) : keys,
+      cacheTtlMs: options.keyCacheTtlMs ?? 0,
+      clock: () => clock.now,
+    }),
     thresholds: new PgThresholdStore(pool),
     buildings,
     directory: createBuildingDirectory({ baseUrl: directory.url, cacheTtlMs: 0 }),
