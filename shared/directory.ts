@@ -32,7 +32,10 @@ export interface DirectoryOptions {
   baseUrl: string;
   /** Whole-request timeout. Default 2000 ms. */
   timeoutMs?: number;
-  /** How long an answer is kept, per building. 0 disables the cache. */
+  /**
+   * How long an answer is kept, per building. 0 disables the cache, and with it the sharing of a lookup
+   * in flight among concurrent callers.
+   */
   cacheTtlMs: number;
   /**
    * Whether an empty answer is cached too. Default false: a building that has no domain yet is asked
@@ -43,16 +46,18 @@ export interface DirectoryOptions {
   dispatcher?: Dispatcher;
 }
 
+/** The largest directory answer read: far above any building's list of domains. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
 /**
  * Creates a directory client. Failed answers are never cached, and empty ones only with `cacheEmpty`.
+ * With a cache, concurrent calls for one building share a single request: its answer, or its failure
+ * (which, not being cached, the next call after it asks again). Without one, every call is a request.
  *
  * @example
  * const directory = createBuildingDirectory({ baseUrl: 'http://twin:3000', cacheTtlMs: 60_000 });
  * await directory.domainsOf('b1', req.get('x-gateway-claims')!); // ['acme']
  */
-/** The largest directory answer read: far above any building's list of domains. */
-const MAX_ANSWER_BYTES = 64 * 1024;
-
 export function createBuildingDirectory(options: DirectoryOptions): BuildingDirectory {
   const timeoutMs = options.timeoutMs ?? 2000;
   const cache = options.cacheTtlMs > 0 ? new TtlCache<string[]>(options.cacheTtlMs, options.clock ?? systemClock) : undefined;
@@ -120,17 +125,39 @@ export function createBuildingDirectory(options: DirectoryOptions): BuildingDire
     return [...new Set(list)];
   }
 
+  /**
+   * Lookups in flight, per building, of a caching client. Its answers are shared with every caller for
+   * the TTL anyway, so callers that miss the cache at the same moment (a reconnect storm after a
+   * failover) can share one request too, instead of each sending its own and timing out together.
+   */
+  const inFlight = new Map<string, Promise<string[]>>();
+
+  async function lookupAndCache(cache: TtlCache<string[]>, buildingId: string, claimsHeader: string): Promise<string[]> {
+    const domains = await lookup(buildingId, claimsHeader);
+    if (domains.length > 0 || options.cacheEmpty === true) cache.set(buildingId, [...domains]);
+    return domains;
+  }
+
+  /** Joins the lookup in flight for the building, or starts one; its failure reaches every caller. */
+  function sharedLookup(cache: TtlCache<string[]>, buildingId: string, claimsHeader: string): Promise<string[]> {
+    const pending = inFlight.get(buildingId);
+    if (pending) return pending;
+    const started = lookupAndCache(cache, buildingId, claimsHeader).finally(() => inFlight.delete(buildingId));
+    inFlight.set(buildingId, started);
+    return started;
+  }
+
   return {
     async domainsOf(buildingId, claimsHeader) {
       // `.` and `..` are path segments, not names: a URL would resolve them to /domain/ or /. No
       // building can be named so in a directory addressed by path, so they belong to no domain.
       if (buildingId === '.' || buildingId === '..') return [];
-      // Copies in and out: a caller changing its answer must not change the cached one.
-      const hit = cache?.get(buildingId);
+      // Without a cache, every call is the caller's own lookup, with its own claims and its own answer.
+      if (!cache) return lookup(buildingId, claimsHeader);
+      // Copies in and out: a caller changing its answer must not change the cached or shared one.
+      const hit = cache.get(buildingId);
       if (hit) return [...hit];
-      const domains = await lookup(buildingId, claimsHeader);
-      if (domains.length > 0 || options.cacheEmpty === true) cache?.set(buildingId, [...domains]);
-      return domains;
+      return [...(await sharedLookup(cache, buildingId, claimsHeader))];
     },
   };
 }
