@@ -22,7 +22,7 @@ import { StartupMigration } from './migration.js';
 import { WebPushSender, vapidProblems, type VapidKeys } from './push.js';
 import { RedisCooldown, RedisPublisher, SERVICE_REDIS_OPTIONS } from './redis.js';
 import { coalesceLookups } from './single-flight.js';
-import { MongoNotificationStore } from './store.js';
+import { MongoNotificationStore, RECORD_LOCK_WAIT_MS } from './store.js';
 
 /** The identity the breach path looks buildings up with. */
 export const SERVICE_IDENTITY = 'notification-service';
@@ -30,19 +30,21 @@ const LOOKUP_CACHE_MS = 15 * 60 * 1000;
 const LOOKUP_TIMEOUT_MS = 2000;
 
 /**
- * The stop sequence, in ms from the signal; `runUntilSignal` exits 1 past 5000. Kafka and HTTP stop at
- * once; the HTTP server closes its connections by itself within about 2 s (`closeServer`). A startup
- * migration still running is told to stop and waited for until MIGRATION_STOP_MS; past it, its lock is
- * released for it, before the database client closes. A consumer
- * not stopped by KAFKA_STOP_MS (a slice waiting out a lookup timeout) is logged, and waited for until
- * DRAIN_UNTIL_MS, since a slice's fan-outs start only when it ends. Push fan-outs run all along and
- * are waited for until DRAIN_UNTIL_MS too. The clients then close by CLIENTS_UNTIL_MS, leaving room for
- * the exit itself.
+ * The stop sequence, in ms from the signal; the process exits 1 past STOP_DEADLINE_MS. Kafka and HTTP
+ * stop at once; the HTTP server closes its connections by itself within about 2 s (`closeServer`). A
+ * startup migration still running is told to stop and waited for until the MIGRATION_STOP_MS setting
+ * (DEFAULT_MIGRATION_STOP_MS); past it, its lock is released for it, before the database client closes.
+ * A consumer not stopped by KAFKA_STOP_MS (a slice waiting out a lookup timeout) is logged, and waited
+ * for until DRAIN_UNTIL_MS, since a slice's fan-outs start only when it ends. Push fan-outs run all along
+ * and are waited for until DRAIN_UNTIL_MS too. The clients then close by CLIENTS_UNTIL_MS, leaving room
+ * for the exit itself. A MIGRATION_STOP_MS setting above its default moves DRAIN_UNTIL_MS,
+ * CLIENTS_UNTIL_MS and STOP_DEADLINE_MS out by as much, so the steps after the migration keep their room.
  */
 const KAFKA_STOP_MS = 2000;
-const MIGRATION_STOP_MS = 2000;
+const DEFAULT_MIGRATION_STOP_MS = 2000;
 const DRAIN_UNTIL_MS = 3800;
 const CLIENTS_UNTIL_MS = 4300;
+const STOP_DEADLINE_MS = 5000;
 
 function bool(options: { default: boolean }): EnvVar<boolean> {
   return {
@@ -68,6 +70,8 @@ const ENV_SPEC = {
   ALERTS_TOPIC: str({ default: 'alerts' }),
   ALERTS_GROUP: str({ default: 'alerts' }),
   PUSH_CONCURRENCY: int({ default: 16, min: 1, max: 1024 }),
+  MIGRATION_STOP_MS: int({ default: DEFAULT_MIGRATION_STOP_MS, min: 0, max: 600_000 }),
+  RECORD_LOCK_WAIT_MS: int({ default: RECORD_LOCK_WAIT_MS, min: 0, max: 3_600_000 }),
   WEB_PUSH_ALLOW_HTTP: bool({ default: false }),
   WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: bool({ default: false }),
   LOG_LEVEL: logLevel(),
@@ -120,7 +124,7 @@ async function main(): Promise<void> {
   const mongo = new MongoClient(config.MONGO_URI, { serverSelectionTimeoutMS: 10_000 });
   const redis = new Redis(config.REDIS_URL, { ...SERVICE_REDIS_OPTIONS, lazyConnect: true });
   redis.on('error', (err: Error) => logger.error({ error: err.name }, 'redis connection error'));
-  const store = new MongoNotificationStore(mongo.db(config.database));
+  const store = new MongoNotificationStore(mongo.db(config.database), { recordLockWaitMs: config.RECORD_LOCK_WAIT_MS });
   const push = new WebPushSender({ vapid: config.vapid, allowHttp: config.WEB_PUSH_ALLOW_HTTP, allowPrivateDestinations: config.WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS });
   const delivery = new Delivery({
     publisher: new RedisPublisher(redis, { channel: config.NOTIFICATIONS_CHANNEL }),
@@ -161,6 +165,7 @@ async function main(): Promise<void> {
   // Set when the stop begins. A start still under way ends at its next step rather than open what the
   // stop has already passed by: a Redis connection against its quit, a server it never closes.
   let stopping = false;
+  const stepsMovedOutMs = Math.max(0, config.MIGRATION_STOP_MS - DEFAULT_MIGRATION_STOP_MS);
 
   await runUntilSignal(
     {
@@ -187,11 +192,11 @@ async function main(): Promise<void> {
       async stop() {
         stopping = true;
         const begun = performance.now();
-        const until = (ms: number) => ms - (performance.now() - begun);
+        const until = (ms: number) => ms + stepsMovedOutMs - (performance.now() - begun);
         const [kafkaStopped] = await Promise.all([
           consumer.stop(KAFKA_STOP_MS),
           server ? closeServer(server) : undefined,
-          settlesWithin(migration.stop(MIGRATION_STOP_MS), until(DRAIN_UNTIL_MS)),
+          settlesWithin(migration.stop(config.MIGRATION_STOP_MS), until(DRAIN_UNTIL_MS)),
         ]);
         // A slice hands its push fan-outs to the background only once all of it is published: until it
         // ends, pushes of alerts it already published (read again, they are duplicates) are not drainable.
@@ -211,6 +216,7 @@ async function main(): Promise<void> {
       },
     },
     logger,
+    STOP_DEADLINE_MS + stepsMovedOutMs,
   );
 }
 

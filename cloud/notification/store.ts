@@ -130,6 +130,11 @@ export interface MongoStoreOptions {
   clock?: Clock;
   /** How long a recipient list is reused; local writes clear it at once. 0 disables. Default 5000 ms. */
   recipientsCacheMs?: number;
+  /**
+   * How long a preferences write (the startup migration's too) waits for another replica's lock on its
+   * record before it gives up, a 409 at the API. Default {@link RECORD_LOCK_WAIT_MS}.
+   */
+  recordLockWaitMs?: number;
 }
 
 const DUPLICATE_KEY = 11000;
@@ -139,8 +144,8 @@ const WRITE_ATTEMPTS = 20;
 const IN_CHUNK = 500;
 /** A record lock older than this is taken over: its holder stopped mid-write. A write takes milliseconds. */
 const RECORD_LOCK_LEASE_MS = 10_000;
-/** How long a write waits for another replica's lock on its record before answering 409. */
-const RECORD_LOCK_WAIT_MS = 10_000;
+/** How long a write waits for another replica's lock on its record before answering 409, by default. */
+export const RECORD_LOCK_WAIT_MS = 10_000;
 /** Records the startup migration updates at once, each under its lock. */
 const MIGRATION_WRITES_IN_FLIGHT = 8;
 
@@ -224,6 +229,7 @@ export class MongoNotificationStore implements NotificationStore {
   private readonly migrationLocks: Collection<LockDoc>;
   private readonly clock: Clock;
   private readonly cacheMs: number;
+  private readonly recordLockWaitMs: number;
   private readonly writeQueues = new Map<string, Promise<unknown>>();
   /** Recipient lists by domain and metric, oldest first: an entry is only ever added at the end. */
   private readonly recipientCache = new Map<string, { at: number; value: Promise<Recipient[]> }>();
@@ -236,6 +242,7 @@ export class MongoNotificationStore implements NotificationStore {
     this.migrationLocks = db.collection<LockDoc>(COLLECTIONS.migrations);
     this.clock = options.clock ?? systemClock;
     this.cacheMs = options.recipientsCacheMs ?? 5000;
+    this.recordLockWaitMs = options.recordLockWaitMs ?? RECORD_LOCK_WAIT_MS;
   }
 
   /**
@@ -442,7 +449,7 @@ export class MongoNotificationStore implements NotificationStore {
   /** Runs a write holding the record's lock, waiting for another replica's; 409 when it is held too long. */
   private async underRecordLock<T>(id: string, task: () => Promise<T>): Promise<T> {
     const owner = new ObjectId().toHexString();
-    const giveUpAt = performance.now() + RECORD_LOCK_WAIT_MS;
+    const giveUpAt = performance.now() + this.recordLockWaitMs;
     while ((await this.claimIn(this.locks, id, owner, RECORD_LOCK_LEASE_MS, {})) === 'held') {
       if (performance.now() >= giveUpAt) throw new WriteConflictError();
       await sleep(5 + Math.random() * 20);

@@ -99,15 +99,11 @@ async function startUnresponsiveBroker(t: Teardown): Promise<{ address: string; 
   };
 }
 
-/** A loopback port where nothing listens: connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = createTcpServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === 'object' && address ? address.port : 0;
-}
+/**
+ * A loopback address where nothing listens, so connections to it are refused: port 9 (discard), which
+ * no test binds. A port freed for the purpose could be taken by another test meanwhile.
+ */
+const REFUSED = '127.0.0.1:9';
 
 /** Subscribes a device of a fresh member of `domainName` at a push endpoint that holds every push. */
 async function slowDevice(serviceUrl: string, endpoint: string, domainName: string): Promise<string> {
@@ -139,6 +135,8 @@ t.test('bad configuration: every problem named at once, exit 2', async (t) => {
       VAPID_PUBLIC_KEY: mismatched.publicKey,
       VAPID_PRIVATE_KEY: webpush.generateVAPIDKeys().privateKey,
       WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: 'maybe',
+      MIGRATION_STOP_MS: '-1',
+      RECORD_LOCK_WAIT_MS: 'ten seconds',
     }),
   );
   t.equal(code, 2);
@@ -147,16 +145,17 @@ t.test('bad configuration: every problem named at once, exit 2', async (t) => {
   t.match(stderr, /KAFKA_BROKERS: expected host:port/);
   t.match(stderr, /VAPID_PUBLIC_KEY: does not belong to VAPID_PRIVATE_KEY/);
   t.match(stderr, /WEB_PUSH_ALLOW_PRIVATE_DESTINATIONS: expected true or false, got "maybe"/);
+  t.match(stderr, /MIGRATION_STOP_MS: expected at least 0, got -1/);
+  t.match(stderr, /RECORD_LOCK_WAIT_MS: expected an integer, got "ten seconds"/);
 });
 
 t.test('Redis unreachable at start: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
   const { uri } = await freshMongo(t);
-  const refused = `127.0.0.1:${await closedPort()}`;
   const { code, stdout, stderr } = await outputOf(
-    run([], { PORT: '0', LOG_LEVEL: 'info', MONGO_URI: uri, REDIS_URL: `redis://:hunter2@${refused}`, KAFKA_BROKERS: STACK.kafkaBrokers.join(','), VAPID_PRIVATE_KEY: 'only-this-one' }),
+    run([], { PORT: '0', LOG_LEVEL: 'info', MONGO_URI: uri, REDIS_URL: `redis://:hunter2@${REFUSED}`, KAFKA_BROKERS: STACK.kafkaBrokers.join(','), VAPID_PRIVATE_KEY: 'only-this-one' }),
   );
   t.equal(code, 1);
-  t.equal(stderr, `notification service failed to start: DependencyUnreachable: cannot reach Redis at ${refused}: Error\n`);
+  t.equal(stderr, `notification service failed to start: DependencyUnreachable: cannot reach Redis at ${REFUSED}: Error\n`);
   t.notMatch(stdout + stderr, /hunter2/, 'the password is not printed');
   const warning = stdout.split('\n').find((l) => l.includes('VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are not both set'));
   t.match(JSON.parse(warning ?? '{}'), { missing: ['VAPID_PUBLIC_KEY'] }, 'the warning says which key is missing');
@@ -273,7 +272,7 @@ t.test('SIGTERM with a /trigger push held: the push answered after the HTTP serv
   const directory = await startFakeDirectory(t);
   const { uri } = await freshMongo(t);
   const service = await startService(t, {
-    ...serviceEnv({ mongoUri: uri, directoryUrl: directory.url, vapid: keys, kafkaBrokers: `127.0.0.1:${await closedPort()}` }),
+    ...serviceEnv({ mongoUri: uri, directoryUrl: directory.url, vapid: keys, kafkaBrokers: REFUSED }),
     ALERTS_TOPIC: uniqueName('alerts'),
   });
   const acme = uniqueName('acme');

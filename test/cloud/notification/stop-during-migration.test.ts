@@ -5,9 +5,11 @@
  * lease. The service runs as its own process (`node --import tsx cloud/notification/main.ts`) on the
  * real FerretDB. The migration is held mid-way deterministically: one record it must update is locked
  * by someone else (a preferences lock document that never expires), so once it has updated every other
- * record it waits there, longer than the stop waits for it. The store waits for a record lock at most
- * 10 s (RECORD_LOCK_WAIT_MS in store.ts), and the stop gives the migration 2 s: each such test checks
- * that the migration is still waiting just before it sends SIGTERM.
+ * record it waits there. How long it waits there is set far out (RECORD_LOCK_WAIT_MS, 10 minutes), so
+ * it is still waiting whenever the test gets to send SIGTERM; each such test checks so just before. The
+ * stop gives the migration its default 2 s (MIGRATION_STOP_MS) where the test needs the stop to give up
+ * on it, and a minute where the test needs the migration to end by itself after the signal: outcomes
+ * then follow from the order of events alone, however slowly a loaded machine runs them.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -23,11 +25,15 @@ import { STACK, kafka, freshMongo, uniqueName, waitFor, type Teardown } from './
 const MAIN = new URL('../../../cloud/notification/main.ts', import.meta.url).pathname;
 const on = (notificationType: string) => ({ notificationType, isSubscribed: true });
 
+/** How long the migration waits on a locked record: longer than any of these tests runs. */
+const RECORD_LOCK_WAIT_MS = String(10 * 60_000);
+
 /**
  * The service as a process, its JSON log lines collected. Not awaited until it listens (it listens only
- * once the migration is done); killed at teardown if still running.
+ * once the migration is done); killed at teardown if still running. `env` adds to the service's
+ * environment (the stop and record-lock limits).
  */
-function startService(t: Teardown, mongoUri: string) {
+function startService(t: Teardown, mongoUri: string, env: Record<string, string> = {}) {
   const groupId = uniqueName('alerts');
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     env: {
@@ -43,6 +49,7 @@ function startService(t: Teardown, mongoUri: string) {
       ALERTS_TOPIC: uniqueName('alerts'),
       ALERTS_GROUP: groupId,
       NOTIFICATIONS_CHANNEL: uniqueName('notifications'),
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -66,8 +73,8 @@ function startService(t: Teardown, mongoUri: string) {
 
 /**
  * Whether the service still waits on the locked record, checked just before the test signals: it has
- * not exited, holds its migration lock, has not finished `metric`, and has logged no failure. The store
- * gives up on a record lock after 10 s; a migration that had given up would have ended before the signal.
+ * not exited, holds its migration lock, has not finished `metric`, and has logged no failure. A
+ * migration that had given up on the record lock would have ended before the signal.
  */
 async function stillWaiting(service: ReturnType<typeof startService>, db: Db, metric: string): Promise<boolean> {
   const markers = db.collection<{ _id: string; state?: string }>(COLLECTIONS.migrations);
@@ -95,7 +102,8 @@ t.test('SIGTERM while the migration holds its lock and waits on a record: the lo
   await recordLocks.insertOne({ _id: recordLockId, owner: 'someone-else', claimedAt: new Date(Date.now() + 60 * 60_000) });
   const markers = db.collection<{ _id: string; owner?: string; state?: string }>(COLLECTIONS.migrations);
 
-  const service = startService(t, uri);
+  // The stop's own 2 s for the migration: the record stays locked, so only the stop can end it.
+  const service = startService(t, uri, { RECORD_LOCK_WAIT_MS });
   const lock = await waitFor('the service to take the migration lock', async () => (await markers.findOne({ _id: MIGRATION_LOCK_ID })) ?? undefined, 30_000);
   t.match(lock, { state: 'running' }, 'the migration runs, holding its lock');
   const records = db.collection(COLLECTIONS.preferences);
@@ -151,8 +159,9 @@ t.test('stop while waiting between two looks at another replica\'s lock: the pau
   run.catch(() => undefined);
   await waitFor('the migration to wait for the other replica', () => lines.some((l) => l.msg === 'migration: another replica holds the lock; waiting for it'));
 
-  // 2000 ms: what the service's stop gives the migration (MIGRATION_STOP_MS in main.ts).
-  const stoppedByItself = await migration.stop(2000);
+  // A minute, not the service's default 2 s (MIGRATION_STOP_MS): far longer than the migration needs
+  // once its pause is cut short, far shorter than the hour it would otherwise wait.
+  const stoppedByItself = await migration.stop(60_000);
   t.equal(stoppedByItself, true, 'the migration ended by itself within the stop limit');
   t.notOk(lines.some((l) => /startup migration did not stop in time/.test(String(l.msg))), 'the stop did not have to release a lock for it');
   if (stoppedByItself) await t.rejects(run, MigrationStoppedError, 'its run ends as stopped');
@@ -171,13 +180,14 @@ t.test('SIGTERM while the last metric waits on a record that is then freed: the 
   const recordLockId = `preferences:${JSON.stringify([blocked, 'acme'])}`;
   await recordLocks.insertOne({ _id: recordLockId, owner: 'someone-else', claimedAt: new Date(Date.now() + 60 * 60_000) });
 
-  const service = startService(t, uri);
+  // A minute for the migration to end by itself once the record is freed after the signal.
+  const service = startService(t, uri, { RECORD_LOCK_WAIT_MS, MIGRATION_STOP_MS: '60000' });
   const records = db.collection(COLLECTIONS.preferences);
   await waitFor('the migration to update every record but the locked one', async () => (await records.countDocuments({ configuredTypes: 'airQuality' })) === accounts.length - 1, 30_000);
   t.ok(await stillWaiting(service, db, 'airQuality'), 'just before SIGTERM the migration still waits on the locked record');
   service.child.kill('SIGTERM');
   await waitFor('the service to begin its stop', () => service.logs.some((l) => l.msg === 'stopping'), 10_000);
-  // Freed after the signal: the step the migration was in finishes well within the 2 s the stop gives it.
+  // Freed after the signal: the step the migration was in finishes well within the minute the stop gives it.
   await recordLocks.deleteOne({ _id: recordLockId });
   const [code] = await service.exited;
   if (code !== 0) t.comment(service.stderr(), JSON.stringify(service.logs.slice(-8)));

@@ -1,4 +1,3 @@
-import net from 'node:net';
 import t, { type Test } from 'tap';
 import { parseRegistration } from '../../../cloud/telemetry/domain/registration.js';
 import { callAs, startHarness, type Harness } from './support/harness.js';
@@ -8,14 +7,11 @@ const manager = { sub: 'u-fm', accountName: 'fm@acme.test', memberships: [{ doma
 const viewer = { sub: 'u-v', accountName: 'v@acme.test', memberships: [{ domainName: 'acme', role: 'viewer' }] };
 const outsider = { sub: 'u-o', accountName: 'o@else.test', memberships: [{ domainName: 'else', role: 'business_admin' }] };
 
-/** A loopback port where nothing listens. */
-async function deadPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+/**
+ * A device address where nothing listens: port 9 (discard), which no test binds. A port freed for the
+ * purpose could be taken by another test meanwhile, and the command would reach it.
+ */
+const DEAD_ENDPOINT = 'http://127.0.0.1:9';
 
 async function register(h: Harness, sensors: Array<{ sensorId: string; roomId: string; driver: string; endpoint: string; metric?: string }>) {
   const parsed = parseRegistration({ buildingId: 'b1', rooms: ['r1'], sensors: sensors.map((s) => ({ metric: 'temperature', ...s })) });
@@ -23,21 +19,20 @@ async function register(h: Harness, sensors: Array<{ sensorId: string; roomId: s
   await h.buildings.applyRegistration(parsed.value);
 }
 
-async function setup(t: Test): Promise<{ h: Harness; ok: FakeDevice; failing: FakeDevice; dead: number }> {
+async function setup(t: Test): Promise<{ h: Harness; ok: FakeDevice; failing: FakeDevice }> {
   const h = await startHarness(t);
   h.directory.set('b1', ['acme']);
   const ok = await startFakeDevice(t);
   const failing = await startFakeDevice(t);
-  const dead = await deadPort();
   await register(h, [
     { sensorId: 'stat-ok', roomId: 'r1', driver: 'ecobee-local-thermostat', endpoint: ok.url },
     { sensorId: 'stat-zigbee', roomId: 'r1', driver: 'zigbee-rest-thermostat', endpoint: `${ok.url}/api/devices/0x00158d` },
     { sensorId: 'stat-500', roomId: 'r1', driver: 'ecobee-local-thermostat', endpoint: failing.url },
-    { sensorId: 'stat-dead', roomId: 'r1', driver: 'honeywell-lcc-thermostat', endpoint: `http://127.0.0.1:${dead}` },
+    { sensorId: 'stat-dead', roomId: 'r1', driver: 'honeywell-lcc-thermostat', endpoint: DEAD_ENDPOINT },
     { sensorId: 'people-1', roomId: 'r1', driver: 'ecobee-local-thermostat', endpoint: ok.url, metric: 'peopleCount' },
     { sensorId: 'stat-r2', roomId: 'r2', driver: 'ecobee-local-thermostat', endpoint: ok.url },
   ]);
-  return { h, ok, failing, dead };
+  return { h, ok, failing };
 }
 
 const act = (sensorId: string, action = 'setTarget', args: Record<string, unknown> = { target: 21.5 }) => ({

@@ -109,9 +109,8 @@ t.test('execute: each failure has its code and status, and no device detail', as
 });
 
 t.test('execute: an unreachable device and a device that never answers are 502', async (t) => {
-  const closed = createServer();
-  const port = await listen(closed, 0, '127.0.0.1');
-  await closeServer(closed);
+  // Port 9 (discard): nothing listens there, and no test binds it, unlike a port freed here for the purpose.
+  const refusing = 'http://127.0.0.1:9';
   const hanging = createServer(() => undefined);
   const hangPort = await listen(hanging, 0, '127.0.0.1');
   t.teardown(() => {
@@ -119,7 +118,7 @@ t.test('execute: an unreachable device and a device that never answers are 502',
     return closeServer(hanging);
   });
   const sensors = lookup([
-    { sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: `http://127.0.0.1:${port}` },
+    { sensorId: 's1', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: refusing },
     { sensorId: 's2', buildingId: 'b1', roomId: 'r1', metric: 'temperature', driver: 'ecobee-local-thermostat', endpoint: `http://127.0.0.1:${hangPort}` },
   ]);
   const adapter = createDeviceAdapter({ catalog: await loadBindingCatalog(), sensors, timeoutMs: 300 });
