@@ -42,6 +42,8 @@ Usage:
         --ingest <url>            post batches here (default: keep them in the ledger only)
         --ingest-secret-file <f>  the HMAC key for --ingest (required with it)
         --key-id <id>             sent as X-Key-Id: 1 to 128 letters, digits, ".", "_", ":" or "-"
+        --ingest-timeout-ms <ms>  how long a post may take; a stop waits for the one in flight up to
+                                  it (default: the interval, from 1000 to 5000)
         --devices-per-person <x>  for ratioDeviceCount, 1 or more (default 1.5)
         --state-dir <dir>         keep the state and ledger here (default: a temporary directory)
         --frozen-polls <n>        polls a device behind a silent AP is kept (default 30)
@@ -83,13 +85,17 @@ function parse(args: string[], options: ParseArgsConfig['options'], maxPositiona
   return { values: values as Values, positionals };
 }
 
-function integer(values: Values, name: string, min = 1): number | undefined {
+function integer(values: Values, name: string, min = 1, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const raw = values[name];
   if (raw === undefined) return undefined;
   const n = Number(raw);
-  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name}: expected an integer of at least ${min}, got ${JSON.stringify(raw)}`);
+  const expected = max === Number.MAX_SAFE_INTEGER ? `an integer of at least ${min}` : `an integer from ${min} to ${max}`;
+  if (typeof raw !== 'string' || !/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${name}: expected ${expected}, got ${JSON.stringify(raw)}`);
   return n;
 }
+
+/** Node's longest timer, in ms: a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 function number(values: Values, name: string, check: (n: number) => boolean, expected: string): number | undefined {
   const raw = values[name];
@@ -243,6 +249,7 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     ingest: { type: 'string' },
     'ingest-secret-file': { type: 'string' },
     'key-id': { type: 'string' },
+    'ingest-timeout-ms': { type: 'string' },
     'devices-per-person': { type: 'string' },
     'state-dir': { type: 'string' },
     'frozen-polls': { type: 'string' },
@@ -279,8 +286,8 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     // character is a header Node will not send.
     if (typeof keyId === 'string' && !KEY_ID.test(keyId)) throw new UsageError(`--key-id: expected 1 to 128 letters, digits, ".", "_", ":" or "-", got ${JSON.stringify(keyId)}`);
     ingest = { url: url.href, secret, ...(typeof keyId === 'string' ? { keyId } : {}) };
-  } else if (values['ingest-secret-file'] !== undefined || values['key-id'] !== undefined) {
-    throw new UsageError('--ingest-secret-file and --key-id only make sense with --ingest <url>');
+  } else if (values['ingest-secret-file'] !== undefined || values['key-id'] !== undefined || values['ingest-timeout-ms'] !== undefined) {
+    throw new UsageError('--ingest-secret-file, --key-id and --ingest-timeout-ms only make sense with --ingest <url>');
   }
   const dialects = typeof values.dialects === 'string' ? values.dialects.split(',').map((d) => d.trim()).filter(Boolean) : undefined;
   const options = {
@@ -293,6 +300,7 @@ async function simulateCommand(args: string[], io: CommandIo): Promise<number> {
     ...defined('seed', integer(values, 'seed', 0)),
     ...defined('rebootRate', number(values, 'reboot-rate', (n) => n >= 0 && n <= 1, 'a fraction between 0 and 1')),
     ...defined('ticks', integer(values, 'ticks')),
+    ...defined('ingestTimeoutMs', integer(values, 'ingest-timeout-ms', 1, MAX_TIMER_MS)),
     ...defined('frozenPolls', integer(values, 'frozen-polls')),
     ...defined('devicesPerPerson', devicesPerPerson(values)),
     ...defined('stateDir', typeof values['state-dir'] === 'string' ? resolve(values['state-dir']) : undefined),

@@ -33,6 +33,17 @@ export interface SimulateOptions {
   rebootRate?: number;
   dialects?: string[];
   intervalMs: number;
+  /**
+   * How long the polls of a tick may take; default 0.8 × intervalMs (at least 50 ms), so that a tick
+   * fits its interval. Longer, a slow AP holds its tick back rather than counting as silent (its devices
+   * frozen): what a test on a loaded machine needs, whose ticks still come every intervalMs.
+   */
+  requestTimeoutMs?: number;
+  /**
+   * How long a post to `ingest` may take; default intervalMs, from 1 to 5 s. A stop waits for the post
+   * in flight up to it; longer, a slow ingest holds the run back rather than losing the batch.
+   */
+  ingestTimeoutMs?: number;
   /** Stop after this many ticks; default: until interrupted. */
   ticks?: number;
   ingest?: { url: string; secret: string; keyId?: string };
@@ -224,7 +235,7 @@ async function simulateIn(dirs: RunDirs, options: SimulateOptions, io: CommandIo
   const config: DaemonConfig = {
     buildingId: 'simulated-building',
     pollIntervalMs: options.intervalMs,
-    requestTimeoutMs: Math.max(50, Math.floor(options.intervalMs * 0.8)),
+    requestTimeoutMs: options.requestTimeoutMs ?? Math.max(50, Math.floor(options.intervalMs * 0.8)),
     zones: building.zones.map((id) => ({ id, devicesPerPerson })),
     tracker: {
       ...DEFAULT_TRACKER_CONFIG,
@@ -240,7 +251,7 @@ async function simulateIn(dirs: RunDirs, options: SimulateOptions, io: CommandIo
       config,
       stateDir,
       poller,
-      ...(options.ingest ? { ingest: { ...options.ingest, timeoutMs: Math.max(1000, Math.min(options.intervalMs, 5000)) } } : {}),
+      ...(options.ingest ? { ingest: { ...options.ingest, timeoutMs: options.ingestTimeoutMs ?? Math.max(1000, Math.min(options.intervalMs, 5000)) } } : {}),
       logger,
       processMetrics: false,
     });

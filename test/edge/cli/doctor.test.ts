@@ -11,7 +11,7 @@ import { openLedger } from '../../../edge/src/report/ledger.js';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
 import { serve } from '../../support/http.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
-import { freePort, runCli, writeBuildingConfig } from './building-config.js';
+import { runCli, writeBuildingConfig } from './building-config.js';
 
 /**
  * What nginx answers a plain HTTP request on its HTTPS port: 400 and an HTML page. Only the ingest path
@@ -98,7 +98,8 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
     writeFileSync(wrongKey, ssh2.utils.generateKeyPairSync('ed25519').private, { mode: 0o600 });
     const bad = join(sub, 'bad.key');
     writeFileSync(bad, 'not-the-key\n', { mode: 0o600 });
-    const closed = await freePort();
+    // The discard port: nothing listens there, and a port freed for the test could be taken meanwhile.
+    const closed = 9;
     const snmp = building.accessPoints.find((ap) => ap.target.transport === 'snmp' && !ap.apZones)!;
     const ssh = building.accessPoints.find((ap) => ap.target.transport === 'ssh')!;
     const config = writeBuildingConfig(building, workDir, sub, {
@@ -153,7 +154,7 @@ t.test('doctor checks every AP, the ingest and the clock', async (t) => {
   t.test('an unreachable ingest and an invalid config', async (t) => {
     const sub = join(dir, 'gone');
     withStateDir(sub);
-    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: `http://127.0.0.1:${await freePort()}/ingest`, secretFile: good } });
+    const config = writeBuildingConfig(building, workDir, sub, { ingest: { url: 'http://127.0.0.1:9/ingest', secretFile: good } });
     const gone = await runCli(['doctor', '--config', config]);
     t.equal(gone.code, 1);
     t.match(gone.stdout, /FAIL ingest .*: reachable ✗ \(ECONNREFUSED\)/);

@@ -5,13 +5,13 @@
  * is named in a warning and left as it was.
  */
 import t from 'tap';
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { request } from 'undici';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { CREDENTIAL_FILES, startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
-import { freePort, startCli, until, writeBuildingConfig, type Child } from './building-config.js';
+import { startCli, until, writeBuildingConfig, type Child, type ConfigExtras } from './building-config.js';
 
 type LogLine = Record<string, unknown> & { msg?: string };
 
@@ -68,8 +68,17 @@ t.test('SIGHUP reloads the config between ticks; an invalid one changes nothing'
   t.same(names, ['ap-zone-a-1', 'ap-zone-b-1', 'ap-zone-c-1', 'ap-zone-a-2'], 'the building this test was written for');
   const [added, moved, removed] = ['ap-zone-a-2', 'ap-zone-b-1', 'ap-zone-c-1'];
   const stateDir = join(dir, 'state');
-  const metricsPort = await freePort();
-  const config = writeBuildingConfig(building, workDir, dir, { metricsPort, exclude: [added] });
+  /**
+   * The config, with metrics on port 0: the collector binds a free port itself and logs it (a port freed
+   * for the test could be taken by the time the child binds it). The same in every version of the file,
+   * so no reload sees metrics.listen change.
+   */
+  const writeConfig = (extras: ConfigExtras): string => {
+    const file = writeBuildingConfig(building, workDir, dir, extras);
+    appendFileSync(file, 'metrics: { listen: "127.0.0.1:0" }\n');
+    return file;
+  };
+  const config = writeConfig({ exclude: [added] });
 
   const child = startCli(['run', '--config', config]);
   t.teardown(() => {
@@ -82,11 +91,12 @@ t.test('SIGHUP reloads the config between ticks; an invalid one changes nothing'
     return at < 0 ? 0 : lines.slice(at + 1).filter((l) => l.msg === 'tick').length;
   };
   t.ok(await until(() => ticks() >= 2 || child.process.exitCode !== null, 60_000), `two ticks (stderr: ${child.stderr().slice(0, 500)})`);
+  const metricsPort = logLines(child).find((l) => l.msg === 'metrics listening')?.port as number;
+  t.type(metricsPort, 'number', 'the metrics port is logged');
   t.equal(await sample(metricsPort, 'lintel_edge_config_reloads_total', { result: 'applied' }), 0, 'reloads are counted from 0');
 
   // An invalid file: the collector says what is wrong and keeps polling with what it has.
-  writeBuildingConfig(building, workDir, dir, {
-    metricsPort,
+  writeConfig({
     exclude: [added],
     requestTimeoutS: 5,
     override: { [removed]: (ap) => ({ ...ap, zone: 'no-such-zone' }) },
@@ -116,8 +126,7 @@ t.test('SIGHUP reloads the config between ticks; an invalid one changes nothing'
   t.same(before.map((r) => r.zone), ['zone-b'], `${moved}'s devices are counted in zone-b`);
 
   // A valid file: one AP added, one removed, one moved to another zone, and a setting that needs a restart.
-  writeBuildingConfig(building, workDir, dir, {
-    metricsPort,
+  writeConfig({
     exclude: [removed],
     stateDir: join(dir, 'state-elsewhere'),
     override: { [moved]: (ap) => ({ ...ap, zone: 'zone-c' }) },

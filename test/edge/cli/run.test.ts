@@ -3,12 +3,12 @@
  * SNMP and SSH, posting signed batches, serving metrics, and stopping cleanly on SIGTERM.
  */
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startSimulatedBuilding } from '../../../edge/src/simulate/index.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
-import { freePort, startCli, until, writeBuildingConfig } from './building-config.js';
+import { logsOf, startCli, until, writeBuildingConfig } from './building-config.js';
 
 t.test('run polls every AP, posts signed batches, serves metrics and stops on SIGTERM', async (t) => {
   const dir = t.testdir({});
@@ -18,8 +18,10 @@ t.test('run polls every AP, posts signed batches, serves metrics and stops on SI
   const ingest = await startVerifyingIngest(t, { default: 'run-test-key' });
   const secretFile = join(dir, 'ingest.key');
   writeFileSync(secretFile, 'run-test-key\n', { mode: 0o600 });
-  const metricsPort = await freePort();
-  const config = writeBuildingConfig(building, workDir, dir, { ingest: { url: ingest.url, secretFile }, metricsPort });
+  const config = writeBuildingConfig(building, workDir, dir, { ingest: { url: ingest.url, secretFile } });
+  // Port 0: the collector binds a free port itself and logs it. A port freed for the test could be taken
+  // by the time the child binds it.
+  appendFileSync(config, 'metrics: { listen: "127.0.0.1:0" }\n');
 
   const child = startCli(['run', '--config', config]);
   t.teardown(() => {
@@ -37,6 +39,8 @@ t.test('run polls every AP, posts signed batches, serves metrics and stops on SI
   const counted = last.readings.filter((r) => r.type === 'totalDeviceCount').reduce((n, r) => n + (r.totalDeviceCount as number), 0);
   t.ok(counted > 0 && counted <= 25, `counted ${counted} of 25 devices`);
 
+  const metricsPort = logsOf(child).find((l) => l.msg === 'metrics listening')?.port as number;
+  t.type(metricsPort, 'number', 'the metrics port is logged');
   const metrics = await request(`http://127.0.0.1:${metricsPort}/metrics`);
   const text = await metrics.body.text();
   t.equal(metrics.statusCode, 200);

@@ -235,7 +235,10 @@ t.test('start() ticks on the interval until stop()', async (t) => {
   await daemon.stop();
   const after = poller.calls;
   t.ok(after === reports.length || after === reports.length + 1, `a poll per reported tick, and at most the one in flight at stop unreported (${after} polls, ${reports.length} reports)`);
-  await new Promise((r) => setTimeout(r, 250));
+  // A fence by the order of timers, not by speed: the daemon never schedules a tick more than one poll
+  // interval ahead, so a tick still scheduled at stop would fire before a timer set now for two
+  // intervals (Node runs timers in the order they expire), and it polls in its timer's callback.
+  await new Promise((r) => setTimeout(r, 2 * config.pollIntervalMs));
   t.equal(poller.calls, after, 'no tick after stop');
 });
 

@@ -17,6 +17,13 @@ import { runSimulate } from '../support/simulate-run.js';
 
 const TICKS = 20;
 const INTERVAL_MS = 1000;
+/**
+ * The polls' and the post's bounds, well past the interval: on a loaded machine a slow answer makes a
+ * tick late, not an AP silent (its devices frozen, the error rate up) nor a batch lost. Quick answers
+ * keep the ticks INTERVAL_MS apart; only an AP that answers nothing (rebooting) holds its tick for the
+ * whole bound, which makes the run slower, not wrong (this seed's 20 steps reboot none).
+ */
+const TIMEOUT_MS = 10_000;
 const SECRET = 'e2e-ingest-signing-key';
 /** The collector lags true moves by its hysteresis (a few polls); the bound leaves room for that. */
 const MAX_ERROR_RATE = 0.2;
@@ -26,6 +33,8 @@ t.test('simulate posts signed aggregate batches that match the ground truth and 
   const stateDir = t.testdir({});
   const { exitCode, summary, out, building, macsSeen } = await runSimulate({
     intervalMs: INTERVAL_MS,
+    requestTimeoutMs: TIMEOUT_MS,
+    ingestTimeoutMs: TIMEOUT_MS,
     ticks: TICKS,
     seed: 42,
     devices: 30,
