@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { refusingUrl } from './support/fake-agent.js';
+import { REFUSING_URL } from './support/fake-agent.js';
 import { unacceptingUrl } from './support/unaccepting-listener.js';
 import { MongoClient } from 'mongodb';
 import { freshChatDatabase } from './support/mongo.js';
@@ -12,7 +12,7 @@ async function nothingStored(t: Test, chat: ChatUnderTest, id: string): Promise<
 }
 
 t.test('an agent that refuses connections: 502 JSON, before any stream bytes', async (t) => {
-  const chat = await startChat(t, { agentUrl: await refusingUrl() });
+  const chat = await startChat(t, { agentUrl: REFUSING_URL });
   const conversation = await createConversation(chat.url, 'ana');
   const result = await send(chat.url, 'ana', conversation.id, 'anyone there?');
   t.equal(result.status, 502);
@@ -196,7 +196,7 @@ t.test('a store failure at the end: an error frame, and the conversation is as i
   let release!: () => void;
   chat.agent.expect({ tokens: ['lost'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
   const pending = send(chat.url, 'ana', conversation.id, 'q');
-  for (let i = 0; i < 500 && chat.agent.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await chat.agent.called(1);
   await writer.close();
   release();
   const result = await pending;

@@ -46,13 +46,32 @@ t.test('an agent sending keep-alives before any token, empty tokens, or events o
   t.same((await getConversation(chat.url, 'ana', conversation.id)).messages, [], 'nothing stored');
 });
 
+// An answer paced by the test: each token leaves the agent once the browser has the one before, and a
+// gap later. The gaps add up to more than the idle timeout, so the idle check fires in the middle of the
+// answer and must find it moving; each is a twentieth of the timeout, so only a stall of nearly the
+// whole timeout between two tokens (not a slow machine) could cut it.
+const PACED_IDLE_MS = 5_000;
+const PACED_GAP_MS = 250;
+const PACED_TOKENS = PACED_IDLE_MS / PACED_GAP_MS + 2;
+
 t.test('an answer whose tokens keep coming is not cut, though it runs longer than the idle timeout in all', async (t) => {
-  const chat = await startChat(t, { idleTimeoutMs: 1_000 });
+  const chat = await startChat(t, { idleTimeoutMs: PACED_IDLE_MS });
   const conversation = await createConversation(chat.url, 'ana');
-  // Spread over more than twice the idle timeout in all, each gap well inside it.
-  const tokens = Array.from({ length: 12 }, (_, i) => `t${i} `);
-  chat.agent.expect({ tokens, tokenDelayMs: 200 });
-  const result = await sendUntilTerminal(chat, conversation.id);
-  t.equal(answerOf(result), tokens.join(''));
-  t.match(terminalOf(result), { type: 'done', message: { content: tokens.join('') } });
+  const tokens = Array.from({ length: PACED_TOKENS }, (_, i) => `t${i} `);
+  let opened!: (stream: OpenStream) => void;
+  const streamOpened = new Promise<OpenStream>((resolve) => (opened = resolve));
+  chat.agent.expect({
+    tokens,
+    beforeToken: async (index) => {
+      const stream = await streamOpened;
+      await stream.until(() => stream.frames.filter((f) => f.frame.type === 'token').length === index);
+      await new Promise((resolve) => setTimeout(resolve, PACED_GAP_MS));
+    },
+  });
+  const stream = await openSend(chat.url, 'ana', conversation.id, { content: 'q' });
+  if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status}`);
+  opened(stream);
+  await stream.ended;
+  t.equal(answerOf(stream), tokens.join(''));
+  t.match(terminalOf(stream), { type: 'done', message: { content: tokens.join('') } });
 });

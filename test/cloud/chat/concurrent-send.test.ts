@@ -25,7 +25,7 @@ t.test(`${SENDS} sends at once into an empty conversation: every exchange is sto
   const gate = new Promise<void>((resolve) => (release = resolve));
   for (let i = 0; i < SENDS; i++) chat.agent.expect({ tokensFor: (q) => [q.replace('question', 'answer')], holdAfter: 0, release: gate });
   const pending = Array.from({ length: SENDS }, (_, i) => send(chat.url, 'ana', conversation.id, `question ${i}`));
-  for (let i = 0; i < 1000 && chat.agent.calls.length < SENDS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await chat.agent.called(SENDS);
   t.equal(chat.agent.calls.length, SENDS, 'all sends reached the agent');
   release();
   const results = await Promise.all(pending);
@@ -49,7 +49,7 @@ t.test(`${SENDS} sends at once into a conversation with 90 messages: exactly 5 f
   const gate = new Promise<void>((resolve) => (release = resolve));
   for (let i = 0; i < SENDS; i++) chat.agent.expect({ tokensFor: (q) => [q.replace('question', 'answer')], holdAfter: 0, release: gate });
   const pending = Array.from({ length: SENDS }, (_, i) => send(chat.url, 'ana', conversation.id, `question ${i}`));
-  for (let i = 0; i < 1000 && chat.agent.calls.length < SENDS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await chat.agent.called(SENDS);
   release();
   const results = await Promise.all(pending);
 
@@ -74,7 +74,7 @@ t.test('sends racing through two replicas that share the database lose nothing e
   const replicas = [first, second];
   for (let i = 0; i < SENDS; i++) replicas[i % 2]?.agent.expect({ tokensFor: (q) => [q.replace('question', 'answer')], holdAfter: 0, release: gate });
   const pending = Array.from({ length: SENDS }, (_, i) => send((replicas[i % 2] ?? first).url, 'ana', conversation.id, `question ${i}`));
-  for (let i = 0; i < 1000 && first.agent.calls.length + second.agent.calls.length < SENDS; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await Promise.all([first.agent.called(SENDS / 2), second.agent.called(SENDS / 2)]);
   release();
   const results = await Promise.all(pending);
   const messages = (await getConversation(first.url, 'ana', conversation.id)).messages ?? [];

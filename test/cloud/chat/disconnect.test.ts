@@ -50,7 +50,7 @@ t.test('the browser leaves before the agent has even answered: stored all the sa
     body: JSON.stringify({ content: 'quick question' }),
     signal: controller.signal,
   }).catch(() => 'aborted');
-  await until(() => chat.agent.calls.length === 1, 'the agent was asked');
+  await chat.agent.called(1);
   controller.abort();
   t.equal(await pending, 'aborted');
   await until(disconnectsSeen(chat, 1), 'the service noticed the browser left');

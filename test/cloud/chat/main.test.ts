@@ -5,8 +5,8 @@ import { createServer } from 'node:http';
 import { ConfigError } from '../../../shared/env.js';
 import { listen } from '../../../shared/lifecycle.js';
 import { readChatConfig } from '../../../cloud/chat/config.js';
-import { chatWithConversation, freePort, startChatProcess } from './support/chat-process.js';
-import { startFakeAgent } from './support/fake-agent.js';
+import { chatWithConversation, startChatProcess } from './support/chat-process.js';
+import { REFUSING_PORT, startFakeAgent } from './support/fake-agent.js';
 import { claimsOf, conversationsOf, getConversation, openSend, OpenStream, send, terminalOf, type Frame } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
@@ -136,8 +136,7 @@ t.test('SIGTERM while the agent stalls: at the drain limit the browser gets an e
 });
 
 t.test('npm run chat with MongoDB unreachable, or its port taken: one log line naming the cause, exit 1, no stack trace', async (t) => {
-  const closedPort = await freePort();
-  const unreachable = await startChatProcess(t, { MONGO_URI: `mongodb://chat:hunter2@127.0.0.1:${closedPort}/chat`, LOG_LEVEL: 'info' });
+  const unreachable = await startChatProcess(t, { MONGO_URI: `mongodb://chat:hunter2@127.0.0.1:${REFUSING_PORT}/chat`, LOG_LEVEL: 'info' });
   // startChatProcess returns once the process has exited, so its exit code is already known.
   const code = unreachable.child.exitCode ?? ((await once(unreachable.child, 'exit')) as [number | null])[0];
   t.equal(code, 1);

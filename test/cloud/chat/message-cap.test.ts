@@ -40,7 +40,7 @@ t.test('a conversation that filled up while the answer streamed gets an error fr
   let release!: () => void;
   chat.agent.expect({ tokens: ['late', ' answer'], holdAfter: 1, release: new Promise<void>((resolve) => (release = resolve)) });
   const pending = send(chat.url, 'ana', conversation.id, 'slow question');
-  await waitFor(() => chat.agent.calls.length === 1);
+  await chat.agent.called(1);
   await fillConversation(chat.db, conversation.id, 99);
   release();
   const result = await pending;
@@ -51,8 +51,3 @@ t.test('a conversation that filled up while the answer streamed gets an error fr
   });
   t.equal((await getConversation(chat.url, 'ana', conversation.id)).messages?.length, 99);
 });
-
-async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  if (!condition()) throw new Error('condition never held');
-}

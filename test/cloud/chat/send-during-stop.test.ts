@@ -12,7 +12,7 @@ t.test('a send waiting for the agent when its client stops: 503 stopping, no age
   const conversation = await createConversation(chat.url, 'ana');
   chat.agent.expect({ neverAnswer: true });
   const sending = openSend(chat.url, 'ana', conversation.id, { content: 'anyone there?' });
-  for (let i = 0; i < 500 && chat.agent.calls.length < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await chat.agent.called(1);
   t.equal(chat.agent.calls.length, 1, 'the question reached the agent, which holds its headers');
 
   await chat.agentClient.stop();

@@ -56,7 +56,7 @@ t.test('after SIGTERM a new request on a kept-alive connection is refused with 5
   first.body.setEncoding('utf8');
   first.body.on('data', (chunk: string) => (firstText += chunk));
   const firstEnded = once(first.body, 'end');
-  for (let i = 0; i < 500 && agent.calls.length < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await agent.called(1);
   // The second keeps the service draining while the first connection is reused.
   const second = await openSend(base, 'ana', id, { content: 'two' });
   if (!(second instanceof OpenStream)) throw new Error(`expected a stream, got ${second.status} ${JSON.stringify(second.body)}`);
@@ -95,7 +95,7 @@ t.test('SIGTERM while a send waits for the agent to answer: at the drain limit t
   const { child, base, id } = await chatWithConversation(t, uri, agent.url);
   agent.expect({ neverAnswer: true });
   const sending = openSend(base, 'ana', id, { content: 'anyone there?' });
-  for (let i = 0; i < 500 && agent.calls.length < 1; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await agent.called(1);
   const exited = once(child, 'exit') as Promise<[number | null]>;
   child.kill('SIGTERM');
   const answer = await sending;

@@ -57,7 +57,7 @@ t.test('a rename while the first answer streams wins over seeding', async (t) =>
   let release!: () => void;
   chat.agent.expect({ tokens: ['slow'], holdAfter: 0, release: new Promise<void>((resolve) => (release = resolve)) });
   const pending = send(chat.url, 'ana', conversation.id, 'The first question');
-  for (let i = 0; i < 500 && chat.agent.calls.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  await chat.agent.called(1);
   await call(chat.url, 'PATCH', `/conversations/${conversation.id}`, 'ana', { title: 'Named meanwhile' });
   release();
   t.equal(terminalOf(await pending)?.type, 'done');

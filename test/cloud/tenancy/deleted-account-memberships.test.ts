@@ -8,6 +8,14 @@ import { createDomain, newAccount, startTenancy, type TenancyUnderTest } from '.
  * made later with a token the deleted account still holds, nor from a manager or provisioner naming it.
  */
 
+/**
+ * Polls until `condition` holds. It has no time limit of its own: tap's timeout fails a test whose
+ * condition never comes, so a loaded machine cannot make it give up and go on as if it held.
+ */
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 const admin = (sub: string, domain: string) => ({ sub, memberships: [{ domainName: domain, role: 'business_admin' }] });
 
 async function newCode(app: TenancyUnderTest, owner: string, domain: string): Promise<string> {
@@ -44,15 +52,18 @@ t.test('an account deleted while it redeems a code keeps no membership', async (
   const gate = await app.pool.connect();
   try {
     await gate.query('SELECT pg_advisory_lock($1)', [GATE]);
-    const redeeming = app.call('POST', `/invite-codes/${code}/redeem`, { as: { sub: leaving } });
-    for (let i = 0; i < 500 && (await sessionsWaitingForLocks(app.pool)) < 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    let redemptionSettled = false;
+    const redeeming = app.call('POST', `/invite-codes/${code}/redeem`, { as: { sub: leaving } }).finally(() => (redemptionSettled = true));
+    await until(async () => redemptionSettled || (await sessionsWaitingForLocks(app.pool)) >= 1);
+    if (redemptionSettled) {
+      const early = await redeeming;
+      throw new Error(`the redemption never waited at the gate: ${early.status} ${early.text}`);
+    }
     let removalSettled = false;
     const removal = app.store.removeAccount(leaving).finally(() => (removalSettled = true));
     // The deletion either waits for the redemption (two sessions waiting) or, as it used to, finishes
     // at once and misses the membership the redemption is about to add.
-    for (let i = 0; i < 500 && !removalSettled && (await sessionsWaitingForLocks(app.pool)) < 2; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await until(async () => removalSettled || (await sessionsWaitingForLocks(app.pool)) >= 2);
     await gate.query('SELECT pg_advisory_unlock($1)', [GATE]);
     const redeemed = await redeeming;
     await removal;

@@ -5,12 +5,20 @@ import { request } from 'undici';
 import { encodeClaims } from '../../../shared/claims.js';
 import { sign } from '../../../shared/hmac.js';
 import { freshPgDatabase } from '../../support/stack.js';
-import { eventually, freePort } from './support/redis.js';
 
 const MAIN = fileURLToPath(new URL('../../../cloud/tenancy/main.ts', import.meta.url));
 
+/**
+ * A loopback port nothing listens on, so connections are refused: the discard port, a fixed port below
+ * 1024 that neither the stack nor any test binds. A port bound and then closed would not do: another
+ * test file running meanwhile may be given it.
+ */
+const REFUSING_PORT = 9;
+
 interface Run {
   code: Promise<number | null>;
+  /** Resolves with the first match of `pattern` in what the process printed to stdout; rejects if it exits first. */
+  printed(pattern: RegExp): Promise<RegExpMatchArray>;
   stderr: () => string;
   stdout: () => string;
   signal(name: NodeJS.Signals): void;
@@ -24,11 +32,23 @@ function runMain(t: { teardown(fn: () => unknown): void }, env: Record<string, s
   child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
   const code = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const printed = (pattern: RegExp) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const look = () => {
+        const match = pattern.exec(stdout);
+        if (!match) return;
+        child.stdout.off('data', look);
+        resolve(match);
+      };
+      child.stdout.on('data', look);
+      look();
+      void code.then((c) => reject(new Error(`tenancy exited (${c}) before printing ${pattern}: ${stdout}${stderr}`)));
+    });
   t.teardown(async () => {
     if (child.exitCode === null) child.kill('SIGKILL');
     await code;
   });
-  return { code, stderr: () => stderr, stdout: () => stdout, signal: (s) => child.kill(s) };
+  return { code, printed, stderr: () => stderr, stdout: () => stdout, signal: (s) => child.kill(s) };
 }
 
 t.test('refuses to start without its required variables, naming each', async (t) => {
@@ -54,14 +74,15 @@ t.test('names every malformed variable at once', async (t) => {
   t.match(blank.stderr(), /INTERNAL_SIGNING_SECRET: expected at least one non-empty secret/);
 });
 
-async function untilListening(base: string): Promise<void> {
-  await eventually(async () => {
-    try {
-      return (await request(`${base}/health`)).statusCode === 200;
-    } catch {
-      return false;
-    }
-  }, 'tenancy listening', 30_000);
+/**
+ * The address of a tenancy started on port 0, from its `listening` log line: the port the system gave
+ * it, so never another test's server. Logged once the server listens.
+ */
+async function listeningBase(run: Run): Promise<string> {
+  const [, line = ''] = await run.printed(/^(.*"msg":"listening".*)\n/m);
+  const { port } = JSON.parse(line) as { port?: unknown };
+  if (typeof port !== 'number') throw new Error(`no port in the listening line: ${line}`);
+  return `http://127.0.0.1:${port}`;
 }
 
 /** Creates the domain `acme` owned by `owner`; answers the status. */
@@ -77,15 +98,13 @@ async function createAcme(base: string, owner: string): Promise<number> {
 
 t.test('starts with Redis unreachable, migrates, serves, accepts the previous key, and stops on SIGTERM', async (t) => {
   const databaseUrl = await freshPgDatabase(t);
-  const port = await freePort();
   const run = runMain(t, {
     DATABASE_URL: databaseUrl,
     INTERNAL_SIGNING_SECRET: 'tenancy-new-secret, tenancy-old-secret',
-    REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
-    ADDR: `127.0.0.1:${port}`,
+    REDIS_URL: `redis://127.0.0.1:${REFUSING_PORT}`,
+    ADDR: '127.0.0.1:0',
   });
-  const base = `http://127.0.0.1:${port}`;
-  await untilListening(base);
+  const base = await listeningBase(run);
   const owner = '5d0c0000-0000-4000-8000-0000000000aa';
   t.equal(await createAcme(base, owner), 201);
   const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'tenancy-old-secret') } });
@@ -99,10 +118,8 @@ t.test('starts with Redis unreachable, migrates, serves, accepts the previous ke
 });
 
 t.test('without REDIS_URL the account-deleted consumer never starts, and every route is served', async (t) => {
-  const port = await freePort();
-  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'tenancy-only-secret', ADDR: `127.0.0.1:${port}` });
-  const base = `http://127.0.0.1:${port}`;
-  await untilListening(base);
+  const run = runMain(t, { DATABASE_URL: await freshPgDatabase(t), INTERNAL_SIGNING_SECRET: 'tenancy-only-secret', ADDR: '127.0.0.1:0' });
+  const base = await listeningBase(run);
   const owner = '5d0c0000-0000-4000-8000-0000000000bb';
   t.equal(await createAcme(base, owner), 201);
   const login = await request(`${base}/internal/memberships?accountId=${owner}`, { headers: { 'x-signature': sign('', 'tenancy-only-secret') } });
@@ -114,7 +131,7 @@ t.test('without REDIS_URL the account-deleted consumer never starts, and every r
 });
 
 t.test('PostgreSQL unreachable at start: one line naming it and where it was looked for, without the password, exit 1', async (t) => {
-  const closed = await freePort();
+  const closed = REFUSING_PORT;
   const run = runMain(t, { DATABASE_URL: `postgres://lintel:hunter2@127.0.0.1:${closed}/tenancy_db`, INTERNAL_SIGNING_SECRET: 'tenancy-test-secret' });
   t.equal(await run.code, 1);
   const fatal = run.stdout().split('\n').find((l) => l.includes('"start failed"'));

@@ -3,28 +3,21 @@
  * environment, its signals and its exit code.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:http';
-import { listen } from '../../../../shared/lifecycle.js';
 import { claimsOf } from './harness.js';
 
 type Teardown = { teardown(fn: () => unknown): void };
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
 /**
- * The service as its own process (killed at teardown if still running) on a free port, with `env` over
- * the test's environment; waits until /health answers or the process exits. `output()` is what it has
+ * The service as its own process (killed at teardown if still running), with `env` over the test's
+ * environment, on a port the system gives it: PORT=0, read back from its `chat listening` line. A port
+ * found free and then handed to the process could be taken by another test file meanwhile, and /health
+ * would then answer from that file's server. Waits until the process listens or exits; `up` is whether
+ * its /health then answered (false, and `base` empty, when it exited first). `output()` is what it has
  * printed so far.
  */
 export async function startChatProcess(t: Teardown, env: Record<string, string>): Promise<{ child: ChildProcess; base: string; up: boolean; output(): string }> {
-  const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'cloud/chat/main.ts'], {
-    env: { ...process.env, PORT: String(port), LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -33,12 +26,18 @@ export async function startChatProcess(t: Teardown, env: Record<string, string>)
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL');
   });
+  const port = await new Promise<number | undefined>((resolve) => {
+    const look = () => {
+      const line = /^(.*"msg":"chat listening".*)\n/m.exec(output)?.[1];
+      if (line !== undefined) resolve((JSON.parse(line) as { port: number }).port);
+    };
+    child.stdout!.on('data', look);
+    // 'close', not 'exit': what it printed before exiting has all been read by then.
+    child.once('close', () => resolve(undefined));
+  });
+  if (port === undefined) return { child, base: '', up: false, output: () => output };
   const base = `http://127.0.0.1:${port}`;
-  let up = false;
-  for (let i = 0; i < 300 && !up && child.exitCode === null; i++) {
-    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-    if (!up) await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
   return { child, base, up, output: () => output };
 }
 

@@ -23,6 +23,11 @@ export interface AgentScript {
   failAfter?: number;
   /** After this many tokens, destroy the connection. */
   dropAfter?: number;
+  /**
+   * Before each token but the first, wait for this (called with the token's index): the test sets the
+   * pace of the answer, for example a token once the browser has the one before.
+   */
+  beforeToken?: (index: number) => Promise<void>;
   /** After this many tokens, hold until `release` resolves (or forever, when it is absent: a stall). */
   holdAfter?: number;
   release?: Promise<void>;
@@ -67,6 +72,7 @@ export class FakeAgent {
   private port = 0;
   private readonly requestSockets = new Set<Socket>();
   private idleCloseMs: number | undefined;
+  private callWaiters: Array<{ count: number; resolve: () => void; reject: (err: Error) => void }> = [];
 
   constructor() {
     this.server = createServer((req, res) => {
@@ -102,6 +108,16 @@ export class FakeAgent {
   expect(...scripts: AgentScript[]): this {
     this.scripts.push(...scripts);
     return this;
+  }
+
+  /**
+   * Resolves once the fake has received its `count`-th scripted call (at once if it already has), for a
+   * test that must act while an answer is under way; rejects at an unexpected call. It has no time limit
+   * of its own: tap's timeout fails a test whose call never comes.
+   */
+  called(count: number): Promise<void> {
+    if (this.calls.length >= count) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => this.callWaiters.push({ count, resolve, reject }));
   }
 
   /** Scripts queued and not yet called. */
@@ -149,6 +165,7 @@ export class FakeAgent {
       done = resolve;
     });
     this.calls.push({ headers: req.headers, body, finished });
+    this.wakeCallWaiters();
     try {
       const question = (body as { question?: unknown } | null)?.question;
       await this.answer(script.tokensFor ? { ...script, tokens: script.tokensFor(String(question)) } : script, res);
@@ -157,8 +174,17 @@ export class FakeAgent {
     }
   }
 
+  private wakeCallWaiters(): void {
+    const due = this.callWaiters.filter((waiter) => waiter.count <= this.calls.length);
+    this.callWaiters = this.callWaiters.filter((waiter) => waiter.count > this.calls.length);
+    for (const waiter of due) waiter.resolve();
+  }
+
   private refuse(res: ServerResponse, what: string): void {
     this.unexpected.push(what);
+    const waiters = this.callWaiters;
+    this.callWaiters = [];
+    for (const waiter of waiters) waiter.reject(new Error(`the fake agent got an unexpected call while a test waited for call ${waiter.count}: ${what}`));
     res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `fake agent: unexpected ${what}` }));
   }
 
@@ -201,6 +227,10 @@ export class FakeAgent {
       }
       const token = tokens[i];
       if (token === undefined) break;
+      if (i > 0 && script.beforeToken) {
+        await script.beforeToken(i);
+        if (res.destroyed) return;
+      }
       if (i > 0 && script.tokenDelayMs) await pause(script.tokenDelayMs);
       send({ type: 'token', text: token });
     }
@@ -231,10 +261,12 @@ export async function startFakeAgent(t: { teardown(fn: () => unknown): void }): 
   return agent;
 }
 
-/** A loopback URL where nothing listens: connections are refused. */
-export async function refusingUrl(): Promise<string> {
-  const server = createServer();
-  const port = await listen(server, 0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
-}
+/**
+ * A loopback port where nothing listens, so connections are refused: the discard port, a fixed port
+ * below 1024 that neither the stack nor any test binds. A port bound and then closed would not do:
+ * another test file running meanwhile may be given it.
+ */
+export const REFUSING_PORT = 9;
+
+/** An agent URL on {@link REFUSING_PORT}: an agent that refuses connections. */
+export const REFUSING_URL = `http://127.0.0.1:${REFUSING_PORT}`;
