@@ -5,19 +5,13 @@
  * the unit does not restart, also when a link leads there. Outside the unit it is used as configured.
  */
 import t, { type Test } from 'tap';
-import { existsSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, realpathSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { logsOf, startCli, until, writeSilentCollectorConfig, type Child } from './building-config.js';
+import { OUTSIDE_TMP, scratchIn } from '../support/scratch-dir.js';
 
 /** Through env(1) without NODE_OPTIONS: the test runner's process-info hook stays out of the child. */
 const WITHOUT_TEST_HOOK = ['/usr/bin/env', '-u', 'NODE_OPTIONS'];
-
-/** A fresh directory in `parent` (/tmp or /var/tmp), removed at teardown. */
-function scratchIn(t: Test, parent: string): string {
-  const dir = mkdtempSync(join(parent, 'lintel-run-state-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Runs the collector on `config`; resolves once it started or ended. */
 async function startCollector(t: Test, config: string, env: Record<string, string>): Promise<Child> {
@@ -48,13 +42,15 @@ t.test('under the unit, a stateDir in /tmp: exit 2 at start, naming it and the f
 
 t.test('under the unit, a stateDir reached through a link into /var/tmp is refused too', async (t) => {
   const dir = t.testdir({ unit: {} });
-  symlinkSync(scratchIn(t, '/var/tmp'), join(dir, 'srv'));
-  const stateDir = join(dir, 'srv', 'lintel', 'state');
+  // The link itself outside /tmp, wherever the checkout is: only where it leads is in /var/tmp.
+  const link = join(scratchIn(t, OUTSIDE_TMP), 'srv');
+  symlinkSync(scratchIn(t, '/var/tmp'), link);
+  const stateDir = join(link, 'lintel', 'state');
   const config = await writeSilentCollectorConfig(dir, stateDir);
 
   const child = await startCollector(t, config, { STATE_DIRECTORY: join(dir, 'unit') });
   t.equal(child.process.exitCode, 2, `exit 2 (stderr: ${child.stderr().slice(0, 600)})`);
-  t.match(child.stderr(), `stateDir ${stateDir} (set in ${config}) leads into /var/tmp (${realpathSync(join(dir, 'srv'))}/lintel/state, through a symbolic link), which the unit's PrivateTmp=yes makes its own`, 'names it, where it leads, and why');
+  t.match(child.stderr(), `stateDir ${stateDir} (set in ${config}) leads into /var/tmp (${realpathSync(link)}/lintel/state, through a symbolic link), which the unit's PrivateTmp=yes makes its own`, 'names it, where it leads, and why');
   t.notOk(existsSync(stateDir), 'nothing was created');
 });
 

@@ -9,17 +9,20 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { logsOf, startCli, until, writeSilentCollectorConfig } from './building-config.js';
 import { readOnly } from '../support/private-mount.js';
+import { OUTSIDE_TMP, scratchIn } from '../support/scratch-dir.js';
 
 /** Through env(1) without NODE_OPTIONS: the test runner's process-info hook stays out of the child. */
 const WITHOUT_TEST_HOOK = ['/usr/bin/env', '-u', 'NODE_OPTIONS'];
 
 t.test('a stateDir the unit makes read-only: exit 2 at start, naming both directories and the fixes', async (t) => {
-  const dir = t.testdir({ unit: {}, srv: {} });
+  const dir = t.testdir({ unit: {} });
+  // Outside /tmp wherever the checkout is: under the unit a stateDir there is refused for another reason.
+  const srv = scratchIn(t, OUTSIDE_TMP);
   const unitState = join(dir, 'unit');
-  const stateDir = join(dir, 'srv', 'lintel');
+  const stateDir = join(srv, 'lintel');
   const config = await writeSilentCollectorConfig(dir, stateDir);
 
-  const child = startCli(['run', '--config', config], { STATE_DIRECTORY: unitState }, [...readOnly(join(dir, 'srv')), ...WITHOUT_TEST_HOOK]);
+  const child = startCli(['run', '--config', config], { STATE_DIRECTORY: unitState }, [...readOnly(srv), ...WITHOUT_TEST_HOOK]);
   t.teardown(() => {
     if (child.process.exitCode === null) child.process.kill('SIGKILL');
   });
@@ -35,7 +38,7 @@ t.test('a stateDir the unit makes read-only: exit 2 at start, naming both direct
 
 t.test('a stateDir outside the unit’s that it may write (a ReadWritePaths= drop-in) is used', async (t) => {
   const dir = t.testdir({ unit: {} });
-  const stateDir = join(dir, 'srv', 'lintel');
+  const stateDir = join(scratchIn(t, OUTSIDE_TMP), 'lintel');
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   const config = await writeSilentCollectorConfig(dir, stateDir);
 
