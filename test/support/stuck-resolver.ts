@@ -12,7 +12,7 @@ import { closeSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemResolver, type Resolver } from '../../../../shared/lookup.js';
+import { systemResolver, type Resolver } from '../../shared/lookup.js';
 
 export interface StuckResolver {
   resolve: Resolver;

@@ -16,35 +16,16 @@
 import t, { type Test } from 'tap';
 import { Semaphore } from '../../../cloud/notification/concurrency.js';
 import { ANY_ALERTABLE_METRIC, Delivery } from '../../../cloud/notification/delivery.js';
-import { systemResolver, type Resolver } from '../../../cloud/notification/destinations.js';
 import { createMetrics } from '../../../cloud/notification/metrics.js';
 import { WebPushSender } from '../../../cloud/notification/push.js';
 import { RedisPublisher } from '../../../cloud/notification/redis.js';
 import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
 import type { Notification } from '../../../shared/notification.js';
 import { capturedLogger } from '../../support/captured-logger.js';
+import { stuckResolver } from '../../support/stuck-resolver.js';
 import { counterValue, newVapid } from './support/harness.js';
 import { startPushService, type BrowserSubscription } from './support/push-service.js';
 import { deleteKeys, freshMongo, redisClient, uniqueName } from './support/stack.js';
-
-/** The injected resolver, and the names it was asked for. */
-function stuckResolver() {
-  const stuck: string[] = [];
-  const unexpected: string[] = [];
-  const resolve: Resolver = (hostname, options, callback) => {
-    if (hostname.endsWith('.stuck.test')) {
-      stuck.push(hostname);
-      return;
-    }
-    if (hostname === 'localhost') {
-      systemResolver(hostname, options, callback);
-      return;
-    }
-    unexpected.push(hostname);
-    callback(Object.assign(new Error(`unexpected lookup of ${hostname}`), { code: 'ENOTFOUND' }), []);
-  };
-  return { resolve, stuck, unexpected };
-}
 
 const PUSH_TIMEOUT_MS = 4000;
 
@@ -59,7 +40,7 @@ function on(host: string, subscription: BrowserSubscription) {
 async function senderWithTwoLookupSlots(t: Test) {
   const vapid = newVapid();
   const service = await startPushService(t);
-  const resolver = stuckResolver();
+  const resolver = stuckResolver(t);
   const sender = new WebPushSender({ vapid, timeoutMs: PUSH_TIMEOUT_MS, allowHttp: true, allowPrivateDestinations: true, maxLookups: 2, resolve: resolver.resolve });
   t.teardown(() => sender.close());
   const message = (title: string) => ({ payload: JSON.stringify({ title }) });

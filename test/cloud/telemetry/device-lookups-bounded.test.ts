@@ -24,7 +24,7 @@ import { createBuildingDirectory } from '../../../shared/directory.js';
 import { silentLogger } from '../../../shared/logger.js';
 import { startFakeDevice } from '../../support/fake-device.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
-import { stuckResolver } from '../../shared/devices/support/stuck-resolver.js';
+import { stuckResolver } from '../../support/stuck-resolver.js';
 import { freshPgDatabase, quietAtTeardown } from './support/database.js';
 import { SHARED_SECRET, call, stackRedisUrl } from './support/harness.js';
 import { createTopics, directKafka, uniqueName } from './support/kafka.js';

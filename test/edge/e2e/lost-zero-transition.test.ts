@@ -8,53 +8,14 @@
  */
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
-import type { DaemonConfig, TickReport } from '../../../edge/src/daemon.js';
-import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
 import { createBatchPoster, type BatchPoster } from '../../../edge/src/report/poster.js';
-import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { freeTcpPort } from '../../support/peers/ports.js';
 import { startVerifyingIngest, type ReceivedBatch } from '../report/verifying-ingest.js';
 import { collectorOn } from '../support/collector-on-file.js';
 import { setupDaemon } from '../support/daemon.js';
+import { LOBBY_CAFE_CONFIG as config, LOBBY_CAFE_FALL_TICK as FALL_TICK, pairsOf, transitionsInBody, visitorPoller } from '../support/lobby-cafe-visitor.js';
 
 const SECRET = 'ingest-secret';
-const ap = (name: string, zone: string): AccessPoint => ({ name, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } });
-const config: DaemonConfig = {
-  buildingId: 'hq',
-  pollIntervalMs: 10_000,
-  requestTimeoutMs: 5_000,
-  zones: [{ id: 'lobby' }, { id: 'cafe' }],
-  // a window of 2 polls: the move of tick 2 is counted at ticks 2 and 3, and reported with 0 at tick 4
-  tracker: { ...DEFAULT_TRACKER_CONFIG, transitionWindowPolls: 2 },
-  accessPoints: [ap('ap-l', 'lobby'), ap('ap-c', 'cafe')],
-  reportNames: {},
-};
-const FALL_TICK = 4;
-
-const VISITOR = '02:00:00:00:00:01';
-const heardAt = (lobby: number, cafe: number): ApPollResult[] => [
-  { ap: 'ap-l', zone: 'lobby', ok: true, durationMs: 1, stations: [{ mac: VISITOR, rssiDbm: lobby }] },
-  { ap: 'ap-c', zone: 'cafe', ok: true, durationMs: 1, stations: [{ mac: VISITOR, rssiDbm: cafe }] },
-];
-
-/** The visitor in the lobby at tick 1, then in the cafe (by the margin) from tick 2 on (plain data, no network). */
-function visitorPoller(): Poller {
-  let calls = 0;
-  return {
-    async pollAll() {
-      return calls++ === 0 ? heardAt(-50, -80) : heardAt(-80, -40);
-    },
-    async close() {},
-  };
-}
-
-const pairsOf = (report: TickReport) => report.transitions.map((p) => `${p.from}>${p.to}:${p.count}`);
-
-/** The zoneTransition readings of a batch body, as `from>to:count`. */
-function transitionsInBody(body: string): string[] {
-  const { readings } = JSON.parse(body) as { readings: Array<Record<string, unknown>> };
-  return readings.filter((r) => r.type === 'zoneTransition').map((r) => `${String(r.fromRoomId)}>${String(r.roomId)}:${String(r.zoneTransition)}`);
-}
 const transitionsReceived = (batch: ReceivedBatch | undefined) => (batch ? transitionsInBody(batch.raw.toString('utf8')) : undefined);
 
 function posterTo(t: Test, url: string): BatchPoster {

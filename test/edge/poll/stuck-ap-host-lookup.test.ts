@@ -19,7 +19,7 @@ import { createPoller } from '../../../edge/src/poll/poller.js';
 import type { AccessPoint, ApPollResult, SnmpTarget, SshTarget } from '../../../edge/src/poll/types.js';
 import { recording, startSnmpd, type RunningSnmpd } from '../../support/peers/snmpd.js';
 import { startSshd, type RunningSshd } from '../../support/peers/sshd.js';
-import { stuckResolver } from '../../shared/devices/support/stuck-resolver.js';
+import { stuckResolver } from '../../support/stuck-resolver.js';
 
 const dialects = loadDialects();
 const TIMEOUT_MS = 3000;

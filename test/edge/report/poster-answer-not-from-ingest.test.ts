@@ -9,12 +9,10 @@ import { createServer } from 'node:http';
 import t, { type Test } from 'tap';
 import { verify } from '../../../shared/hmac.js';
 import { closeServer, listen } from '../../../shared/lifecycle.js';
-import type { DaemonConfig, TickReport } from '../../../edge/src/daemon.js';
-import type { AccessPoint, ApPollResult, Poller } from '../../../edge/src/poll/types.js';
 import { createBatchPoster, type BatchPoster } from '../../../edge/src/report/poster.js';
-import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { setupDaemon } from '../support/daemon.js';
+import { LOBBY_CAFE_CONFIG as config, pairsOf, transitionsInBody, visitorPoller } from '../support/lobby-cafe-visitor.js';
 
 const SECRET = 'ingest-secret';
 const MAC = '3c:22:fb:01:02:03';
@@ -112,36 +110,8 @@ t.test('a long page answered 200 is cut in the reason as other reasons are', asy
 });
 
 // The collector's tick: a visitor moves lobby → cafe at tick 2; with a window of 2 polls the move is
-// counted at ticks 2 and 3, and reported with 0 at tick 4 (as test/edge/e2e/lost-zero-transition.test.ts).
-const ap = (name: string, zone: string): AccessPoint => ({ name, zone, dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } });
-const config: DaemonConfig = {
-  buildingId: 'hq',
-  pollIntervalMs: 10_000,
-  requestTimeoutMs: 5_000,
-  zones: [{ id: 'lobby' }, { id: 'cafe' }],
-  tracker: { ...DEFAULT_TRACKER_CONFIG, transitionWindowPolls: 2 },
-  accessPoints: [ap('ap-l', 'lobby'), ap('ap-c', 'cafe')],
-  reportNames: {},
-};
-const VISITOR = '02:00:00:00:00:01';
-const heardAt = (lobby: number, cafe: number): ApPollResult[] => [
-  { ap: 'ap-l', zone: 'lobby', ok: true, durationMs: 1, stations: [{ mac: VISITOR, rssiDbm: lobby }] },
-  { ap: 'ap-c', zone: 'cafe', ok: true, durationMs: 1, stations: [{ mac: VISITOR, rssiDbm: cafe }] },
-];
-function visitorPoller(): Poller {
-  let calls = 0;
-  return {
-    async pollAll() {
-      return calls++ === 0 ? heardAt(-50, -80) : heardAt(-80, -40);
-    },
-    async close() {},
-  };
-}
-const pairsOf = (report: TickReport) => report.transitions.map((p) => `${p.from}>${p.to}:${p.count}`);
-function transitionsIn(body: string | undefined): string[] {
-  const { readings } = JSON.parse(body ?? '{"readings":[]}') as { readings: Array<Record<string, unknown>> };
-  return readings.filter((r) => r.type === 'zoneTransition').map((r) => `${String(r.fromRoomId)}>${String(r.roomId)}:${String(r.zoneTransition)}`);
-}
+// counted at ticks 2 and 3, and reported with 0 at tick 4 (test/edge/support/lobby-cafe-visitor.ts).
+const transitionsIn = (body: string | undefined): string[] => transitionsInBody(body ?? '{"readings":[]}');
 
 t.test('a tick whose batch got a captive portal’s page records it undelivered, and its zone pair’s 0 is sent again', async (t) => {
   const ingest = await startScriptedIngest(t, [INGEST, INGEST, INGEST, PORTAL, INGEST, INGEST]);

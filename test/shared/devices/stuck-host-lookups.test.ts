@@ -15,7 +15,7 @@ import { createDeviceAdapter, type DeviceCommand, type RegisteredSensor } from '
 import { loadBindingCatalog } from '../../../shared/devices/bindings.js';
 import { createDeviceDispatcher } from '../../../shared/devices/dispatcher.js';
 import { startFakeDevice } from '../../support/fake-device.js';
-import { stuckResolver } from './support/stuck-resolver.js';
+import { stuckResolver } from '../../support/stuck-resolver.js';
 
 const HOLD = '/api/v1/thermostat/hold';
 
