@@ -8,11 +8,11 @@
  *
  * The same lookup bounds how many push hosts are looked up at once, one lookup at a time per host:
  * dns.lookup runs on libuv's small threadpool, and a lookup that never answers holds its thread for good
- * (see {@link limitLookups}, the limiter of `shared/lookup.ts` that device commands use too).
+ * (`limitLookups` of `shared/lookup.ts`, the limiter device commands and AP polls use too).
  */
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { buildConnector } from 'undici';
-import { limitLookups as limitSharedLookups, socketLookup, type Resolver } from '../../shared/lookup.js';
+import { socketLookup, type Resolver } from '../../shared/lookup.js';
 
 /** IPv4 ranges no push service lives in. Each is refused as is, IPv4-mapped and NAT64-embedded. */
 const PRIVATE_IPV4: ReadonlyArray<[network: string, prefix: number]> = [
@@ -85,22 +85,6 @@ export class ForbiddenDestinationError extends Error {
   }
 }
 
-/** Push hosts' lookup errors and the system resolver are the shared ones (`shared/lookup.ts`). */
-export { LookupSlotTimeoutError, LookupUnansweredError, UNANSWERED_HOST_MEMORY_MS, systemResolver, type Resolver } from '../../shared/lookup.js';
-
-/**
- * The shared lookup limiter ({@link limitSharedLookups}) for push hosts: at most `maxInFlight` lookups
- * at once, one per host, each caller waiting at most `waitMs`, and a host whose lookup outlived that
- * wait refused at once for `UNANSWERED_HOST_MEMORY_MS`. Its errors name the host as a push
- * endpoint host.
- *
- * @example
- * const resolve = limitLookups(systemResolver, { maxInFlight: 2, waitMs: 5000 });
- */
-export function limitLookups(resolve: Resolver, options: { maxInFlight: number; waitMs: number; rememberMs?: number }): Resolver {
-  return limitSharedLookups(resolve, { ...options, subject: 'push endpoint host' });
-}
-
 /**
  * A socket `lookup` on top of `resolve`, refusing a host when any of its addresses is private (unless
  * `allowPrivate`). It answers in the form the socket asked for (one address, or all of them for happy
@@ -121,7 +105,7 @@ export function pushLookup(resolve: Resolver, options: { allowPrivate: boolean }
  * timeout. Unless `allowPrivate`, an IP-literal host is checked as is (a socket never looks one up).
  *
  * @example
- * const lookup = pushLookup(limitLookups(systemResolver, { maxInFlight: 2, waitMs: 5000 }), { allowPrivate: false });
+ * const lookup = pushLookup(limitLookups(systemResolver, { maxInFlight: 2, waitMs: 5000, subject: 'push endpoint host' }), { allowPrivate: false });
  * const pool = new Pool('https://push.example.com', { connect: pushConnector({ timeout: 10_000, lookup, allowPrivate: false }) });
  */
 export function pushConnector(options: { timeout: number; lookup: LookupFunction; allowPrivate: boolean }): buildConnector.connector {

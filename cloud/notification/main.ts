@@ -21,7 +21,6 @@ import { createMetrics } from './metrics.js';
 import { StartupMigration } from './migration.js';
 import { WebPushSender, vapidProblems, type VapidKeys } from './push.js';
 import { RedisCooldown, RedisPublisher, SERVICE_REDIS_OPTIONS } from './redis.js';
-import { coalesceLookups } from './single-flight.js';
 import { MongoNotificationStore, RECORD_LOCK_WAIT_MS } from './store.js';
 
 /** The identity the breach path looks buildings up with. */
@@ -136,7 +135,8 @@ async function main(): Promise<void> {
   });
   const breach = new BreachHandler({
     cooldown: new RedisCooldown(redis),
-    directory: coalesceLookups(createBuildingDirectory({ baseUrl: config.DIGITAL_TWIN_URL, timeoutMs: LOOKUP_TIMEOUT_MS, cacheTtlMs: LOOKUP_CACHE_MS })),
+    // Caching, so the alerts of one building arriving together share one lookup in flight (shared/directory.ts).
+    directory: createBuildingDirectory({ baseUrl: config.DIGITAL_TWIN_URL, timeoutMs: LOOKUP_TIMEOUT_MS, cacheTtlMs: LOOKUP_CACHE_MS }),
     systemClaimsHeader: encodeClaims(systemClaims(SERVICE_IDENTITY)),
     delivery,
     metrics,

@@ -9,17 +9,8 @@
 import { createECDH } from 'node:crypto';
 import { Pool, request } from 'undici';
 import webpush, { type Urgency } from 'web-push';
-import {
-  ForbiddenDestinationError,
-  LookupSlotTimeoutError,
-  LookupUnansweredError,
-  limitLookups,
-  pushConnector,
-  pushLookup,
-  pushSchemeAllowed,
-  systemResolver,
-  type Resolver,
-} from './destinations.js';
+import { LookupSlotTimeoutError, LookupUnansweredError, limitLookups, systemResolver, type Resolver } from '../../shared/lookup.js';
+import { ForbiddenDestinationError, pushConnector, pushLookup, pushSchemeAllowed } from './destinations.js';
 import type { PushFailure } from './metrics.js';
 
 export interface VapidKeys {
@@ -215,7 +206,11 @@ export class WebPushSender implements PushSender {
     const allowPrivate = options.allowPrivateDestinations ?? false;
     // A lookup (a slot, then its answer) is waited for at most half the push's time, so the push keeps
     // time to connect and be answered, and its failure names the lookup rather than a generic timeout.
-    const resolve = limitLookups(options.resolve ?? systemResolver, { maxInFlight: options.maxLookups ?? DEFAULT_MAX_PUSH_LOOKUPS, waitMs: Math.ceil(this.timeoutMs / 2) });
+    const resolve = limitLookups(options.resolve ?? systemResolver, {
+      maxInFlight: options.maxLookups ?? DEFAULT_MAX_PUSH_LOOKUPS,
+      waitMs: Math.ceil(this.timeoutMs / 2),
+      subject: 'push endpoint host',
+    });
     const connect = pushConnector({ timeout: this.timeoutMs, lookup: pushLookup(resolve, { allowPrivate }), allowPrivate });
     const poolOptions = { headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs, connections: 32, connect };
     this.pools = new OriginPools(options.maxPushServices ?? DEFAULT_MAX_PUSH_SERVICES, (origin) => new Pool(origin, poolOptions));

@@ -75,6 +75,15 @@ export type Outcome<T, E extends string> = { ok: true; value: T } | { ok: false;
  * A method that would add a membership for an account the account-deleted event removed answers
  * `account_deleted` and writes nothing.
  */
+/** An invite code to store: its domain, the role it grants, who makes it and for how long. */
+export interface NewInviteCode {
+  domainName: string;
+  code: string;
+  role: string;
+  createdBy: string;
+  lifetimeMs: number;
+}
+
 export interface TenancyStore {
   /**
    * Creates a domain (under `parentName` when given) and makes `creatorId` its business_admin. Under a
@@ -129,13 +138,7 @@ export interface TenancyStore {
    * stored, since its token may outlive them: a removed administrator makes none, and a deleted creator
    * none either. A removal of the creator racing it revokes the code or comes first and refuses it.
    */
-  createInviteCode(input: {
-    domainName: string;
-    code: string;
-    role: string;
-    createdBy: string;
-    lifetimeMs: number;
-  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>>;
+  createInviteCode(input: NewInviteCode): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>>;
   /** Marks the code redeemed and adds the membership, atomically; exactly one racer wins a code. */
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>>;
   /**

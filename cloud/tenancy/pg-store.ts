@@ -6,7 +6,7 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import { canManageDomain } from '../../shared/roles.js';
-import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewMember, Outcome, Page, TenancyStore } from './model.js';
+import type { Domain, InviteCode, JoinPolicy, JoinedVia, ListedDomain, Membership, NewDomain, NewInviteCode, NewMember, Outcome, Page, TenancyStore } from './model.js';
 import { BatchedLookup, type BatchedLookupOptions } from './batched-lookup.js';
 import { inviteCodeRefusal, leavesNoAdministrator, mayIssueInviteCode, type InviteCodeRefusal } from './policy.js';
 
@@ -502,13 +502,7 @@ export class PgTenancyStore implements TenancyStore {
    * as a foreign-key failure. The expiry is the creation time plus the lifetime, both on the
    * database's clock, which redemption checks it against.
    */
-  createInviteCode(input: {
-    domainName: string;
-    code: string;
-    role: string;
-    createdBy: string;
-    lifetimeMs: number;
-  }): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>> {
+  createInviteCode(input: NewInviteCode): Promise<Outcome<InviteCode, 'domain_not_found' | 'account_deleted' | InviteCodeRefusal>> {
     return this.transaction(async (client) => {
       if (await this.accountDeleted(client, input.createdBy)) return fail('account_deleted');
       const domainId = await this.domainIdOf(client, input.domainName);

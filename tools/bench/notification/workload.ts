@@ -19,7 +19,6 @@ import { Delivery } from '../../../cloud/notification/delivery.js';
 import { createMetrics, type AlertOutcome, type NotificationMetrics } from '../../../cloud/notification/metrics.js';
 import { WebPushSender } from '../../../cloud/notification/push.js';
 import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
-import { coalesceLookups } from '../../../cloud/notification/single-flight.js';
 import { MongoNotificationStore } from '../../../cloud/notification/store.js';
 import { cpuShares, type CpuMark, type CpuShares } from './cpu-marks.js';
 
@@ -97,7 +96,7 @@ export async function serviceBreach(options: { db: Db; redis: Redis; directoryUr
   const delivery = new Delivery({ publisher: new RedisPublisher(redis, { channel: `bench-notifications-${run}`, keyPrefix }), store, push, pushPool: new Semaphore(16), metrics, logger });
   const breach = new BreachHandler({
     cooldown: new RedisCooldown(redis, { keyPrefix }),
-    directory: coalesceLookups(createBuildingDirectory({ baseUrl: directoryUrl, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
+    directory: createBuildingDirectory({ baseUrl: directoryUrl, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 }),
     systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
     delivery,
     metrics,

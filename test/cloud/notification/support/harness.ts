@@ -22,7 +22,6 @@ import { KafkaAlertConsumer } from '../../../../cloud/notification/kafka.js';
 import { createMetrics, type NotificationMetrics } from '../../../../cloud/notification/metrics.js';
 import { WebPushSender, type VapidKeys } from '../../../../cloud/notification/push.js';
 import { RedisCooldown, RedisPublisher, type Cooldown } from '../../../../cloud/notification/redis.js';
-import { coalesceLookups } from '../../../../cloud/notification/single-flight.js';
 import { MongoNotificationStore } from '../../../../cloud/notification/store.js';
 import type { FakeDirectory } from './fake-directory.js';
 import { STACK, deleteKeys, freshMongo, redisClient, uniqueName, type Teardown } from './stack.js';
@@ -102,7 +101,7 @@ export async function startHarness(t: Teardown, options: HarnessOptions): Promis
   const realCooldown = new RedisCooldown(redis, { keyPrefix, replicaId });
   const breach = new BreachHandler({
     cooldown: options.cooldown ? options.cooldown(realCooldown, replicaId) : realCooldown,
-    directory: coalesceLookups(createBuildingDirectory({ baseUrl: options.directory.url, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 })),
+    directory: createBuildingDirectory({ baseUrl: options.directory.url, timeoutMs: 2000, cacheTtlMs: 15 * 60 * 1000 }),
     systemClaimsHeader: encodeClaims(systemClaims('notification-service')),
     delivery,
     metrics,
