@@ -130,9 +130,15 @@ export interface TenancyStore {
   /**
    * Removes a membership, holding the domain row lock while it counts administrators, so two removals
    * racing can never leave the domain without one. The account's unredeemed invite codes that it may
-   * no longer issue (see mayIssueInviteCode) are deleted with it.
+   * no longer issue (see mayIssueInviteCode) are deleted with it. A `remover` other than the account
+   * itself must manage the domain by its memberships as stored, since its token may outlive them: a
+   * deleted remover answers `remover_deleted`, one without the right `may_not_manage`.
    */
-  removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>>;
+  removeMember(
+    domainName: string,
+    accountId: string,
+    remover?: string,
+  ): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator' | 'remover_deleted' | 'may_not_manage'>>;
   /**
    * Stores a new code. The creator's right (see inviteCodeRefusal) is checked against its memberships as
    * stored, since its token may outlive them: a removed administrator makes none, and a deleted creator

@@ -115,6 +115,14 @@ const LOCK_ACCOUNTS_SHARED_SQL = `
 SELECT pg_advisory_xact_lock_shared(${ACCOUNT_LOCKS}, k.key)
 FROM (SELECT DISTINCT hashtext(a::text) AS key FROM unnest($1::uuid[]) AS a ORDER BY key) AS k`;
 const LOCK_ACCOUNT_SQL = `SELECT pg_advisory_xact_lock(${ACCOUNT_LOCKS}, hashtext($1::uuid::text))`;
+/**
+ * A removal by a manager: the removed account's lock exclusively ($1), the remover's shared ($2), in key
+ * order as LOCK_ACCOUNTS_SHARED_SQL takes them, so two managers removing each other wait in turn, not in
+ * a cycle (on a shared key, exclusive first: a session may then take it shared as well).
+ */
+const LOCK_REMOVAL_SQL = `
+SELECT CASE WHEN k.removed THEN pg_advisory_xact_lock(${ACCOUNT_LOCKS}, k.key) ELSE pg_advisory_xact_lock_shared(${ACCOUNT_LOCKS}, k.key) END
+FROM (SELECT hashtext(a::text) AS key, a = $1::uuid AS removed FROM unnest(ARRAY[$1::uuid, $2::uuid]) AS a ORDER BY key, removed DESC) AS k`;
 const DELETED_AMONG_SQL = 'SELECT account_id FROM deleted_accounts WHERE account_id = ANY($1::uuid[])';
 
 /**
@@ -443,12 +451,22 @@ export class PgTenancyStore implements TenancyStore {
     });
   }
 
-  removeMember(domainName: string, accountId: string): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator'>> {
+  removeMember(
+    domainName: string,
+    accountId: string,
+    remover?: string,
+  ): Promise<Outcome<Membership, 'domain_not_found' | 'not_member' | 'last_administrator' | 'remover_deleted' | 'may_not_manage'>> {
     return this.transaction(async (client) => {
       // The account lock first (see ACCOUNT_LOCKS): a code creation by this account under way commits
       // before the revocation below reads its codes, and another removal of it, from another domain,
-      // commits before this one reads the memberships it keeps.
-      await client.query(LOCK_ACCOUNT_SQL, [accountId]);
+      // commits before this one reads the memberships it keeps. A remover's lock is held shared, as an
+      // inviter's is, so a removal of the remover under way has committed before her right is read.
+      const removedBy = remover === undefined || remover.toLowerCase() === accountId.toLowerCase() ? undefined : remover.toLowerCase();
+      if (removedBy === undefined) await client.query(LOCK_ACCOUNT_SQL, [accountId]);
+      else {
+        await client.query(LOCK_REMOVAL_SQL, [accountId, removedBy]);
+        if ((await client.query(DELETED_AMONG_SQL, [[removedBy]])).rows.length > 0) return fail('remover_deleted');
+      }
       // The domain row lock serialises every removal in this domain, so the administrator count read
       // below cannot be stale: two administrators removing each other take turns, and the second sees
       // the first's delete. FOR UPDATE also briefly holds off new members (their FK check takes KEY
@@ -456,6 +474,9 @@ export class PgTenancyStore implements TenancyStore {
       const domain = await client.query<{ id: string }>('SELECT id FROM domains WHERE name = $1 FOR UPDATE', [domainName]);
       const domainId = domain.rows[0]?.id;
       if (domainId === undefined) return fail('domain_not_found');
+      // A manager's right as stored, not as her token lists it: a removed administrator's token would
+      // otherwise go on removing the members she left behind.
+      if (removedBy !== undefined && (await this.storedRefusal(client, removedBy, domainName)) !== undefined) return fail('may_not_manage');
       const target = await client.query<MembershipRow>(
         'SELECT account_id, domain_id, role, external_id, joined_via FROM memberships WHERE domain_id = $1 AND account_id = $2',
         [domainId, accountId],

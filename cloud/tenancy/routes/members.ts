@@ -1,8 +1,9 @@
 /**
  * Memberships as end users see them: one's own, joining, direct invitation and removal. A direct
- * invitation needs the right twice: the caller's token is checked first, then the store checks the
- * inviter's memberships as stored, since a token outlives a removal (a removed administrator invited
- * herself back with it) and an account deletion.
+ * invitation, and the removal of another member, need the right twice: the caller's token is checked
+ * first, then the store checks the acting account's memberships as stored, since a token outlives a
+ * removal (a removed administrator invited herself back with it, or removed those she left behind) and
+ * an account deletion.
  */
 import { Router } from 'express';
 import { HttpError, sendText } from '../../../shared/errors.js';
@@ -71,19 +72,29 @@ export function memberRoutes(store: TenancyStore): Router {
 
   router.delete('/domains/:domain/members/:accountId', async (req, res) => {
     const { domain, accountId } = req.params;
+    const caller = callerOf(res);
     // Removing oneself is decided by identity alone, before any policy is consulted.
-    if (removalAuthority(callerOf(res), domain, accountId) === 'forbidden') {
+    const authority = removalAuthority(caller, domain, accountId);
+    if (authority === 'forbidden') {
       sendText(res, 403, 'forbidden');
       return;
     }
+    // A manager's right is checked again by the store against her memberships as stored, so only an
+    // account, which has some, removes another member.
+    const remover = authority === 'manager' ? accountIdOf(caller) : undefined;
+    if (authority === 'manager' && remover === undefined) throw new HttpError(403, 'only an account may remove another member');
     if (!isDomainName(domain)) throw domainNotFound(domain);
     if (!isUuid(accountId)) throw new HttpError(404, `account ${JSON.stringify(accountId.slice(0, 40))} is not a member of ${domain}`);
-    const removed = await store.removeMember(domain, accountId.toLowerCase());
+    const removed = await store.removeMember(domain, accountId.toLowerCase(), remover);
     if (removed.ok) {
       res.status(204).end();
       return;
     }
     switch (removed.reason) {
+      case 'remover_deleted':
+        throw deletedAccountError(caller.sub, 403);
+      case 'may_not_manage':
+        throw refused('may_not_manage', domain, '');
       case 'domain_not_found':
         throw domainNotFound(domain);
       case 'not_member':

@@ -6,8 +6,9 @@ import { createDomain, newAccount, startTenancy, type Answer, type TenancyUnderT
  * A token outlives the memberships it lists, and the account too. A business_admin removed from a
  * domain invited herself back with her still-valid token, for good; a removed platform administrator
  * did the same as admin, a deleted account's token invited others, and a stale token created
- * subdomains (each making her their business_admin). A direct invitation and a subdomain need the
- * right in the memberships as stored too, as an invite code does (removed-admin-makes-no-invite-code).
+ * subdomains (each making her their business_admin) or removed the members she left behind. A direct
+ * invitation, a removal of another member and a subdomain need the right in the memberships as stored
+ * too, as an invite code does (removed-admin-makes-no-invite-code).
  */
 
 type Caller = { sub: string; memberships: MembershipClaim[] };
@@ -134,4 +135,72 @@ t.test('only an account invites: a system subject is refused, as for invite code
   t.equal(bySystem.status, 403, bySystem.text);
   t.match(bySystem.json, { type: 'Forbidden', message: 'only an account may invite a member' });
   t.equal(await roleIn(app, bo, 'acme'), undefined);
+});
+
+const removeMember = (app: TenancyUnderTest, as: Caller, domain: string, accountId: string): Promise<Answer> =>
+  app.call('DELETE', `/domains/${domain}/members/${accountId}`, { as });
+
+t.test('a removed administrator’s token removes no one: 403, and the member stays', async (t) => {
+  const app = await startTenancy(t);
+  const { owner, ana } = await acmeWithoutAna(app);
+  const bo = newAccount();
+  t.equal((await invite(app, asAdmin(owner, 'acme'), 'acme', bo, 'member')).status, 201);
+
+  const byAna = await removeMember(app, asAdmin(ana, 'acme'), 'acme', bo);
+  t.equal(byAna.status, 403, byAna.text);
+  t.match(byAna.json, { type: 'Forbidden', message: 'you may not manage domain "acme"' });
+  t.equal(await roleIn(app, bo, 'acme'), 'member', 'bo is still a member');
+
+  const ownerGone = await removeMember(app, asAdmin(ana, 'acme'), 'acme', owner);
+  t.equal(ownerGone.status, 403, ownerGone.text);
+  t.equal(await roleIn(app, owner, 'acme'), 'business_admin', 'and so is the owner');
+});
+
+t.test('a deleted account’s token removes no one; a system subject removes no one else', async (t) => {
+  const app = await startTenancy(t);
+  const owner = newAccount();
+  const gone = newAccount();
+  await createDomain(app, owner, { name: 'acme' });
+  t.equal((await invite(app, asAdmin(owner, 'acme'), 'acme', gone, 'business_admin')).status, 201);
+  t.equal(await app.store.removeAccount(gone), 1);
+
+  const byGone = await removeMember(app, asAdmin(gone, 'acme'), 'acme', owner);
+  t.equal(byGone.status, 403, byGone.text);
+  t.match(byGone.json, { type: 'Forbidden', message: `account ${gone} has been deleted` });
+  const bySystem = await removeMember(app, { sub: 'system:x', memberships: [{ domainName: 'acme', role: 'admin' }] }, 'acme', owner);
+  t.equal(bySystem.status, 403, bySystem.text);
+  t.match(bySystem.json, { type: 'Forbidden', message: 'only an account may remove another member' });
+  t.equal(await roleIn(app, owner, 'acme'), 'business_admin', 'the owner is still administrator');
+});
+
+t.test('a stored administrator, or a stored platform administrator, removes members; anyone removes herself', async (t) => {
+  const app = await startTenancy(t);
+  const owner = newAccount();
+  await createDomain(app, owner, { name: 'acme' });
+  const [bo, cy, di] = [newAccount(), newAccount(), newAccount()];
+  for (const account of [bo, cy, di]) t.equal((await invite(app, asAdmin(owner, 'acme'), 'acme', account, 'member')).status, 201);
+  t.equal((await removeMember(app, asAdmin(owner, 'acme'), 'acme', bo)).status, 204, 'the owner removes bo');
+  t.equal(await roleIn(app, bo, 'acme'), undefined);
+
+  const root = newAccount();
+  await createDomain(app, newAccount(), { name: 'hq' });
+  await app.store.addMember('hq', { accountId: root, role: 'admin', joinedVia: 'invite' }, 'refuse');
+  const asRoot: Caller = { sub: root, memberships: [{ domainName: 'hq', role: 'admin' }] };
+  t.equal((await removeMember(app, asRoot, 'acme', cy)).status, 204, 'a stored platform administrator removes cy');
+  t.equal(await roleIn(app, cy, 'acme'), undefined);
+
+  t.equal((await removeMember(app, { sub: di, memberships: [] }, 'acme', di)).status, 204, 'di leaves on her own');
+  t.equal(await roleIn(app, di, 'acme'), undefined);
+});
+
+t.test('two administrators removing each other at once: one goes, the other stays, and no request fails', async (t) => {
+  const app = await startTenancy(t);
+  const owner = newAccount();
+  await createDomain(app, owner, { name: 'acme' });
+  const [ana, bo] = [newAccount(), newAccount()];
+  for (const account of [ana, bo]) t.equal((await invite(app, asAdmin(owner, 'acme'), 'acme', account, 'business_admin')).status, 201);
+  const answers = await Promise.all([removeMember(app, asAdmin(ana, 'acme'), 'acme', bo), removeMember(app, asAdmin(bo, 'acme'), 'acme', ana)]);
+  t.same(answers.map((a) => a.status).sort(), [204, 403], answers.map((a) => a.text).join(' | '));
+  const left = [await roleIn(app, ana, 'acme'), await roleIn(app, bo, 'acme')].filter((role) => role !== undefined);
+  t.same(left, ['business_admin'], 'exactly one of them is still administrator');
 });
