@@ -71,16 +71,25 @@ type Values = Record<string, string | boolean | string[] | undefined>;
 
 /**
  * Parses a command's options. Arguments beyond `maxPositionals` are refused: dropped, a forgotten
- * `--arg` (`action … increase step=3`) would send the command without it.
+ * `--arg` (`action … increase step=3`) would send the command without it. So is an option of one value
+ * given twice: parseArgs keeps the last, and `action --sensor stat-lobby --sensor stat-cafe` drove the
+ * café's thermostat without a word.
  */
 function parse(args: string[], options: ParseArgsConfig['options'], maxPositionals = 0): { values: Values; positionals: string[] } {
+  const all: NonNullable<ParseArgsConfig['options']> = { ...options, help: { type: 'boolean', short: 'h' } };
   let parsed;
   try {
-    parsed = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, options: all, allowPositionals: true, strict: true, tokens: true });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  const { values, positionals } = parsed;
+  const { values, positionals, tokens } = parsed;
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || all[token.name]?.multiple === true) continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once; give it once`);
+    seen.add(token.name);
+  }
   if (positionals.length > maxPositionals) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[maxPositionals])}`);
   return { values: values as Values, positionals };
 }

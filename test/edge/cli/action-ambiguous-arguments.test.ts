@@ -1,7 +1,8 @@
 /**
  * `lintel-edge action` refuses what it would otherwise read in a way the operator may not have meant, with
  * exit 2 and nothing sent: --list given with a command (the command was silently not sent), an argument
- * named twice (the last silently won), and a number not written as a plain decimal (0x15 was sent as 21).
+ * named twice or an option of one value given twice (the last silently won: `--sensor` drove another
+ * thermostat), and a number not written as a plain decimal (0x15 was sent as 21).
  */
 import t from 'tap';
 import { main } from '../../../edge/src/commands/main.js';
@@ -19,6 +20,9 @@ t.test('ambiguous or conflicting action options exit 2, say why, and send nothin
     [['--list', '--sensor', 'stat-lobby'], /action --list takes no --sensor;/],
     [['--list', '--arg', 'target=21'], /action --list takes no --arg;/],
     [[...send, '--arg', 'target=21', '--arg', 'target=25'], /--arg: "target" is given more than once; give each argument once/],
+    [['--sensor', 'stat-lobby', ...send, '--arg', 'target=21'], /--sensor is given more than once; give it once/],
+    [[...send, '--action', 'increase', '--arg', 'target=21'], /--action is given more than once; give it once/],
+    [['--config', config, ...send, '--arg', 'target=21'], /--config is given more than once; give it once/],
     [[...send, '--arg', 'target=0x15'], /--arg target: expected a number written as a plain decimal \(e\.g\. 21 or -0\.5\), got "0x15"/],
     [[...send, '--arg', 'target=1e3'], /--arg target: expected a number written as a plain decimal .*, got "1e3"/],
     [[...send, '--arg', 'target= 21'], /--arg target: expected a number written as a plain decimal .*, got " 21"/],
