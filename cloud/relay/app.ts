@@ -16,7 +16,7 @@ import { closeServer, listen, settlesWithin } from '../../shared/lifecycle.js';
 import type { Logger } from '../../shared/logger.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
 import type { Notification } from '../../shared/notification.js';
-import { capBacklog } from './backlog.js';
+import { capBacklog, STALLED_AFTER_MS } from './backlog.js';
 import { trackConnections } from './connections.js';
 import { claimsMiddleware, type RelaySocketData } from './handshake.js';
 import { socketLifetimeMs, type Random } from './lifetime.js';
@@ -94,7 +94,10 @@ export function createRelay(deps: RelayDeps, options: RelayOptions): Relay {
   app.use(notFoundHandler);
   app.use(errorHandler(logger));
   const server = createServer(app);
-  const connections = trackConnections(server);
+  const connections = trackConnections(server, {
+    stalledAfterMs: STALLED_AFTER_MS,
+    onStalled: (unwritten) => logger.warn({ unwritten }, 'client did not read a poll response; connection destroyed'),
+  });
 
   const io: RelayServer = new Server(server, {
     serveClient: false,
