@@ -15,7 +15,7 @@ import { batchIdOf, buildReadings, encodeBatch } from './report/readings.js';
 import type { DeviceHasher } from './zones/device-key.js';
 import { observe } from './zones/observe.js';
 import { PairsAtIngest } from './zones/pairs-at-ingest.js';
-import { resumeSavedState, type StopLength } from './zones/resume.js';
+import { resumeSavedState, startedOver, type StopLength } from './zones/resume.js';
 import type { ZoneStore } from './zones/store.js';
 import { applyPoll, frozenCount, rezoneToConfig, transitionWindow, zoneCounts } from './zones/tracker.js';
 import type { PollOutcome, PollStats, TrackerState, ZonePairCount } from './zones/types.js';
@@ -162,11 +162,17 @@ const SET_ASIDE_OUTCOME = {
   unsaved: 'the state in memory could not be saved into a new file yet: counting goes on in memory, and the first save that succeeds writes it whole',
 } as const;
 
-/** What a start makes of a saved state after a stop it could not take up as it is (see zones/resume.ts). */
-const STARTED_OVER_BECAUSE: Record<Exclude<StopLength, 'within-window'>, string> = {
+/**
+ * Why counting started over: at a start, after a stop it could not take the saved state up as it is
+ * (see zones/resume.ts); while running, after the wall clock stepped forward (see
+ * {@link EdgeDaemon.followClockStep}).
+ */
+const STARTED_OVER_BECAUSE: Record<Exclude<StopLength, 'within-window'> | 'clock-went-forward', string> = {
   'longer-than-window': 'the collector was stopped for longer than the transition window',
   unknown: 'the saved zone state has no time (it was saved by an older version), so how long the collector was stopped is unknown',
   'clock-went-back': 'the saved zone state is dated after the wall clock (the clock went back, or is not set yet), so how long the collector was stopped is unknown',
+  'clock-went-forward':
+    'the wall clock stepped forward by more than the transition window between two ticks (a clock restored at boot, then set by NTP), so how long the collector was stopped before it started is unknown',
 };
 
 const HOUR_MS = 3_600_000;
@@ -203,6 +209,8 @@ export class EdgeDaemon {
    * dropped, so the next save is complete too.
    */
   private startedOver = false;
+  /** The wall clock (epoch ms) and the monotonic clock (performance.now) at the last tick's start. */
+  private lastTickClocks: { wall: number; monotonic: number } | undefined;
   /**
    * The zone pairs the ingest may still hold at a non-zero count, so that a pair whose one 0 was in a
    * lost batch is reported with 0 again until a batch carrying it is delivered. Saved with the zone
@@ -277,10 +285,7 @@ export class EdgeDaemon {
       const resumed = resumeSavedState(saved, { savedAt, now, pollIntervalMs, transitionWindowPolls: tracker.transitionWindowPolls });
       if (resumed.stop !== 'within-window' && saved.poll > 0) {
         const stoppedS = savedAt === undefined ? undefined : Math.round((now - savedAt) / 1000);
-        logger.info(
-          { stoppedS, windowS: (pollIntervalMs * tracker.transitionWindowPolls) / 1000, dropped: saved.devices.size },
-          `${STARTED_OVER_BECAUSE[resumed.stop]}: counting starts over from what the APs report now, and the moves saved before the stop are not reported again`,
-        );
+        this.noteStartedOver(resumed.stop, { stoppedS, dropped: saved.devices.size });
       }
       this.startedOver = resumed.startedOver;
       const { state, rezoned } = rezoneToConfig(resumed.state, zoneOfEachAp(this.config));
@@ -288,6 +293,39 @@ export class EdgeDaemon {
       this.state = state;
     }
     return this.state;
+  }
+
+  /**
+   * The state to count on from at a tick whose wall clock moved further since the last tick than the
+   * monotonic clock did, by more than the transition window: it starts over, as after a stop of unknown
+   * length at a start, for the wall clock the state was taken up at may have been wrong. A gateway
+   * without an RTC boots with the clock it saved at its shutdown (fake-hwclock): a start on Monday
+   * morning reads Friday evening, the saved state looks seconds old, and Friday's moves and devices
+   * would go on being reported once NTP sets the clock. A suspend of the whole gateway longer than the
+   * window (the monotonic clock does not count a suspend) is a stop longer than the window too. A step
+   * back is no such sign (the tracker counts in polls, not in wall-clock time), nor a step forward
+   * within the window, which a restart within the window would be taken up as anyway.
+   */
+  private followClockStep(state: TrackerState, monotonic: number, wall: number): TrackerState {
+    const last = this.lastTickClocks;
+    this.lastTickClocks = { wall, monotonic };
+    if (last === undefined) return state;
+    const { pollIntervalMs, tracker } = this.config;
+    const stepMs = wall - last.wall - (monotonic - last.monotonic);
+    if (stepMs <= pollIntervalMs * tracker.transitionWindowPolls) return state;
+    this.noteStartedOver('clock-went-forward', { steppedS: Math.round(stepMs / 1000), dropped: state.devices.size });
+    this.startedOver = true;
+    this.state = startedOver(state, tracker.transitionWindowPolls);
+    return this.state;
+  }
+
+  /** Logs a start over, with the stop or the step that caused it and the devices it dropped. */
+  private noteStartedOver(why: keyof typeof STARTED_OVER_BECAUSE, details: { stoppedS?: number | undefined; steppedS?: number; dropped: number }): void {
+    const { pollIntervalMs, tracker } = this.config;
+    this.deps.logger.info(
+      { ...details, windowS: (pollIntervalMs * tracker.transitionWindowPolls) / 1000 },
+      `${STARTED_OVER_BECAUSE[why]}: counting starts over from what the APs report now, and the moves saved before the stop are not reported again`,
+    );
   }
 
   /**
@@ -400,7 +438,7 @@ export class EdgeDaemon {
   private async settle(results: ApPollResult[], started: number, timestamp: number): Promise<TickReport> {
     const { metrics, logger } = this.deps;
     const config = this.config;
-    const state = this.load(timestamp);
+    const state = this.followClockStep(this.load(timestamp), started, timestamp);
     const apStatus = this.noteAps(results);
 
     const outcome = applyPoll(state, observe(results, this.deps.hasher), config.tracker);

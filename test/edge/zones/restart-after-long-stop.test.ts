@@ -4,7 +4,10 @@
  * to a window of ticks, into readings kept for days) and counted the evening's devices at its first
  * ticks. The zone store now keeps the wall-clock time of the poll it saved last, and a start after a
  * stop longer than the transition window counts from what the APs report now. A short restart still
- * goes on as if no poll was missed. Through the collector's tick and the real SQLite zone store.
+ * goes on as if no poll was missed. A start whose clock reads the last shutdown (a gateway without an RTC)
+ * took a weekend for seconds, and went on reporting Friday's moves once NTP set the clock: a step of the
+ * wall clock past the window between two ticks now starts over too. Through the collector's tick and the
+ * real SQLite zone store.
  */
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
@@ -214,6 +217,40 @@ t.test('a zone state dated after the wall clock (a clock that went back) loads, 
     t.equal(countsOf(first!), 'lobby 1, cafe 0', `${why}: the counts are the APs'`);
     await collector.stop();
   }
+});
+
+t.test('a start whose clock reads the last shutdown, set forward by NTP later, starts over when the clock steps', async (t) => {
+  // A gateway without an RTC (fake-hwclock): stopped on Friday evening, booted on Monday with the clock
+  // it saved at its shutdown, seconds after the last poll; NTP sets it a minute after the start.
+  const { path, clock } = await eveningSaved(t);
+  const lastEveningPoll = EVENING + 2 * POLL_MS;
+  clock.set(lastEveningPoll + 36_000);
+  // On Monday the visitor, in the cafe on Friday, is in the lobby; the clerk is not in.
+  const mondayPoll = [answered('ap-lobby', 'lobby', [[EARLY_BIRD, -50], [VISITOR, -45]]), answered('ap-cafe', 'cafe', [[BARISTA, -50]])];
+  const afterNtp = [mondayPoll, mondayPoll, mondayPoll, mondayPoll];
+  const monday = collectorOn(t, path, config, scriptedPoller([...morning.slice(0, 1), ...afterNtp]), { clock: clock.now });
+
+  const [beforeNtp] = await ticks(monday.daemon, morning.slice(0, 1), clock);
+  t.same(pairsOf(beforeNtp!), ['lobby>cafe:1'], 'before NTP nothing tells the collector how long it was stopped: the state is taken up as after a short restart');
+
+  clock.set(NEXT_MORNING);
+  const stepped = await ticks(monday.daemon, afterNtp, clock);
+  t.equal(stepped[0]!.timestamp, NEXT_MORNING, 'the tick of the step is stamped Monday');
+  t.same(pairsOf(stepped[0]!), ['lobby>cafe:0'], "Friday's pair is reported once with 0, not with its count under Monday's time");
+  t.equal(countsOf(stepped[0]!), 'lobby 2, cafe 1', "the counts are what the APs report now, not Friday's devices");
+  t.same(
+    stepped.map((r) => `${pairsOf(r).join(' ')} moved ${r.stats.moved}`),
+    ['lobby>cafe:0 moved 0', ' moved 0', ' moved 0', ' moved 0'],
+    'the visitor, in the cafe on Friday and heard in the lobby on Monday, arrives there: no move is counted',
+  );
+
+  await monday.stop();
+  const reopened = openSqliteZoneStore(path);
+  t.teardown(() => reopened.close());
+  const stored = reopened.load();
+  const idsOf = (macs: string[]) => macs.map((mac) => testHasher().idOf(mac)).sort();
+  t.same([...stored.devices.keys()].sort(), idsOf([EARLY_BIRD, VISITOR, BARISTA]), "the file holds Monday's devices only: the clerk, unheard since the step, is not kept");
+  t.same(stored.transitions.filter((e) => e.count > 0), [], 'nor any move');
 });
 
 t.test('a time edited by hand into something that is no time is no time known', async (t) => {
