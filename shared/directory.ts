@@ -6,7 +6,7 @@ import { request, type Dispatcher } from 'undici';
 import { untilAbortedRequest } from './abort.js';
 import { CLAIMS_HEADER } from './claims.js';
 import { NonEmptyString } from './kinds.js';
-import { TtlCache, systemClock, type Clock } from './ttl-cache.js';
+import { TtlCache, type Clock } from './ttl-cache.js';
 
 export type DirectoryErrorCode = 'timeout' | 'unreachable' | 'bad_status' | 'bad_body';
 
@@ -42,6 +42,7 @@ export interface DirectoryOptions {
    * again on the next call. Failed answers are never cached.
    */
   cacheEmpty?: boolean;
+  /** What the cache's lifetime is measured on; by default the monotonic clock, which no NTP step moves. */
   clock?: Clock;
   dispatcher?: Dispatcher;
 }
@@ -60,7 +61,7 @@ const MAX_ANSWER_BYTES = 64 * 1024;
  */
 export function createBuildingDirectory(options: DirectoryOptions): BuildingDirectory {
   const timeoutMs = options.timeoutMs ?? 2000;
-  const cache = options.cacheTtlMs > 0 ? new TtlCache<string[]>(options.cacheTtlMs, options.clock ?? systemClock) : undefined;
+  const cache = options.cacheTtlMs > 0 ? new TtlCache<string[]>(options.cacheTtlMs, options.clock) : undefined;
   const base = options.baseUrl.replace(/\/+$/, '');
 
   /** The timeout covers the whole exchange, so the same failure can come before or during the body. */

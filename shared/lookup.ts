@@ -9,6 +9,7 @@
  */
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import type { LookupFunction } from 'node:net';
+import { performance } from 'node:perf_hooks';
 
 /** Resolves a host to all its addresses, in dns.lookup's shape with `all: true`. */
 export type Resolver = (
@@ -110,18 +111,22 @@ export function limitLookups(resolve: Resolver, limits: LookupLimits): Resolver 
   let inFlight = 0;
   const queue: SharedLookup[] = [];
   const pending = new Map<string, SharedLookup>();
-  /** Hosts whose lookup outlived its wait, with when they may be looked up again. */
+  /**
+   * Hosts whose lookup outlived its wait, with when they may be looked up again, on the monotonic clock:
+   * a wall clock stepped back (a gateway booted with its RTC decades ahead, then set by NTP) would
+   * otherwise refuse them for as long as the step instead of `rememberMs`.
+   */
   const unanswered = new Map<string, number>();
 
   const remember = (hostname: string) => {
-    const now = Date.now();
+    const now = performance.now();
     for (const [host, until] of unanswered) if (until <= now) unanswered.delete(host);
     unanswered.set(hostname, now + rememberMs);
   };
   const isRemembered = (hostname: string) => {
     const until = unanswered.get(hostname);
     if (until === undefined) return false;
-    if (until > Date.now()) return true;
+    if (until > performance.now()) return true;
     unanswered.delete(hostname);
     return false;
   };

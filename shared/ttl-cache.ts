@@ -1,14 +1,27 @@
 /**
  * A small in-process cache with a time-to-live per entry and an injectable clock.
  */
-
-/** Milliseconds since the epoch; injectable so tests move time by hand. */
-export type Clock = () => number;
-
-export const systemClock: Clock = () => Date.now();
+import { performance } from 'node:perf_hooks';
 
 /**
- * Entries expire `ttlMs` after they are set. The oldest entry is evicted past `maxEntries`.
+ * Milliseconds, injectable so tests move time by hand: since the epoch for {@link systemClock} (for
+ * timestamps), from an arbitrary start for {@link monotonicClock} (for measuring how long something lasts).
+ */
+export type Clock = () => number;
+
+/** The wall clock: what a timestamp is stamped with. NTP or an RTC can step it either way. */
+export const systemClock: Clock = () => Date.now();
+
+/** The process's monotonic clock: never stepped, so what it measures lasts as long as it says. */
+export const monotonicClock: Clock = () => performance.now();
+
+/**
+ * Entries expire `ttlMs` after they are set, on `clock` (by default the monotonic clock). The oldest
+ * entry is evicted past `maxEntries`.
+ *
+ * A caller may pass a wall clock. One stepped back by D would keep every entry D longer (a revoked key
+ * trusted for D more), so an entry read on a clock earlier than when it was set is dropped: its age is
+ * unknown, and a cache can always ask again.
  *
  * @example
  * const cache = new TtlCache<string[]>(60_000);
@@ -16,17 +29,18 @@ export const systemClock: Clock = () => Date.now();
  * cache.get('b1'); // ['acme'] for the next 60 s, then undefined
  */
 export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expiresAt: number }>();
+  private readonly entries = new Map<string, { value: V; setAt: number; expiresAt: number }>();
   constructor(
     private readonly ttlMs: number,
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock = monotonicClock,
     private readonly maxEntries = 10_000,
   ) {}
 
   get(key: string): V | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
-    if (entry.expiresAt <= this.clock()) {
+    const now = this.clock();
+    if (entry.expiresAt <= now || now < entry.setAt) {
       this.entries.delete(key);
       return undefined;
     }
@@ -34,8 +48,9 @@ export class TtlCache<V> {
   }
 
   set(key: string, value: V): void {
+    const now = this.clock();
     this.entries.delete(key);
-    this.entries.set(key, { value, expiresAt: this.clock() + this.ttlMs });
+    this.entries.set(key, { value, setAt: now, expiresAt: now + this.ttlMs });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);

@@ -53,7 +53,7 @@ export interface ConversationLockOptions {
   leaseMs: number;
   /**
    * How long a writer waits for the lock before giving up with {@link LockTimeoutError}, counted from
-   * the call: the writers ahead of it in this process and then the lease share it.
+   * the call on the monotonic clock: the writers ahead of it in this process and then the lease share it.
    */
   waitMs: number;
   /** Base pause between attempts while another replica holds the lease. */
@@ -192,8 +192,10 @@ export class ConversationLock {
    */
   async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
     // Fixed now, not once the writers ahead are through: the k-th writer queued behind a slow holder
-    // would otherwise answer after k waits, and one behind a holder that never ends, never.
-    const giveUpAt = Date.now() + this.options.waitMs;
+    // would otherwise answer after k waits, and one behind a holder that never ends, never. On the
+    // monotonic clock: a wall clock stepped forward during the wait would give up at once, and one
+    // stepped back would wait as long as the step.
+    const giveUpAt = performance.now() + this.options.waitMs;
     const previous = this.queues.get(key) ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((resolve) => {
@@ -286,7 +288,7 @@ export class ConversationLock {
 
   /**
    * Waits for `step`, or throws {@link LockAbandonedError} once waits are abandoned, or
-   * {@link LockTimeoutError} at `giveUpAt` when given.
+   * {@link LockTimeoutError} at `giveUpAt` (monotonic clock) when given.
    */
   private async waitFor<T>(key: string, step: Promise<T>, giveUpAt?: number): Promise<T> {
     if (this.waitsAbandoned) throw new LockAbandonedError(key);
@@ -297,7 +299,7 @@ export class ConversationLock {
     this.waits.add(abandon);
     const race = Promise.race([step, abandoned]);
     try {
-      if (giveUpAt !== undefined && !(await settlesWithin(race, giveUpAt - Date.now()))) throw new LockTimeoutError(key);
+      if (giveUpAt !== undefined && !(await settlesWithin(race, giveUpAt - performance.now()))) throw new LockTimeoutError(key);
       return await race;
     } catch (err) {
       if (this.waitsAbandoned) throw new LockAbandonedError(key);
@@ -308,7 +310,7 @@ export class ConversationLock {
     }
   }
 
-  /** Takes the conversation's lease by `giveUpAt`; returns this taking. */
+  /** Takes the conversation's lease by `giveUpAt` (monotonic clock); returns this taking. */
   private async acquire(key: string, giveUpAt: number): Promise<Taking> {
     await this.ensureIndex();
     const id = randomUUID();
@@ -338,7 +340,7 @@ export class ConversationLock {
           continue;
         }
       }
-      if (Date.now() >= giveUpAt) throw new LockTimeoutError(key);
+      if (performance.now() >= giveUpAt) throw new LockTimeoutError(key);
       attempt++;
       const backoff = Math.min(this.options.pollMs * 2 ** Math.min(attempt, 5), 100);
       await this.waitFor(key, sleep(backoff / 2 + Math.random() * (backoff / 2)));

@@ -4,7 +4,7 @@
  * INGEST_SIGNING_SECRET when no key id is sent (any building, the contract's fallback).
  */
 import { KEY_ID } from '../../shared/hmac.js';
-import { TtlCache, systemClock, type Clock } from '../../shared/ttl-cache.js';
+import { TtlCache, type Clock } from '../../shared/ttl-cache.js';
 import type { IngestKeyScope } from './domain/building-scope.js';
 import type { IngestKeyStore } from './store/ingest-keys.js';
 
@@ -24,11 +24,12 @@ export interface SigningKeysOptions {
   store: IngestKeyStore;
   /** How long a looked-up key (or its absence) is trusted; a revocation or rebinding takes effect within it. */
   cacheTtlMs?: number;
+  /** What the cache's lifetime is measured on; by default the monotonic clock, which no NTP step moves. */
   clock?: Clock;
 }
 
 export function createSigningKeys(options: SigningKeysOptions): SigningKeys {
-  const cache = new TtlCache<ChosenKey | null>(options.cacheTtlMs ?? 30_000, options.clock ?? systemClock);
+  const cache = new TtlCache<ChosenKey | null>(options.cacheTtlMs ?? 30_000, options.clock);
   const shared: ChosenKey | undefined = options.shared.length > 0 ? { keyId: '', ring: options.shared, buildings: 'any' } : undefined;
   return {
     async choose(keyIdHeader) {
