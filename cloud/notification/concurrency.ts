@@ -1,6 +1,7 @@
 /**
- * Bounded concurrency without a dependency: a counting semaphore, a map that runs at most `limit`
- * calls at once and reports each item's result or error in input order, and a bounded wait.
+ * Bounded concurrency without a dependency: a counting semaphore, a cap per key in front of a shared
+ * semaphore, and a map that runs at most `limit` calls at once and reports each item's result or error
+ * in input order.
  */
 
 /** A counting semaphore. `run` waits for a slot, runs the task and always frees the slot. */
@@ -21,6 +22,52 @@ export class Semaphore {
       if (next) next();
       else this.active -= 1;
     }
+  }
+
+  /** No task runs and none waits. */
+  get idle(): boolean {
+    return this.active === 0 && this.waiting.length === 0;
+  }
+}
+
+/**
+ * At most `perKey` tasks of one key run in, or wait in line for, a shared semaphore at once. A key's
+ * other tasks wait in that key's own line, holding no slot and no place in the shared line, so a key
+ * whose tasks are slow (pushes to hosts that never answer) takes at most `perKey` of the shared slots
+ * and other keys' tasks go ahead. A key's line is dropped once nothing runs or waits in it: lines are
+ * kept only for keys with tasks pending.
+ *
+ * @example
+ * const perAccount = new PerKeyLimit(new Semaphore(16), 2);
+ * await perAccount.run(recipient.accountName, () => push(recipient));
+ */
+export class PerKeyLimit {
+  private readonly lines = new Map<string, Semaphore>();
+
+  constructor(
+    private readonly shared: Semaphore,
+    private readonly perKey: number,
+  ) {
+    if (!Number.isInteger(perKey) || perKey < 1) throw new RangeError(`slots per key must be a positive integer, got ${perKey}`);
+  }
+
+  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    let line = this.lines.get(key);
+    if (line === undefined) {
+      line = new Semaphore(this.perKey);
+      this.lines.set(key, line);
+    }
+    try {
+      return await line.run(() => this.shared.run(task));
+    } finally {
+      // A freed slot is handed to the key's next task before this runs, so an idle line has nothing left.
+      if (line.idle && this.lines.get(key) === line) this.lines.delete(key);
+    }
+  }
+
+  /** Keys with tasks running or waiting: the lines kept. */
+  get keysPending(): number {
+    return this.lines.size;
   }
 }
 

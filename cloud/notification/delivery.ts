@@ -1,7 +1,8 @@
 /**
  * Delivery on both channels: one in-app notification per domain on the notifications channel, and a
  * Web Push to every device of the accounts opted in there. A device is pushed once per event even when
- * its account is opted in through several of the domains. Pushes share one bounded pool; one bad
+ * its account is opted in through several of the domains. Pushes share one bounded pool, of which one
+ * account's pushes hold at most a few slots at once (the rest wait in that account's own line); one bad
  * endpoint never stops the others. A push service's 410 or 404 deletes that subscription (unless its
  * endpoint was re-registered with other keys while the push was in flight); any other
  * failure (a 403 too: usually a VAPID key mismatch) is logged and the subscription kept.
@@ -19,7 +20,7 @@
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';
 import type { Notification } from '../../shared/notification.js';
-import type { Semaphore } from './concurrency.js';
+import { PerKeyLimit, type Semaphore } from './concurrency.js';
 import type { NotificationMetrics } from './metrics.js';
 import { endpointOrigin, type PushMessage, type PushSender } from './push.js';
 import { pushPayloadOf } from './push-payload.js';
@@ -41,6 +42,11 @@ export interface DeliveryDeps {
   push: PushSender;
   /** Shared by every delivery in the process: bounds pushes in flight. */
   pushPool: Semaphore;
+  /**
+   * Slots of `pushPool` one account's pushes may hold, or wait in its line for, at once. Default
+   * {@link DEFAULT_PUSH_SLOTS_PER_ACCOUNT}.
+   */
+  pushSlotsPerAccount?: number;
   metrics: NotificationMetrics;
   logger: Logger;
   /**
@@ -58,6 +64,14 @@ export interface FanOutOptions {
   /** Wait for the pushes and report them (the /trigger route); otherwise they run in the background. */
   waitForPushes?: boolean;
 }
+
+/**
+ * A push to a host that accepts the connection and never answers holds its slot for the whole push
+ * timeout, and an account chooses its endpoints (up to 50 of them). Two slots per account keep the
+ * pushes of every other account going while one account's endpoints hang, and still let an account's
+ * pushes overlap a slow push service's answer.
+ */
+export const DEFAULT_PUSH_SLOTS_PER_ACCOUNT = 2;
 
 const URGENCY = { info: 'low', warning: 'normal', danger: 'high' } as const;
 
@@ -118,8 +132,11 @@ export class Delivery {
   private readonly background = new Set<Promise<void>>();
   private backgroundWeight = 0;
   private waiting = 0;
+  /** Every push goes through its account's line to the shared pool. */
+  private readonly pushLines: PerKeyLimit;
 
   constructor(private readonly deps: DeliveryDeps) {
+    this.pushLines = new PerKeyLimit(deps.pushPool, deps.pushSlotsPerAccount ?? DEFAULT_PUSH_SLOTS_PER_ACCOUNT);
     const counter = deps.metrics.inAppPublished;
     this.published = { alert: counter.labels({ kind: 'alert' }), manual: counter.labels({ kind: 'manual' }) };
   }
@@ -214,7 +231,7 @@ export class Delivery {
       const messageOf = pushMessages(topicSource === undefined ? undefined : topicOf(topicSource));
       for (const { recipient, notification } of found.targets) {
         const message = messageOf(notification);
-        pushes.push(this.deps.pushPool.run(() => this.pushOne(recipient, message, report)));
+        pushes.push(this.pushInLine(recipient, message, report));
       }
     }
     await Promise.all(pushes);
@@ -247,6 +264,11 @@ export class Delivery {
 
   private isFull(weight: number): boolean {
     return this.backgroundWeight + weight > (this.deps.maxBackground ?? 10_000) && this.background.size > 0;
+  }
+
+  /** Accounts with pushes running or waiting in their line; for tests (lines are dropped once empty). */
+  get accountsWithPushesPending(): number {
+    return this.pushLines.keysPending;
   }
 
   /** Fan-outs waited for by their caller (the /trigger route's) still waiting for room to start; for tests. */
@@ -298,7 +320,7 @@ export class Delivery {
     await Promise.all(
       found.targets.map(({ recipient, notification }) => {
         const message = messageOf(notification);
-        return this.deps.pushPool.run(() => this.pushOne(recipient, message, report));
+        return this.pushInLine(recipient, message, report);
       }),
     );
   }
@@ -308,6 +330,11 @@ export class Delivery {
     await Promise.all([...byDomain.keys()].map(async (domain) => lists.set(listKey(domain, metric), { ok: true, recipients: await this.deps.store.recipientsIn(domain, metric) })));
     const found = targetsOf(byDomain, metric, lists);
     return found.ok ? found.targets : [];
+  }
+
+  /** Pushes once its account's line lets it into the shared pool and a slot there is free. */
+  private pushInLine(recipient: Recipient, message: PushMessage, report: DeliveryReport): Promise<void> {
+    return this.pushLines.run(recipient.accountName, () => this.pushOne(recipient, message, report));
   }
 
   private async pushOne(recipient: Recipient, message: PushMessage, report: DeliveryReport): Promise<void> {

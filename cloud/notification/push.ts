@@ -44,6 +44,7 @@ export interface PushMessage {
 /** The port delivery uses. */
 export interface PushSender {
   send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult>;
+  /** After it, every push fails without being sent. */
   close(): Promise<void>;
 }
 
@@ -199,6 +200,11 @@ export class WebPushSender implements PushSender {
   private readonly timeoutMs: number;
   private readonly ttlSeconds: number;
   private readonly pools: OriginPools;
+  /**
+   * Set by {@link close}. Pushes still queued when the drain runs out call `send` as the aborted ones
+   * free their slots; a closed sender must not open a new pool for them and send after all.
+   */
+  private closed = false;
 
   constructor(private readonly options: WebPushSenderOptions) {
     this.timeoutMs = options.timeoutMs ?? 10_000;
@@ -222,6 +228,7 @@ export class WebPushSender implements PushSender {
   }
 
   async send(subscription: { endpoint: string; keys: { p256dh: string; auth: string } }, message: PushMessage): Promise<PushResult> {
+    if (this.closed) return { kind: 'failed', reason: 'unreachable', detail: 'the push sender is closed (the service is stopping); nothing was sent' };
     const vapid = this.options.vapid;
     if (!vapid) return { kind: 'failed', reason: 'not_configured', detail: 'VAPID keys are not configured' };
     const scheme = refusedScheme(subscription.endpoint, this.options.allowHttp ?? false);
@@ -280,8 +287,12 @@ export class WebPushSender implements PushSender {
     }
   }
 
-  /** Closes the connections; a push still in flight is aborted (callers drain first). */
+  /**
+   * Closes the connections; a push still in flight is aborted (callers drain first), and every later
+   * push fails with `unreachable` without being sent.
+   */
   async close(): Promise<void> {
+    this.closed = true;
     await this.pools.destroy();
   }
 }
