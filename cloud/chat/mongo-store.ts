@@ -190,29 +190,45 @@ export class MongoConversationStore implements ConversationStore {
 
   /**
    * Moves each conversation of the single collection of earlier versions to its owner's collection:
-   * inserted there, then deleted here. One already there (another replica starting at the same time
-   * moved it, and it may have changed since) is kept as it is. Run before the service takes requests;
-   * replicas of an earlier version must be stopped first, or what they write meanwhile stays behind
-   * until the next start.
+   * inserted there, then deleted here, so a crash between the two leaves it in both and the next start
+   * finishes the move. One already there (another replica starting at the same time moved it, and it
+   * may have changed since) is kept as it is. Run before the service takes requests; replicas of an
+   * earlier version must be stopped first, or what they write meanwhile stays behind until the next
+   * start.
    */
   private async moveLegacy(): Promise<{ moved: number; ownerless: number }> {
     let moved = 0;
     let ownerless = 0;
-    for await (const doc of this.legacy.find({})) {
-      // No route could ever reach such a document; it is left where it is, and counted.
-      if (typeof doc.user_id !== 'string') {
-        ownerless += 1;
-        continue;
-      }
-      try {
-        await this.conversations(doc.user_id).insertOne(doc);
-        moved += 1;
-      } catch (err) {
-        if (!isDuplicateKey(err)) throw err;
-      }
-      await this.legacy.deleteOne({ _id: doc._id });
+    // Only the ids are walked; each conversation is read again when its turn comes (see moveOne).
+    for await (const { _id } of this.legacy.find({}, { projection: { _id: 1 } })) {
+      const outcome = await this.moveOne(_id);
+      if (outcome === 'moved') moved += 1;
+      if (outcome === 'ownerless') ownerless += 1;
     }
     return { moved, ownerless };
+  }
+
+  /**
+   * Moves one conversation, read here just before its insert rather than taken from the walk's
+   * batch: another replica starting at the same time may have moved it since, and its owner deleted
+   * it through that replica. Gone from here means moved, and an insert of the copy read earlier would
+   * bring a deleted conversation back. What is left open is one round trip, between this read and the
+   * insert, in which the other replica would have to finish its whole start and the owner delete.
+   */
+  private async moveOne(_id: ObjectId): Promise<'moved' | 'there already' | 'gone' | 'ownerless'> {
+    const doc = await this.legacy.findOne({ _id });
+    if (!doc) return 'gone';
+    // No route could ever reach such a document; it is left where it is, and counted.
+    if (typeof doc.user_id !== 'string') return 'ownerless';
+    let outcome: 'moved' | 'there already' = 'moved';
+    try {
+      await this.conversations(doc.user_id).insertOne(doc);
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      outcome = 'there already';
+    }
+    await this.legacy.deleteOne({ _id });
+    return outcome;
   }
 
   /**
