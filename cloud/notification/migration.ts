@@ -6,13 +6,16 @@
  * before it goes on to serve: FerretDB 1.x applies an update by reading and writing back whole
  * documents, so a preference written through it while the holder's update runs could be lost. The
  * update only adds missing entries, so a stored choice is never overwritten and a re-run after a crash
- * changes nothing already done. A lock whose holder stopped is taken over after its lease.
+ * changes nothing already done. A lock whose holder stopped is taken over once a replica has seen it
+ * unchanged for the lease, on that replica's own monotonic clock: the holder's `claimedAt` is stamped by
+ * its own clock, which may disagree with the waiter's.
  *
  * A replica stopped while it runs the migration releases the lock before its database client closes
  * ({@link StartupMigration}): a lock left behind would make every replica starting in the next 10 minutes
  * wait out the lease before it serves.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
@@ -20,8 +23,14 @@ import { describeError } from '../../shared/describe-error.js';
 import { settlesWithin } from '../../shared/lifecycle.js';
 import type { NotificationStore } from './store.js';
 
-/** A lock older than this is taken over: its holder stopped before finishing. */
+/** A lock seen unchanged this long is taken over: its holder stopped before finishing. */
 export const DEFAULT_MIGRATION_LEASE_MS = 10 * 60 * 1000;
+/**
+ * How much longer than the lease a replica waits for the lock by default. The lease counts from the
+ * replica's first look at the lock, a little after its wait began: a wait of just the lease would end
+ * before the takeover of a lock left behind, and every start would then go on without the migration.
+ */
+const WAIT_PAST_LEASE_MS = 60_000;
 export const MIGRATION_LOCK_ID = 'startup-migration-lock';
 
 export interface MigrationReport {
@@ -60,7 +69,10 @@ export async function migrateAlertableMetrics(
   options: {
     owner?: string;
     leaseMs?: number;
-    /** How long to wait for another replica holding the lock; default the lease, after which it is taken over. */
+    /**
+     * How long to wait for another replica holding the lock, on the monotonic clock; default a minute
+     * past the lease, by when a lock left behind has been taken over.
+     */
     waitMs?: number;
     /** Pause between looks while waiting. Default 250 ms. */
     pollMs?: number;
@@ -82,7 +94,9 @@ export async function migrateAlertableMetrics(
     else pending.push(metric);
   }
   const leaseMs = options.leaseMs ?? DEFAULT_MIGRATION_LEASE_MS;
-  const waitUntil = Date.now() + (options.waitMs ?? leaseMs);
+  // On the monotonic clock: a wall clock stepped forward would end the wait at once, one stepped back
+  // would make it last as long as the step.
+  const waitUntil = performance.now() + (options.waitMs ?? leaseMs + WAIT_PAST_LEASE_MS);
   let waited = false;
   stopIfAsked();
   while ((await store.claimLock(MIGRATION_LOCK_ID, owner, leaseMs)) === 'held') {
@@ -93,7 +107,7 @@ export async function migrateAlertableMetrics(
       if (pending.length > 0) logger.info({ metrics: pending }, 'migration: another replica ran it; waited for it to finish');
       return report;
     }
-    if (Date.now() >= waitUntil) {
+    if (performance.now() >= waitUntil) {
       for (const metric of pending) report.metrics[metric] = unfinished.includes(metric) ? 'held' : 'done';
       logger.warn({ pending: unfinished }, 'migration: another replica still holds the lock; going on without it');
       return report;

@@ -9,7 +9,13 @@
  * meanwhile. A write to one preferences record therefore holds a lock document, which FerretDB's unique
  * `_id` makes exclusive across replicas; writes are also queued in process, so replicas contend, not
  * requests. On MongoDB the revision check alone would be enough.
+ *
+ * A lock's `claimedAt` is stamped by its holder's wall clock, and replicas' clocks disagree (skew, an NTP
+ * step). So no replica compares another's stamp with its own clock: a waiter takes a lock over only once
+ * it has seen the same claim (owner and stamp) unchanged for a whole lease on its own monotonic clock,
+ * as the chat service's conversation lock does.
  */
+import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoServerError, ObjectId, type Collection, type Db, type Document } from 'mongodb';
 import { ALERTABLE_METRICS } from '../../shared/catalog/metrics.js';
@@ -114,7 +120,11 @@ export interface NotificationStore {
    */
   recipientsIn(domainName: string, metric: string | undefined): Promise<Recipient[]>;
   backfillDerivedFields(): Promise<number>;
-  /** Takes a lock under a unique id; a lock older than `leaseMs` is taken over. */
+  /**
+   * Takes a lock under a unique id. A lock held by another owner is taken over once this replica has
+   * seen it unchanged for `leaseMs` on its own monotonic clock: the first look at a lock only starts
+   * that count, whatever its `claimedAt` says.
+   */
   claimLock(id: string, owner: string, leaseMs: number): Promise<LockClaim>;
   releaseLock(id: string, owner: string): Promise<void>;
   isMarkerDone(id: string): Promise<boolean>;
@@ -127,7 +137,14 @@ export interface NotificationStore {
 }
 
 export interface MongoStoreOptions {
+  /** The wall clock: what `createdAt`, `updatedAt` and a lock's `claimedAt` are stamped with. */
   clock?: Clock;
+  /**
+   * A clock that is never stepped (default `performance.now()`): what ages the recipient lists, times
+   * a wait for a record lock, and counts how long another replica's lock has been seen unchanged.
+   * Injectable so tests move it by hand.
+   */
+  monotonicClock?: Clock;
   /** How long a recipient list is reused; local writes clear it at once. 0 disables. Default 5000 ms. */
   recipientsCacheMs?: number;
   /**
@@ -142,15 +159,42 @@ const NAMESPACE_NOT_FOUND = 26;
 const INDEX_NOT_FOUND = 27;
 const WRITE_ATTEMPTS = 20;
 const IN_CHUNK = 500;
-/** A record lock older than this is taken over: its holder stopped mid-write. A write takes milliseconds. */
+/**
+ * A record lock seen unchanged this long is taken over: its holder stopped mid-write. A write takes
+ * milliseconds.
+ */
 const RECORD_LOCK_LEASE_MS = 10_000;
-/** How long a write waits for another replica's lock on its record before answering 409, by default. */
-export const RECORD_LOCK_WAIT_MS = 10_000;
+/**
+ * How long a write waits for another replica's lock on its record before answering 409, by default.
+ * Longer than the lease: the lease counts from this replica's first look at the lock, so a write that
+ * finds a lock its holder left behind waits the lease out and lands, rather than giving up just before.
+ */
+export const RECORD_LOCK_WAIT_MS = 15_000;
+/**
+ * Sightings of other replicas' locks kept at most (see {@link MongoNotificationStore.sightLock}). Past it
+ * the oldest is forgotten: a lock forgotten is only counted again from the next look.
+ */
+const MAX_LOCK_SIGHTINGS = 10_000;
 /** Records the startup migration updates at once, each under its lock. */
 const MIGRATION_WRITES_IN_FLIGHT = 8;
 
 function isDuplicateKey(err: unknown): boolean {
   return err instanceof MongoServerError && err.code === DUPLICATE_KEY;
+}
+
+/**
+ * Another replica's lock as this one saw it: which claim (its owner and stamp), and since when, on this
+ * replica's monotonic clock, it has been seen unchanged.
+ */
+interface LockSighting {
+  owner: string;
+  claimedAt: number;
+  since: number;
+}
+
+/** The id of the lock that makes taking over one claim of lock `id` exclusive ({@link MongoNotificationStore.takeOver}). */
+function takeoverLockId(id: string, claim: { owner: string; claimedAt: number }): string {
+  return `takeover:${JSON.stringify([id, claim.owner, claim.claimedAt])}`;
 }
 
 interface IndexInfo {
@@ -228,11 +272,18 @@ export class MongoNotificationStore implements NotificationStore {
   /** The migration lock, in the markers' collection. */
   private readonly migrationLocks: Collection<LockDoc>;
   private readonly clock: Clock;
+  private readonly monotonic: Clock;
   private readonly cacheMs: number;
   private readonly recordLockWaitMs: number;
   private readonly writeQueues = new Map<string, Promise<unknown>>();
-  /** Recipient lists by domain and metric, oldest first: an entry is only ever added at the end. */
+  /**
+   * Recipient lists by domain and metric, oldest first: an entry is only ever added at the end. `at` is
+   * on the monotonic clock: a wall clock stepped back would keep a list (pushes to devices opted out
+   * since) as long as the step.
+   */
   private readonly recipientCache = new Map<string, { at: number; value: Promise<Recipient[]> }>();
+  /** Other replicas' locks this replica waits for, by collection and lock id, oldest first. */
+  private readonly lockSightings = new Map<string, LockSighting>();
 
   constructor(db: Db, options: MongoStoreOptions = {}) {
     this.devices = db.collection<DeviceDoc>(COLLECTIONS.devices);
@@ -241,6 +292,7 @@ export class MongoNotificationStore implements NotificationStore {
     this.locks = db.collection<LockDoc>(COLLECTIONS.locks);
     this.migrationLocks = db.collection<LockDoc>(COLLECTIONS.migrations);
     this.clock = options.clock ?? systemClock;
+    this.monotonic = options.monotonicClock ?? (() => performance.now());
     this.cacheMs = options.recipientsCacheMs ?? 5000;
     this.recordLockWaitMs = options.recordLockWaitMs ?? RECORD_LOCK_WAIT_MS;
   }
@@ -449,9 +501,9 @@ export class MongoNotificationStore implements NotificationStore {
   /** Runs a write holding the record's lock, waiting for another replica's; 409 when it is held too long. */
   private async underRecordLock<T>(id: string, task: () => Promise<T>): Promise<T> {
     const owner = new ObjectId().toHexString();
-    const giveUpAt = performance.now() + this.recordLockWaitMs;
+    const giveUpAt = this.monotonic() + this.recordLockWaitMs;
     while ((await this.claimIn(this.locks, id, owner, RECORD_LOCK_LEASE_MS, {})) === 'held') {
-      if (performance.now() >= giveUpAt) throw new WriteConflictError();
+      if (this.monotonic() >= giveUpAt) throw new WriteConflictError();
       await sleep(5 + Math.random() * 20);
     }
     try {
@@ -517,11 +569,9 @@ export class MongoNotificationStore implements NotificationStore {
   recipientsIn(domainName: string, metric: string | undefined): Promise<Recipient[]> {
     if (this.cacheMs <= 0) return this.queryRecipients(domainName, metric);
     const key = `${domainName}\u0000${metric ?? ''}`;
-    const now = this.clock();
+    const now = this.monotonic();
     this.dropExpiredRecipients(now);
     const hit = this.recipientCache.get(key);
-    // Checked here too: the sweep stops at the first fresh entry, and after the clock steps back an
-    // older entry can stand before an expired one.
     if (hit && now - hit.at < this.cacheMs) return hit.value;
     this.recipientCache.delete(key);
     const value = this.queryRecipients(domainName, metric);
@@ -583,14 +633,59 @@ export class MongoNotificationStore implements NotificationStore {
     return this.claimIn(this.migrationLocks, id, owner, leaseMs, { state: 'running' });
   }
 
-  /** Takes the lock `id` in `locks`; `extra` rides along on a new lock document (the migration's state). */
+  /**
+   * Takes the lock `id` in `locks`; `extra` rides along on a new lock document (the migration's state).
+   * A lock held by another claim is taken over once this replica has seen that claim unchanged for
+   * `leaseMs` ({@link sightLock}): never by comparing its `claimedAt`, stamped by another replica's
+   * clock, with this one's.
+   */
   private async claimIn(locks: Collection<LockDoc>, id: string, owner: string, leaseMs: number, extra: Partial<MigrationDoc>): Promise<LockClaim> {
-    const now = new Date(this.clock());
-    if (await this.insertLock(locks, { ...extra, _id: id, owner, claimedAt: now })) return 'claimed';
+    if (await this.insertLock(locks, { ...extra, _id: id, owner, claimedAt: new Date(this.clock()) })) {
+      this.forgetLock(locks, id);
+      return 'claimed';
+    }
+    // Timed before the read is sent, and sighted after its answer: a takeover then needs the same claim
+    // in two reads a whole lease apart, however slow either answer was.
+    const askedAt = this.monotonic();
     const lock = await locks.findOne({ _id: id });
-    if (!lock) return this.claimIn(locks, id, owner, leaseMs, extra);
-    if (now.getTime() - lock.claimedAt.getTime() < leaseMs) return 'held';
+    if (!lock) {
+      this.forgetLock(locks, id);
+      return this.claimIn(locks, id, owner, leaseMs, extra);
+    }
+    if (askedAt - this.sightLock(locks, lock).since < leaseMs) return 'held';
     return this.takeOver(locks, lock, owner, leaseMs, extra);
+  }
+
+  /**
+   * Records a look at `lock`: the sighting of the same claim (owner and `claimedAt`) while it has not
+   * changed, else a new one from now. Kept across waits, so a write that gave up (409) does not restart
+   * the count for the next write of the record.
+   */
+  private sightLock(locks: Collection<LockDoc>, lock: LockDoc): LockSighting {
+    const key = JSON.stringify([locks.collectionName, lock._id]);
+    const claimedAt = lock.claimedAt.getTime();
+    const seen = this.lockSightings.get(key);
+    if (seen && seen.owner === lock.owner && seen.claimedAt === claimedAt) return seen;
+    this.forgetLock(locks, lock._id);
+    const sighting = { owner: lock.owner, claimedAt, since: this.monotonic() };
+    this.lockSightings.set(key, sighting);
+    if (this.lockSightings.size > MAX_LOCK_SIGHTINGS) {
+      const oldest = this.lockSightings.keys().next().value;
+      if (oldest !== undefined) this.lockSightings.delete(oldest);
+    }
+    return sighting;
+  }
+
+  /**
+   * Forgets the sighting of lock `id` (claimed, gone, or changed), and that of the lock taking its claim
+   * over, which can no longer be waited for.
+   */
+  private forgetLock(locks: Collection<LockDoc>, id: string): void {
+    const key = JSON.stringify([locks.collectionName, id]);
+    const seen = this.lockSightings.get(key);
+    if (!seen) return;
+    this.lockSightings.delete(key);
+    this.forgetLock(locks, takeoverLockId(id, seen));
   }
 
   /** Inserts a lock document; false when one with its `_id` exists (the unique `_id` is what is exclusive). */
@@ -610,14 +705,15 @@ export class MongoNotificationStore implements NotificationStore {
    * filter on a read and then writes by `_id`, so two replicas could both set themselves as the owner,
    * or one delete the lock the other had just inserted. So the takeover of this one expired lock (its
    * owner and claim time) is itself a lock, taken like any other: only its holder deletes the expired
-   * lock and inserts its own; the others answer `held` and keep waiting. A takeover lock left by a
-   * replica that stopped mid-takeover expires the same way.
+   * lock, exactly the claim it saw, and inserts its own; the others answer `held` and keep waiting. A
+   * takeover lock left by a replica that stopped mid-takeover is taken over the same way.
    */
   private async takeOver(locks: Collection<LockDoc>, expired: LockDoc, owner: string, leaseMs: number, extra: Partial<MigrationDoc>): Promise<LockClaim> {
-    const takeoverId = `takeover:${JSON.stringify([expired._id, expired.owner, expired.claimedAt.getTime()])}`;
+    const takeoverId = takeoverLockId(expired._id, { owner: expired.owner, claimedAt: expired.claimedAt.getTime() });
     if ((await this.claimIn(locks, takeoverId, owner, leaseMs, {})) === 'held') return 'held';
     try {
       await locks.deleteOne({ _id: expired._id, owner: expired.owner, claimedAt: expired.claimedAt });
+      this.forgetLock(locks, expired._id);
       // A replica that found no lock at all may have inserted its own meanwhile: then it holds it.
       return (await this.insertLock(locks, { ...extra, _id: expired._id, owner, claimedAt: new Date(this.clock()) })) ? 'claimed' : 'held';
     } finally {

@@ -4,6 +4,7 @@
  * replicas starting at once migrate each metric once, a claim left by a stopped replica is taken over, and
  * a choice saved through a serving replica while the migration runs is kept.
  */
+import { performance } from 'node:perf_hooks';
 import { MongoClient, ObjectId, type Db } from 'mongodb';
 import t from 'tap';
 import { silentLogger } from '../../../shared/logger.js';
@@ -92,7 +93,9 @@ t.test('two replicas starting at once: one migrates, the other waits for it, no 
 
 t.test('a lock left by a replica that stopped mid-way is taken over after its lease', async (t) => {
   const { db } = await freshMongo(t);
-  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  // The lease counts on this replica's monotonic clock from its first look: moved on by hand below.
+  let moved = 0;
+  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0, monotonicClock: () => performance.now() + moved });
   await store.start();
   await legacy(db, 'a', 'acme', [on('temperature'), on('peopleCount')]);
   const markers = db.collection<{ _id: string; state: string; owner?: string; claimedAt?: Date }>(COLLECTIONS.migrations);
@@ -101,6 +104,7 @@ t.test('a lock left by a replica that stopped mid-way is taken over after its le
   const held = await migrateAlertableMetrics(store, logger, { leaseMs: 10 * 60_000, waitMs: 0 });
   t.equal(held.metrics.airQuality, 'held', 'within the lease the other replica is trusted to finish');
   t.same(await preferencesOf(db, 'a'), [on('temperature'), on('peopleCount')]);
+  moved += 30_000;
   const taken = await migrateAlertableMetrics(store, logger, { leaseMs: 30_000 });
   t.equal(taken.metrics.airQuality, 1, 'after the lease it is taken over and finished');
   t.same(await preferencesOf(db, 'a'), [on('temperature'), on('peopleCount'), on('airQuality')]);

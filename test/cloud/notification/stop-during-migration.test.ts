@@ -4,8 +4,9 @@
  * before the database client closes, or the lock outlives the process and the next starts wait out the
  * lease. The service runs as its own process (`node --import tsx cloud/notification/main.ts`) on the
  * real FerretDB. The migration is held mid-way deterministically: one record it must update is locked
- * by someone else (a preferences lock document that never expires), so once it has updated every other
- * record it waits there. How long it waits there is set far out (RECORD_LOCK_WAIT_MS, 10 minutes), so
+ * by someone else (a preferences lock document re-claimed every half second, so never seen unchanged
+ * for the 10 s after which a replica takes a lock over), so once it has updated every other record it
+ * waits there. How long it waits there is set far out (RECORD_LOCK_WAIT_MS, 10 minutes), so
  * it is still waiting whenever the test gets to send SIGTERM; each such test checks so just before. The
  * stop gives the migration its default 2 s (MIGRATION_STOP_MS) where the test needs the stop to give up
  * on it, and a minute where the test needs the migration to end by itself after the signal: outcomes
@@ -86,6 +87,29 @@ async function stillWaiting(service: ReturnType<typeof startService>, db: Db, me
   );
 }
 
+/**
+ * Holds a record's preferences lock as a replica re-claiming it every half second would: its
+ * `claimedAt` changes each time, so no replica sees it unchanged for the lease and takes it over.
+ * Answers what stops the re-claiming (and waits for one in flight), called before the lock is deleted
+ * and at teardown.
+ */
+async function holdRecordLock(t: Teardown, db: Db, id: string): Promise<() => Promise<void>> {
+  const recordLocks = db.collection<{ _id: string; owner: string; claimedAt: Date }>(COLLECTIONS.locks);
+  await recordLocks.insertOne({ _id: id, owner: 'someone-else', claimedAt: new Date() });
+  let claim = 0;
+  let inFlight: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    claim++;
+    inFlight = inFlight.then(() => recordLocks.updateOne({ _id: id }, { $set: { claimedAt: new Date(Date.now() + claim) } })).catch(() => undefined);
+  }, 500);
+  const stop = async () => {
+    clearInterval(timer);
+    await inFlight;
+  };
+  t.teardown(stop);
+  return stop;
+}
+
 /** A record as an earlier version stored it, with temperature on: the migration must update it. */
 async function legacy(db: Db, accountName: string, domainName: string) {
   await db.collection(COLLECTIONS.preferences).insertOne({ _id: new ObjectId(), accountName, domainName, preferences: [on('temperature')], createdAt: '2024-03-01T00:00:00.000Z' });
@@ -96,10 +120,10 @@ t.test('SIGTERM while the migration holds its lock and waits on a record: the lo
   const accounts = Array.from({ length: 20 }, () => uniqueName('acct'));
   for (const account of accounts) await legacy(db, account, 'acme');
   const blocked = accounts[0] as string;
-  // The record's preferences lock, held by someone else and never expiring while the test runs.
+  // The record's preferences lock, held by someone else while the test runs.
   const recordLocks = db.collection<{ _id: string; owner: string; claimedAt: Date }>(COLLECTIONS.locks);
   const recordLockId = `preferences:${JSON.stringify([blocked, 'acme'])}`;
-  await recordLocks.insertOne({ _id: recordLockId, owner: 'someone-else', claimedAt: new Date(Date.now() + 60 * 60_000) });
+  const releaseRecordLock = await holdRecordLock(t, db, recordLockId);
   const markers = db.collection<{ _id: string; owner?: string; state?: string }>(COLLECTIONS.migrations);
 
   // The stop's own 2 s for the migration: the record stays locked, so only the stop can end it.
@@ -119,6 +143,7 @@ t.test('SIGTERM while the migration holds its lock and waits on a record: the lo
   t.equal(await markers.countDocuments({ _id: markerId('peopleCount'), state: 'done' }), 0, 'the unfinished metric is not marked done');
 
   // The next replica to start finds no lock: it runs the migration at once rather than waiting.
+  await releaseRecordLock();
   await recordLocks.deleteOne({ _id: recordLockId });
   const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
   await store.start();
@@ -178,7 +203,7 @@ t.test('SIGTERM while the last metric waits on a record that is then freed: the 
   const blocked = accounts[0] as string;
   const recordLocks = db.collection<{ _id: string; owner: string; claimedAt: Date }>(COLLECTIONS.locks);
   const recordLockId = `preferences:${JSON.stringify([blocked, 'acme'])}`;
-  await recordLocks.insertOne({ _id: recordLockId, owner: 'someone-else', claimedAt: new Date(Date.now() + 60 * 60_000) });
+  const releaseRecordLock = await holdRecordLock(t, db, recordLockId);
 
   // A minute for the migration to end by itself once the record is freed after the signal.
   const service = startService(t, uri, { RECORD_LOCK_WAIT_MS, MIGRATION_STOP_MS: '60000' });
@@ -188,6 +213,7 @@ t.test('SIGTERM while the last metric waits on a record that is then freed: the 
   service.child.kill('SIGTERM');
   await waitFor('the service to begin its stop', () => service.logs.some((l) => l.msg === 'stopping'), 10_000);
   // Freed after the signal: the step the migration was in finishes well within the minute the stop gives it.
+  await releaseRecordLock();
   await recordLocks.deleteOne({ _id: recordLockId });
   const [code] = await service.exited;
   if (code !== 0) t.comment(service.stderr(), JSON.stringify(service.logs.slice(-8)));
