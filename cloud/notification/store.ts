@@ -396,6 +396,8 @@ export class MongoNotificationStore implements NotificationStore {
   private async moveToHref(device: Pick<DeviceDoc, '_id' | 'endpoint' | 'updatedAt'>, href: string): Promise<void> {
     for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
       const holder = await this.devices.findOne({ endpoint: href }, { projection: { _id: 1, updatedAt: 1 } });
+      // Moved already, by another replica starting at the same time: deleting "the holder" would delete it.
+      if (holder?._id.equals(device._id)) return;
       if (holder && registeredAfter(holder, device)) {
         await this.devices.deleteOne({ _id: device._id, endpoint: device.endpoint });
         return;

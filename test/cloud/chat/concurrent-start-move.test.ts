@@ -2,7 +2,7 @@ import t from 'tap';
 import { ObjectId, type Document } from 'mongodb';
 import { MongoConversationStore } from '../../../cloud/chat/mongo-store.js';
 import { conversationsOf } from './support/harness.js';
-import { dbWith } from './support/db-with.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 /** A conversation as an earlier version stored it in the single `conversations` collection. */

@@ -2,7 +2,7 @@ import t from 'tap';
 import type { Document, Filter, ObjectId, UpdateFilter } from 'mongodb';
 import { LEASE_COLLECTION } from '../../../cloud/chat/conversation-lock.js';
 import { call, conversationsOf, createConversation, send, startChat, terminalOf } from './support/harness.js';
-import { dbWith } from './support/db-with.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 t.test('a conversation deleted while its answer streams: an error frame, and it stays deleted', async (t) => {

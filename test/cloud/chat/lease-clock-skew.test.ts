@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Collection, Document, Filter, UpdateFilter, UpdateResult } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { conversationsOf, createConversation, getConversation, send, startChat, terminalOf } from './support/harness.js';
-import { dbWith } from './support/db-with.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 // What a waiter must see unrenewed before it takes a lease over. The first test's holder renews right

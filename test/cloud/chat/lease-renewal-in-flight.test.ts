@@ -7,7 +7,7 @@
 import t from 'tap';
 import type { Filter, UpdateFilter, UpdateResult } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
-import { dbWith } from './support/db-with.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 // Renewed every 200 ms; no other replica waits here, so no load makes it too short.

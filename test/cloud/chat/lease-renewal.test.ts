@@ -2,7 +2,7 @@ import t from 'tap';
 import { performance } from 'node:perf_hooks';
 import type { Collection, Db, Filter, UpdateFilter, UpdateResult } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
-import { dbWith } from './support/db-with.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 // What a waiter must see unrenewed before it takes a lease over. In the first test the waiter reads the

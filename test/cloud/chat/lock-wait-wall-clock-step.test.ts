@@ -9,7 +9,7 @@ import t from 'tap';
 import type { Collection, Filter } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
 import { steppableWallClock } from '../../shared/support/wall-clock.js';
-import { dbWith } from './support/db-with.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 const HOUR_MS = 3_600_000;

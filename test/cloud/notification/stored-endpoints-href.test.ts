@@ -2,11 +2,13 @@
  * Devices stored before endpoints were normalised, on a real FerretDB. Earlier versions stored the
  * endpoint as sent (`https://PUSH.example.invalid:443/…`); saves now look a device up by its href, so
  * such a device would not be found, and another account could register its endpoint beside it. Start
- * rewrites them to their href; where the href is stored as well, the later registration is kept.
+ * rewrites them to their href; where the href is stored as well, the later registration is kept, and a
+ * replica starting at the same time leaves what the other moved.
  */
 import { ObjectId } from 'mongodb';
 import t from 'tap';
 import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
+import { dbWith } from '../../support/db-with.js';
 import { freshMongo } from './support/stack.js';
 
 const keys = (tag: string) => ({ p256dh: `p256dh-${tag}`, auth: `auth-${tag}` });
@@ -49,4 +51,29 @@ t.test('start stores old spellings under their href, and a subscribe of the endp
   await again.start();
   t.equal(await again.normaliseStoredEndpoints(), 0, 'nothing left to rewrite');
   t.equal(await devices.countDocuments({}), 3, 'a second start changes nothing');
+});
+
+t.test('two replicas starting at once: the one behind leaves the devices the other moved', async (t) => {
+  const { db } = await freshMongo(t);
+  const devices = db.collection(COLLECTIONS.devices);
+  await devices.insertMany([
+    device('ana', 'https://PUSH.example.invalid:443/fcm/send/ana', 'ana', '2024-01-01T00:00:00.000Z'),
+    device('bo', 'https://push.example.invalid:443/fcm/send/bo', 'bo', '2024-01-01T00:00:00.000Z'),
+  ]);
+  // What the replica behind read before the first rewrote anything: the old spellings.
+  const read = await devices.find({}, { projection: { endpoint: 1, updatedAt: 1 } }).toArray();
+
+  const first = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
+  t.equal(await first.normaliseStoredEndpoints(), 2, 'the first replica moves both');
+  const behind = new MongoNotificationStore(
+    dbWith(db, { [COLLECTIONS.devices]: { find: () => read } }),
+    { recipientsCacheMs: 0 },
+  );
+  await behind.normaliseStoredEndpoints();
+
+  const left = await devices.find({}, { projection: { _id: 0, accountName: 1, endpoint: 1 } }).sort({ accountName: 1 }).toArray();
+  t.same(left, [
+    { accountName: 'ana', endpoint: 'https://push.example.invalid/fcm/send/ana' },
+    { accountName: 'bo', endpoint: 'https://push.example.invalid/fcm/send/bo' },
+  ], 'each device is still stored, once, at its href');
 });
