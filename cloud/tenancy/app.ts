@@ -37,7 +37,7 @@ export function createTenancyApp(options: TenancyAppOptions): RequestListener {
   // come from the cookie, shared/cross-site.ts). Then claims: a caller who is nobody gets 401, never
   // has a body read, and is told nothing about it.
   app.use(['/domains', '/me', '/invite-codes'], refuseCrossSiteWrites, requireClaims(), jsonBody());
-  app.use(domainRoutes(options.store));
+  app.use(domainRoutes(options.store, options.logger));
   app.use(memberRoutes(options.store));
   app.use(inviteCodeRoutes(options.store));
   app.use(notFoundHandler);

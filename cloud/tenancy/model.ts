@@ -105,12 +105,17 @@ export interface TenancyStore {
     input: NewDomain & { parentName?: string; adminAccountId?: string },
   ): Promise<Outcome<Domain, 'parent_not_found' | 'conflicting_domain' | 'account_deleted'>>;
   findDomain(name: string): Promise<Domain | undefined>;
-  listPublicDomains(page: Page): Promise<ListedDomain[]>;
+  /**
+   * One keyset page of public domains, in name order, with member counts. `limit` is required: any
+   * account may make public domains, without limit, so the whole listing is read a page at a time and
+   * never held at once (see routes/paging.ts).
+   */
+  listPublicDomains(page: Page & { limit: number }): Promise<ListedDomain[]>;
   /**
    * Direct children of `parentName` (`public`: only the public ones), or undefined when there is no
    * such domain.
    */
-  listSubdomains(parentName: string, page: Page, visible: 'all' | 'public'): Promise<ListedDomain[] | undefined>;
+  listSubdomains(parentName: string, page: Page & { limit: number }, visible: 'all' | 'public'): Promise<ListedDomain[] | undefined>;
   /** Every membership of an account, in domain name order: the login path. */
   membershipsOf(accountId: string): Promise<Membership[]>;
   /**

@@ -381,16 +381,16 @@ export class PgTenancyStore implements TenancyStore {
     return row ? domainOf(row) : undefined;
   }
 
-  async listPublicDomains(page: Page): Promise<ListedDomain[]> {
-    const result = await this.pool.query<DomainRow & { member_count: number }>(PUBLIC_DOMAINS_SQL, [page.after ?? '', page.limit ?? null]);
+  async listPublicDomains(page: Page & { limit: number }): Promise<ListedDomain[]> {
+    const result = await this.pool.query<DomainRow & { member_count: number }>(PUBLIC_DOMAINS_SQL, [page.after ?? '', page.limit]);
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 
-  async listSubdomains(parentName: string, page: Page, visible: 'all' | 'public'): Promise<ListedDomain[] | undefined> {
+  async listSubdomains(parentName: string, page: Page & { limit: number }, visible: 'all' | 'public'): Promise<ListedDomain[] | undefined> {
     const parent = await this.findDomain(parentName);
     if (!parent) return undefined;
     const sql = visible === 'all' ? SUBDOMAINS_SQL : PUBLIC_SUBDOMAINS_SQL;
-    const result = await this.pool.query<DomainRow & { member_count: number }>(sql, [page.after ?? '', page.limit ?? null, parent.id]);
+    const result = await this.pool.query<DomainRow & { member_count: number }>(sql, [page.after ?? '', page.limit, parent.id]);
     return result.rows.map((row) => ({ ...domainOf(row), memberCount: row.member_count }));
   }
 

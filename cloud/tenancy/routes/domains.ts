@@ -2,25 +2,36 @@
  * Domains as end users see them: the public listing, creation, and subdomains (private ones only to
  * the parent's members and platform administrators). Creating a subdomain needs the right to manage
  * the parent twice: in the caller's token, then in her memberships as stored, since a token outlives a
- * removal.
+ * removal. Without `limit`, the public listing and a domain's subdomains are written as they are read, a
+ * page at a time: any account may make public domains, and a domain's manager subdomains, without limit.
  */
 import { Router } from 'express';
+import type { Logger } from 'pino';
 import { HttpError } from '../../../shared/errors.js';
 import { callerOf } from '../../../shared/http.js';
 import { canManageDomain } from '../../../shared/roles.js';
-import type { TenancyStore } from '../model.js';
+import type { ListedDomain, TenancyStore } from '../model.js';
 import { accountIdOf, maySeePrivateSubdomains } from '../policy.js';
 import { CreateDomainBody, deletedAccountError, domainJson, isDomainName, listedDomainJson, parseBody } from '../wire.js';
-import { linkNextPage, pageOf } from './paging.js';
+import { linkNextPage, MAX_PAGE_SIZE, pageOf, sendWholeListing, type PageReader } from './paging.js';
 import { refused } from './refusals.js';
 
-export function domainRoutes(store: TenancyStore): Router {
+/**
+ * `logger` names a public listing that fails after it began to be written (see sendWholeListing);
+ * any other failure reaches the app's error handler, which logs it.
+ */
+export function domainRoutes(store: TenancyStore, logger?: Logger): Router {
   const router = Router();
 
   router.get('/domains', async (req, res) => {
-    const page = pageOf(req);
-    const domains = await store.listPublicDomains(page);
-    linkNextPage(req, res, page, domains.map((d) => d.name));
+    const { after, limit } = pageOf(req);
+    if (limit === undefined) {
+      const first = await store.listPublicDomains({ after, limit: MAX_PAGE_SIZE });
+      await sendWholeListing(res, { what: 'public domains', first, readPage: (page) => store.listPublicDomains(page), toJson: listedDomainJson }, logger);
+      return;
+    }
+    const domains = await store.listPublicDomains({ after, limit });
+    linkNextPage(req, res, { after, limit }, domains.map((d) => d.name));
     res.json(domains.map(listedDomainJson));
   });
 
@@ -43,11 +54,17 @@ export function domainRoutes(store: TenancyStore): Router {
    */
   router.get('/domains/:domain/subdomains', async (req, res) => {
     const parent = req.params.domain;
-    const page = pageOf(req);
+    const { after, limit } = pageOf(req);
     const visible = maySeePrivateSubdomains(callerOf(res).memberships, parent) ? 'all' : 'public';
-    const children = isDomainName(parent) ? await store.listSubdomains(parent, page, visible) : undefined;
+    const children = isDomainName(parent) ? await store.listSubdomains(parent, { after, limit: limit ?? MAX_PAGE_SIZE }, visible) : undefined;
     if (!children) throw new HttpError(404, `domain ${JSON.stringify(parent)} not found`);
-    linkNextPage(req, res, page, children.map((d) => d.name));
+    if (limit === undefined) {
+      // A parent removed meanwhile ends the listing where it is.
+      const readPage: PageReader<ListedDomain> = async (page) => (await store.listSubdomains(parent, page, visible)) ?? [];
+      await sendWholeListing(res, { what: 'subdomains', first: children, readPage, toJson: listedDomainJson }, logger);
+      return;
+    }
+    linkNextPage(req, res, { after, limit }, children.map((d) => d.name));
     res.json(children.map(listedDomainJson));
   });
 
