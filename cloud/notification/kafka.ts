@@ -4,9 +4,13 @@
  * Records are read from the earliest offset, several partitions at once, and settled a slice of a
  * batch at a time. An offset is resolved only after its record and every record before it in the
  * partition are settled, and only resolved offsets are committed. When Kafka is unreachable the consumer is
- * retried every 5 seconds, at boot and after a crash.
+ * retried every 5 seconds, at boot and after a crash. Batches compressed with gzip, Snappy, LZ4 or ZSTD
+ * are read (shared/kafka-codecs.ts), whoever compressed them: another producer, or the broker for a
+ * topic whose `compression.type` asks it.
  */
 import '../../shared/kafkajs-idle-loop.js';
+// Batches compressed with Snappy, LZ4 or ZSTD would otherwise crash the consumer on every fetch.
+import '../../shared/kafka-codecs.js';
 import { Kafka, logLevel, type Admin, type Consumer, type EachBatchPayload, type LogEntry } from 'kafkajs';
 import type { Logger } from 'pino';
 import { describeError } from '../../shared/errors.js';

@@ -7,6 +7,8 @@
  */
 import { Redis } from 'ioredis';
 import '../../shared/kafkajs-idle-loop.js';
+// Registered for the whole process, so the registrations consumer reads Snappy, LZ4 and ZSTD batches.
+import '../../shared/kafka-codecs.js';
 import { Kafka } from 'kafkajs';
 import { openPgPool, reachPostgres } from '../../shared/pg-pool.js';
 import { loadBindingCatalog } from '../../shared/devices/bindings.js';
