@@ -73,16 +73,15 @@ export function memberRoutes(store: TenancyStore): Router {
   router.delete('/domains/:domain/members/:accountId', async (req, res) => {
     const { domain, accountId } = req.params;
     const caller = callerOf(res);
-    // Removing oneself is decided by identity alone, before any policy is consulted.
+    // Removing oneself is decided by identity alone, before any policy is consulted. A manager's right
+    // is checked again by the store against her memberships as stored, so only an account, which has
+    // some, removes another member. Every refusal is the seed's one body, whichever check made it.
     const authority = removalAuthority(caller, domain, accountId);
-    if (authority === 'forbidden') {
+    const remover = authority === 'manager' ? accountIdOf(caller) : undefined;
+    if (authority === 'forbidden' || (authority === 'manager' && remover === undefined)) {
       sendText(res, 403, 'forbidden');
       return;
     }
-    // A manager's right is checked again by the store against her memberships as stored, so only an
-    // account, which has some, removes another member.
-    const remover = authority === 'manager' ? accountIdOf(caller) : undefined;
-    if (authority === 'manager' && remover === undefined) throw new HttpError(403, 'only an account may remove another member');
     if (!isDomainName(domain)) throw domainNotFound(domain);
     if (!isUuid(accountId)) throw new HttpError(404, `account ${JSON.stringify(accountId.slice(0, 40))} is not a member of ${domain}`);
     const removed = await store.removeMember(domain, accountId.toLowerCase(), remover);
@@ -92,9 +91,9 @@ export function memberRoutes(store: TenancyStore): Router {
     }
     switch (removed.reason) {
       case 'remover_deleted':
-        throw deletedAccountError(caller.sub, 403);
       case 'may_not_manage':
-        throw refused('may_not_manage', domain, '');
+        sendText(res, 403, 'forbidden');
+        return;
       case 'domain_not_found':
         throw domainNotFound(domain);
       case 'not_member':

@@ -148,7 +148,7 @@ t.test('a removed administrator’s token removes no one: 403, and the member st
 
   const byAna = await removeMember(app, asAdmin(ana, 'acme'), 'acme', bo);
   t.equal(byAna.status, 403, byAna.text);
-  t.match(byAna.json, { type: 'Forbidden', message: 'you may not manage domain "acme"' });
+  t.equal(byAna.text, 'forbidden', 'the seed\'s body, as for a token without the right');
   t.equal(await roleIn(app, bo, 'acme'), 'member', 'bo is still a member');
 
   const ownerGone = await removeMember(app, asAdmin(ana, 'acme'), 'acme', owner);
@@ -166,10 +166,10 @@ t.test('a deleted account’s token removes no one; a system subject removes no 
 
   const byGone = await removeMember(app, asAdmin(gone, 'acme'), 'acme', owner);
   t.equal(byGone.status, 403, byGone.text);
-  t.match(byGone.json, { type: 'Forbidden', message: `account ${gone} has been deleted` });
+  t.equal(byGone.text, 'forbidden');
   const bySystem = await removeMember(app, { sub: 'system:x', memberships: [{ domainName: 'acme', role: 'admin' }] }, 'acme', owner);
   t.equal(bySystem.status, 403, bySystem.text);
-  t.match(bySystem.json, { type: 'Forbidden', message: 'only an account may remove another member' });
+  t.equal(bySystem.text, 'forbidden');
   t.equal(await roleIn(app, owner, 'acme'), 'business_admin', 'the owner is still administrator');
 });
 
