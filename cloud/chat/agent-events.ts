@@ -323,12 +323,26 @@ export class AnswerReader {
 }
 
 /**
+ * The answer was cut because this service is stopping: its agent client closed with the answer still
+ * streaming (past the stop's drain). To the browser it is the connection breaking, as before (an
+ * `interrupted` stream), but the agent did nothing wrong, so it is not counted as an agent error: a
+ * rolling deploy that catches a long answer would otherwise page someone.
+ */
+export class AgentStreamStoppedError extends AgentStreamError {
+  constructor() {
+    super('interrupted', 'agent connection broke in the middle of the answer');
+    this.name = 'AgentStreamStoppedError';
+  }
+}
+
+/**
  * What a failing answer body means for the stream: broken HTTP framing (a bad chunk size, a chunk
- * longer than its size) is the agent's malformed answer, like a broken event; anything else is the
- * connection breaking.
+ * longer than its size) is the agent's malformed answer, like a broken event; the client stopping is
+ * {@link AgentStreamStoppedError}; anything else is the connection breaking.
  */
 export function streamFailureOf(err: unknown): AgentStreamError {
   if (err instanceof AgentStreamError) return err;
+  if (err instanceof AgentWireError && err.code === 'stopped') return new AgentStreamStoppedError();
   if (err instanceof AgentWireError && err.code === 'malformed') {
     return new AgentStreamError('malformed', 'agent broke the HTTP framing in the middle of the answer');
   }

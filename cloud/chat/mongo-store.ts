@@ -13,6 +13,7 @@
  * collection are moved at start.
  */
 import { ObjectId, type Collection, type Db, type Filter } from 'mongodb';
+import { describeError, type SafeMessageError } from '../../shared/describe-error.js';
 import { ConversationLock, isDuplicateKey, LEASE_COLLECTION, type ConversationLockOptions, type LeaseDocument } from './conversation-lock.js';
 import {
   DEFAULT_TITLE,
@@ -147,6 +148,22 @@ function decodeCursor(cursor: string): { updatedAt: Date; id: ObjectId } {
   const match = /^(\d{1,15}):([0-9a-f]{24})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
   if (!match?.[1] || !match[2]) throw new InvalidCursorError();
   return { updatedAt: new Date(Number(match[1])), id: ObjectId.createFromHexString(match[2]) };
+}
+
+/**
+ * An append's update failed, and so did the read asking whether it landed anyway (a connection that
+ * broke after the database committed). The exchange may be stored: the caller must not be told to send
+ * it again, which could store it twice, but to reload the conversation.
+ */
+export class AppendUnconfirmedError extends Error implements SafeMessageError {
+  readonly messageIsSafe = true;
+  constructor(id: string, writeFailure: unknown, readFailure: unknown) {
+    super(
+      `the append to conversation ${id} failed (${describeError(writeFailure)}), and reading whether it landed failed too (${describeError(readFailure)})`,
+      { cause: writeFailure },
+    );
+    this.name = 'AppendUnconfirmedError';
+  }
 }
 
 export class MongoConversationStore implements ConversationStore {
@@ -334,17 +351,47 @@ export class MongoConversationStore implements ConversationStore {
       $inc: { message_count: MESSAGES_PER_EXCHANGE },
     };
     return this.lock.withLock(id, async () => {
-      if (exchange.seededTitle !== undefined) {
-        const seeded = await conversations.updateOne(
-          { ...withRoom, title: DEFAULT_TITLE, 'messages.0': { $exists: false } },
-          { ...push, $set: { title: exchange.seededTitle }, $max: { updated_at: exchange.at } },
-        );
-        if (seeded.matchedCount === 1) return 'appended';
+      try {
+        if (exchange.seededTitle !== undefined) {
+          const seeded = await conversations.updateOne(
+            { ...withRoom, title: DEFAULT_TITLE, 'messages.0': { $exists: false } },
+            { ...push, $set: { title: exchange.seededTitle }, $max: { updated_at: exchange.at } },
+          );
+          if (seeded.matchedCount === 1) return 'appended';
+        }
+        const appended = await conversations.updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
+        if (appended.matchedCount === 1) return 'appended';
+      } catch (err) {
+        // The reply may be what failed, not the write: told "not stored", the user would send again and
+        // the exchange would be stored twice.
+        if (await this.holdsMessage(id, conversations, owned, exchange.answer.id, err)) return 'appended';
+        throw err;
       }
-      const appended = await conversations.updateOne(withRoom, { ...push, $max: { updated_at: exchange.at } });
-      if (appended.matchedCount === 1) return 'appended';
       const exists = await conversations.countDocuments(owned, { limit: 1 });
       return exists > 0 ? 'full' : 'missing';
     });
+  }
+
+  /**
+   * Whether conversation `id` holds the message `messageId`, asked after an update of its append threw
+   * `failure`. The update may have landed all the same: the connection broke after the database
+   * committed and before its reply, and a standalone server such as FerretDB has no retryable writes,
+   * so the driver rejects with a network error. Asked under the append's lease, so no other writer can
+   * have added or removed it meanwhile. Throws {@link AppendUnconfirmedError} when this read fails too.
+   * Left open: an update the database is still applying when this read runs (the connection broke
+   * before the database had finished it) lands after the read said no.
+   */
+  private async holdsMessage(
+    id: string,
+    conversations: Collection<ConversationDocument>,
+    owned: Filter<ConversationDocument>,
+    messageId: string,
+    failure: unknown,
+  ): Promise<boolean> {
+    try {
+      return (await conversations.countDocuments({ ...owned, 'messages.id': messageId }, { limit: 1 })) > 0;
+    } catch (err) {
+      throw new AppendUnconfirmedError(id, failure, err);
+    }
   }
 }

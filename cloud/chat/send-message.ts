@@ -3,9 +3,10 @@
  * exchange once the agent's final event arrives, then send `done`.
  *
  * Everything that can be refused is refused before the agent is called, as a JSON error. Once the
- * stream has begun, a failure is an `error` frame and nothing of the exchange is stored. A browser that
- * leaves mid-stream does not stop the answer: it is read to the end and stored, so reopening the
- * conversation shows it.
+ * stream has begun, a failure is an `error` frame and nothing of the exchange is stored, except when
+ * the store cannot tell whether its write landed: that frame then says to reload, not to send again.
+ * A browser that leaves mid-stream does not stop the answer: it is read to the end and stored, so
+ * reopening the conversation shows it.
  */
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
@@ -16,6 +17,7 @@ import type { Claims } from '../../shared/claims.js';
 import { HttpError, describeError } from '../../shared/errors.js';
 import { callerOf, rawClaimsOf } from '../../shared/http.js';
 import { AgentReportedError, AgentStoppedError, AgentStreamError, AgentUnavailableError, type AgentAnswer, type AgentPort, type FinalAnswer } from './agent.js';
+import { AgentStreamStoppedError } from './agent-events.js';
 import {
   MAX_MESSAGE_LENGTH,
   MAX_MESSAGES,
@@ -31,6 +33,7 @@ import {
   type HistoryTurn,
 } from './conversation.js';
 import { LeaseLostError, LockAbandonedError } from './conversation-lock.js';
+import { AppendUnconfirmedError } from './mongo-store.js';
 import type { InFlight } from './in-flight.js';
 import type { ChatMetrics, StreamFailureReason } from './metrics.js';
 import { SseStream } from './sse.js';
@@ -163,6 +166,11 @@ export function sendMessageHandler(deps: SendMessageDeps): SendMessage {
       if (err instanceof LeaseLostError) {
         throw new StreamFailed('store_failed', 'another writer took the conversation over while the answer was being stored; reload the conversation to see whether it was kept');
       }
+      // The append may have landed, its reply lost with the connection: a resend could store it twice.
+      if (err instanceof AppendUnconfirmedError) {
+        throw new StreamFailed('store_failed', 'the connection to the database broke while the answer was being stored; reload the conversation to see whether it was kept');
+      }
+      // Nothing landed (no lock in time, or an update the store found had not landed): a resend stores it once.
       throw new StreamFailed('store_failed', 'the answer could not be stored; please send the question again');
     } finally {
       stopTimer();
@@ -253,7 +261,8 @@ export function sendMessageHandler(deps: SendMessageDeps): SendMessage {
     } catch (err) {
       const failure = failureOf(err, metrics);
       metrics.streamsFailed.inc({ reason: failure.reason });
-      deps.logger.info({ conversationId: send.conversationId, reason: failure.reason }, 'answer stream failed');
+      const cause = err instanceof AgentStreamStoppedError ? 'answer stream cut: the service is stopping' : 'answer stream failed';
+      deps.logger.info({ conversationId: send.conversationId, reason: failure.reason }, cause);
       stream.send({ type: 'error', error: failure.reason, message: failure.message });
     } finally {
       answer.cancel();
@@ -275,6 +284,8 @@ export function sendMessageRoute(send: SendMessage): RequestHandler {
 
 function failureOf(err: unknown, metrics: ChatMetrics): StreamFailed {
   if (err instanceof StreamFailed) return err;
+  // The stopping service cut the answer, not the agent: the same frame, but no agent error counted.
+  if (err instanceof AgentStreamStoppedError) return new StreamFailed(STREAM_FAILURE_OF[err.reason], err.message);
   if (err instanceof AgentStreamError) {
     metrics.agentErrors.inc({ reason: 'stream_broken' });
     return new StreamFailed(STREAM_FAILURE_OF[err.reason], err.message);
