@@ -4,7 +4,8 @@
  * nothing), and ingest commits rows in seq order (OUTBOX_LOCK, readings.ts), so rows reach Kafka in
  * outbox order. A batch of unsent rows is sent and marked sent in the same transaction; a failed send
  * leaves them unsent for the next attempt. The transaction, its rows' locks and its pooled client last
- * as long as the send: `send` must give up in bounded time (the relay's `SEND_WITHIN_MS`).
+ * as long as the send: `send` must give up in bounded time (the relay waits out a slow Kafka while it
+ * runs, up to kafkajs's request timeout, and gives up 2 s into a stop).
  */
 import type { Pool } from 'pg';
 import type { AlertEvent } from '../../../shared/alert-event.js';

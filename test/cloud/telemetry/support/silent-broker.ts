@@ -6,7 +6,9 @@
  *   opens a socket and then waits for its request timeout; it counts the connections still open, so a
  *   test can tell whether the client closed what it opened.
  * - startFreezableProxy: a TCP proxy in front of a real broker, for a client that must connect first
- *   and then find the broker gone silent under it (a partition, a balancer that blackholes).
+ *   and then find the broker gone silent under it (a partition, a balancer that blackholes); or, with
+ *   `answerDelayMs`, a broker slow but working (a lagging in-sync follower, a loaded cluster), each of
+ *   the real broker's answers held back that long and then delivered, in order.
  */
 import net from 'node:net';
 import type { ISocketFactory } from 'kafkajs';
@@ -69,15 +71,29 @@ export interface FreezableProxy {
   heal(): void;
   /** Connections through the proxy that neither side has closed yet. */
   open(): number;
+  /** Connections accepted so far: a client that replaces its producer opens new ones. */
+  accepted(): number;
 }
 
-/** A proxy to `broker` (`host:port`, advertised as itself); closed at teardown with its connections. */
-export async function startFreezableProxy(t: Tap, broker: string): Promise<FreezableProxy> {
+/**
+ * A proxy to `broker` (`host:port`, advertised as itself); closed at teardown with its connections.
+ * With `answerDelayMs`, the broker's bytes (and its closing) reach the client that long after they
+ * arrive; what the client sends is forwarded at once.
+ */
+export async function startFreezableProxy(t: Tap, broker: string, options: { answerDelayMs?: number } = {}): Promise<FreezableProxy> {
   const [host = '', port = ''] = broker.split(':');
+  const delayMs = options.answerDelayMs ?? 0;
   const pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
   let frozen = false;
   let swallowed = 0;
+  let accepted = 0;
+  // Timers of the same duration fire in the order they were set, so delayed answers keep their order.
+  const later = (act: () => void): void => {
+    if (delayMs > 0) setTimeout(act, delayMs);
+    else act();
+  };
   const server = net.createServer((client) => {
+    accepted += 1;
     const upstream = net.connect(Number(port), host);
     const pair = { client, upstream };
     pairs.add(pair);
@@ -85,15 +101,19 @@ export async function startFreezableProxy(t: Tap, broker: string): Promise<Freez
       if (frozen) swallowed += chunk.length;
       else upstream.write(chunk);
     });
-    upstream.on('data', (chunk: Buffer) => {
-      if (!frozen) client.write(chunk);
-    });
+    upstream.on('data', (chunk: Buffer) =>
+      later(() => {
+        if (!frozen && !client.destroyed) client.write(chunk);
+      }),
+    );
     const close = () => {
       client.destroy();
       upstream.destroy();
       pairs.delete(pair);
     };
-    for (const socket of [client, upstream]) socket.on('close', close).on('error', close);
+    client.on('close', close).on('error', close);
+    // The broker closing its side reaches the client after the answers held back before it.
+    upstream.on('close', () => later(close)).on('error', close);
   });
   const proxyPort = await listen(server, 0, '127.0.0.1');
   t.teardown(async () => {
@@ -121,5 +141,6 @@ export async function startFreezableProxy(t: Tap, broker: string): Promise<Freez
       frozen = false;
     },
     open: () => pairs.size,
+    accepted: () => accepted,
   };
 }
