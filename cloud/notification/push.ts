@@ -10,6 +10,7 @@ import { createECDH } from 'node:crypto';
 import { Pool, request } from 'undici';
 import webpush, { type Urgency } from 'web-push';
 import { LookupSlotTimeoutError, LookupUnansweredError, limitLookups, systemResolver, type Resolver } from '../../shared/lookup.js';
+import { OriginPools } from '../../shared/origin-pools.js';
 import { ForbiddenDestinationError, pushConnector, pushLookup, pushSchemeAllowed } from './destinations.js';
 import type { PushFailure } from './metrics.js';
 
@@ -143,57 +144,6 @@ function refusedScheme(endpoint: string, allowHttp: boolean): string | undefined
     return undefined; // web-push refuses it as it encrypts: `rejected`
   }
   return pushSchemeAllowed(protocol, allowHttp) ? undefined : protocol;
-}
-
-/**
- * One undici Pool per origin, for the `max` most recently used origins. undici's Agent keeps a pool for
- * every origin it ever dispatched to, so this takes its place. An evicted pool is closed: its pushes in
- * flight finish (each within its timeout), then its connections close.
- */
-class OriginPools {
-  /** Oldest use first: a pool is moved to the end on each use. */
-  private readonly pools = new Map<string, Pool>();
-  private readonly closing = new Set<Pool>();
-
-  constructor(
-    private readonly max: number,
-    private readonly create: (origin: string) => Pool,
-  ) {}
-
-  /** Pools kept for reuse (evicted pools still closing are not counted). */
-  get size(): number {
-    return this.pools.size;
-  }
-
-  /** The pool of `origin`, made the most recently used. Dispatch to it at once, before anything is awaited. */
-  poolFor(origin: string): Pool {
-    const kept = this.pools.get(origin);
-    if (kept) {
-      this.pools.delete(origin);
-      this.pools.set(origin, kept);
-      return kept;
-    }
-    const pool = this.create(origin);
-    this.pools.set(origin, pool);
-    for (const [oldest, evicted] of this.pools) {
-      if (this.pools.size <= this.max) break;
-      this.pools.delete(oldest);
-      this.closing.add(evicted);
-      void evicted
-        .close()
-        .catch(() => undefined)
-        .finally(() => this.closing.delete(evicted));
-    }
-    return pool;
-  }
-
-  /** Destroys every pool, evicted ones still closing too: requests in flight are aborted. */
-  async destroy(): Promise<void> {
-    const all = [...this.pools.values(), ...this.closing];
-    this.pools.clear();
-    this.closing.clear();
-    await Promise.all(all.map((pool) => pool.destroy().catch(() => undefined)));
-  }
 }
 
 export class WebPushSender implements PushSender {
