@@ -5,13 +5,14 @@
  * (send-path.ts), with the same answers. A state-changing request another site made the browser send
  * is refused with 403 on every route (shared/cross-site.ts).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { crossSiteRefusal, refuseCrossSiteWrites } from '../../shared/cross-site.js';
 import { HttpError, errorHandler, jsonBody, notFoundHandler, sendError } from '../../shared/errors.js';
 import { healthHandler, requireClaims } from '../../shared/http.js';
 import { metricsHandler, type Registry } from '../../shared/prom.js';
+import { watchStalledConnections } from '../../shared/stalled-connections.js';
 import type { AgentPort } from './agent.js';
 import { conversationsRouter } from './conversations.js';
 import { InFlight } from './in-flight.js';
@@ -23,6 +24,13 @@ import type { ConversationStore } from './store.js';
 
 export const DEFAULT_HISTORY_MAX_MESSAGES = 10;
 
+/**
+ * How long a connection's unwritten bytes may stay without going down before it is destroyed: far
+ * longer than any pause of a browser that reads, even on a poor link, and short enough that a client
+ * that stopped reading an answer (up to about 0.4 MB at one frame per character) does not keep it.
+ */
+export const DEFAULT_STALLED_AFTER_MS = 30_000;
+
 export interface ChatAppDeps {
   store: ConversationStore;
   agent: AgentPort;
@@ -32,6 +40,8 @@ export interface ChatAppDeps {
   historyMaxMessages?: number;
   /** Interval of the SSE heartbeat comment; 15 s unless a test says otherwise. */
   heartbeatMs?: number;
+  /** {@link DEFAULT_STALLED_AFTER_MS} unless a test says otherwise. */
+  stalledAfterMs?: number;
   now?: () => Date;
 }
 
@@ -52,6 +62,15 @@ export interface ChatApp {
    * keep-alive connection that was busy when the stop began would otherwise carry a next request.
    */
   refuseNewRequests(): void;
+  /**
+   * Watches the connections of `server`, the one serving `app`, until it closes, and destroys one whose
+   * client stopped reading: an answer's stream is written without waiting for the browser, so one that
+   * keeps its connection and reads nothing would otherwise hold the answer's bytes and the connection
+   * forever (the response never finishes, so no server timeout applies). The destroy closes the
+   * response, so the request ends for {@link requests}; the answer goes on and is stored, as when a
+   * browser leaves. Logs a warning with the bytes dropped. Call it before the server listens.
+   */
+  watchStalledReaders(server: Server): void;
 }
 
 /** The ingress prefix; every route is also served without it. */
@@ -123,6 +142,12 @@ export function createChatApp(deps: ChatAppDeps): ChatApp {
     requests,
     refuseNewRequests: () => {
       refusing = true;
+    },
+    watchStalledReaders: (server) => {
+      watchStalledConnections(server, {
+        stalledAfterMs: deps.stalledAfterMs ?? DEFAULT_STALLED_AFTER_MS,
+        onStalled: (unwritten) => deps.logger.warn({ unwritten }, 'client did not read its answer; connection destroyed'),
+      });
     },
   };
 }

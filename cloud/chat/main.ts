@@ -86,6 +86,8 @@ class ChatService {
     const { moved, ownerless } = await this.store.start();
     if (moved > 0) this.logger.info({ moved }, "conversations of the single collection moved to their owners' collections");
     if (ownerless > 0) this.logger.warn({ ownerless }, 'conversations without an owner left in the single collection');
+    // Ends with the server's close at stop.
+    this.chat.watchStalledReaders(this.server);
     const port = await listen(this.server, this.config.PORT);
     this.logger.info({ port, historyMaxMessages: this.config.HISTORY_MAX_MESSAGES }, 'chat listening');
   }

@@ -12,34 +12,21 @@
  * the backlog cap (backlog.ts) never sees a client that sends each poll on a new connection and reads
  * none of them: what did not fit the kernel's buffers waited in the relay, a session's worth per
  * connection, for as long as the connection stayed. Such a connection is destroyed once its unwritten
- * bytes have not gone down for `stalledAfterMs`. A websocket is left to the backlog cap, which counts
- * packets and lets a client that reads slowly drain.
+ * bytes have not gone down for `stalledAfterMs` (shared/stalled-connections.ts). A websocket is left to
+ * the backlog cap, which counts packets and lets a client that reads slowly drain.
  */
 import type { Server as HttpServer } from 'node:http';
 import type { Socket } from 'node:net';
-import { performance } from 'node:perf_hooks';
+import { watchStalledConnections, type StallWatch } from '../../shared/stalled-connections.js';
 
 export interface OpenConnections {
   /** Destroys every connection still open and returns how many there were; the watch stops. */
   destroyAll(): number;
 }
 
-export interface StallWatch {
-  /** How long a connection's unwritten bytes may stay without going down. */
-  stalledAfterMs: number;
-  /** Called with the bytes dropped, once for each connection destroyed for it. */
-  onStalled(unwritten: number): void;
-}
-
-/** Where a watched connection's unwritten bytes stood, and since when. */
-interface Seen {
-  unwritten: number;
-  since: number;
-}
-
 /**
  * Starts tracking the server's connections; each is forgotten once it closes. Those not upgraded are
- * looked at every fifth of `stalledAfterMs` (at most every second).
+ * watched for a client that does not read (see {@link watchStalledConnections}).
  *
  * @example
  * const connections = trackConnections(server, { stalledAfterMs: 5000, onStalled: (bytes) => logger.warn({ bytes }, 'poll not read') });
@@ -48,38 +35,17 @@ interface Seen {
  */
 export function trackConnections(server: HttpServer, watch: StallWatch): OpenConnections {
   const open = new Set<Socket>();
-  const polling = new Map<Socket, Seen | undefined>();
   server.on('connection', (socket: Socket) => {
     open.add(socket);
-    polling.set(socket, undefined);
-    socket.once('close', () => {
-      open.delete(socket);
-      polling.delete(socket);
-    });
+    socket.once('close', () => open.delete(socket));
   });
+  const polling = watchStalledConnections(server, watch);
   // Engine.IO takes the upgrade on its own listener; this one only stops watching the connection.
-  server.on('upgrade', (_req, socket: Socket) => polling.delete(socket));
-
-  const sweep = (): void => {
-    const now = performance.now();
-    for (const [socket, seen] of polling) {
-      const unwritten = socket.writableLength;
-      if (unwritten === 0 || seen === undefined || unwritten < seen.unwritten) {
-        polling.set(socket, unwritten === 0 ? undefined : { unwritten, since: now });
-      } else if (now - seen.since >= watch.stalledAfterMs) {
-        polling.delete(socket);
-        watch.onStalled(unwritten);
-        socket.destroy();
-      }
-    }
-  };
-  const timer = setInterval(sweep, Math.min(1000, watch.stalledAfterMs / 5));
-  timer.unref();
-  server.once('close', () => clearInterval(timer));
+  server.on('upgrade', (_req, socket: Socket) => polling.forget(socket));
 
   return {
     destroyAll() {
-      clearInterval(timer);
+      polling.stop();
       const count = open.size;
       for (const socket of open) socket.destroy();
       return count;
