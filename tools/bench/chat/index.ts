@@ -22,6 +22,9 @@
  * with the store work the seed asks of every send (the conversation read before the agent call, the
  * append at the final event) through chat's own store: the floor of any relay that follows the seed on
  * this store. Neither keeps service histograms, so none are printed.
+ *
+ * Whether it completes, fails (a stream or a call answering wrong) or passes its 110 s bound, it stops
+ * the service and the agent and drops its database.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -128,17 +131,62 @@ if (SERVICE_SETUP === undefined) throw new Error(`BENCH_CHAT_SERVICE must be cha
 const SERVICE_MAIN = SERVICE_SETUP.main;
 const SERVICE_ENV = SERVICE_SETUP.env;
 
+/** Starts the service measured and waits until it answers /health; a service that does not is stopped. */
 async function startChat(port: number, env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...(process.env.BENCH_CHAT_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CHAT_PROFILE}`] : []), '--import', 'tsx', SERVICE_MAIN], {
     env: { ...process.env, ...env, ...SERVICE_ENV, PORT: String(port), LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  try {
+    await untilHealthy(child, port);
+    return child;
+  } catch (err) {
+    // Spawned without an IPC channel, it would outlive the bench.
+    await stopChat(child);
+    throw err;
+  }
+}
+
+async function untilHealthy(child: ChildProcess, port: number): Promise<void> {
   for (let i = 0; i < 400; i++) {
     if (child.exitCode !== null) throw new Error(`chat exited with ${child.exitCode}`);
-    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return child;
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error('chat did not come up');
+  throw new Error('chat did not come up within 20 s');
+}
+
+async function stopChat(chat: ChildProcess): Promise<void> {
+  if (chat.exitCode !== null || chat.signalCode !== null) return;
+  const exited = once(chat, 'exit');
+  chat.kill('SIGTERM');
+  await exited;
+}
+
+async function dropDatabase(mongoUri: URL): Promise<void> {
+  const mongo = new MongoClient(mongoUri.toString(), { serverSelectionTimeoutMS: 5_000 });
+  await mongo.db().dropDatabase().catch(() => undefined);
+  await mongo.close();
+}
+
+/** A stream's outcome, noted as soon as it settles, so a failure is never an unhandled rejection. */
+type Settled = { ok: true; timings: StreamTimings } | { ok: false; error: unknown };
+
+function settle(stream: Promise<StreamTimings>): Promise<Settled> {
+  return stream.then(
+    (timings) => ({ ok: true, timings }),
+    (error: unknown) => ({ ok: false, error }),
+  );
+}
+
+/** The phase's timings, or one error naming how many of its streams failed and the first reason. */
+function timingsOf(tag: string, settled: readonly Settled[]): StreamTimings[] {
+  const failures = settled.flatMap((s) => (s.ok ? [] : [s.error]));
+  if (failures.length > 0) {
+    const first = failures[0] instanceof Error ? failures[0].message : String(failures[0]);
+    throw new Error(`${failures.length} of ${settled.length} ${tag} streams failed; the first: ${first}`);
+  }
+  return settled.flatMap((s) => (s.ok ? [s.timings] : []));
 }
 
 /** Who used the machine's CPU while a phase's streams opened: CPU seconds so far, by party. */
@@ -201,25 +249,42 @@ const SERVICE_HISTOGRAMS = new Map<string, string>([
 const HISTOGRAMS = SERVICE === 'chat' ? SERVICE_HISTOGRAMS : new Map<string, string>();
 
 async function main(): Promise<void> {
+  const mongoUri = new URL(process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel');
+  mongoUri.pathname = `/chat_bench_${Date.now().toString(36)}`;
+  const client = new Agent({ keepAliveTimeout: 30_000, connections: null });
+  const running: { agent?: AgentProcess; chat?: ChildProcess } = {};
+  let tearingDown: Promise<void> | undefined;
+  /**
+   * Stops what the bench started and drops its database, once: at its end, or at its deadline while a
+   * step hangs. The chat service has no IPC channel to notice the bench is gone, so it is always stopped
+   * here; the agent would stop by itself once the bench exits, but is stopped here too, so nothing the
+   * bench started outlives it.
+   */
+  const tearDown = () =>
+    (tearingDown ??= (async () => {
+      await client.destroy();
+      if (running.chat) await stopChat(running.chat);
+      if (running.agent) await stopAgent(running.agent);
+      await dropDatabase(mongoUri);
+    })());
   const deadline = setTimeout(() => {
     console.error('bench: over its time bound; giving up');
-    process.exit(1);
+    // If stopping hangs too, leave all the same.
+    setTimeout(() => process.exit(1), 15_000).unref();
+    void tearDown().finally(() => process.exit(1));
   }, DEADLINE_MS);
   deadline.unref();
 
-  const mongoUri = new URL(process.env.MONGO_URI ?? 'mongodb://127.0.0.1:57017/lintel');
-  mongoUri.pathname = `/chat_bench_${Date.now().toString(36)}`;
-  const agent = await startAgent();
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const chat = await startChat(port, { MONGO_URI: mongoUri.toString(), AGENT_URL: agent.url });
-  const client = new Agent({ keepAliveTimeout: 30_000, connections: null });
-
   try {
+    const agent = (running.agent = await startAgent());
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const chat = (running.chat = await startChat(port, { MONGO_URI: mongoUri.toString(), AGENT_URL: agent.url }));
     const users = Array.from({ length: CONVERSATIONS + WARMUP }, (_, i) => encodeClaims({ sub: `bench-user-${i}` }));
     const conversationIds: string[] = [];
     for (const claims of users) {
       const res = await fetch(`${base}/chat/conversations`, { method: 'POST', headers: { 'x-gateway-claims': claims } });
+      if (res.status !== 201) throw new Error(`creating a conversation answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
       conversationIds.push(((await res.json()) as { id: string }).id);
     }
 
@@ -238,16 +303,18 @@ async function main(): Promise<void> {
     const phase = async (run: (i: number, tag: string) => Promise<StreamTimings>, tag: string): Promise<Phase> => {
       const started = performance.now();
       const cpuBefore = cpuByParty(chat.pid, agent.child.pid);
-      const runs: Array<Promise<StreamTimings>> = [];
+      // Each stream's outcome is taken as it starts: one failing while later ones still open must not
+      // end the bench before its teardown (an unhandled rejection would).
+      const runs: Array<Promise<Settled>> = [];
       for (let i = 0; i < CONVERSATIONS; i++) {
-        runs.push(run(i, tag));
+        runs.push(settle(run(i, tag)));
         await new Promise((resolve) => setTimeout(resolve, ARRIVAL_SPACING_MS));
       }
       const cpuAfter = cpuByParty(chat.pid, agent.child.pid);
       const window = opening[tag.startsWith('chat') ? 'chat' : 'direct'];
       window.seconds += (performance.now() - started) / 1000;
       for (const party of PARTIES) window.cpu.set(party, (window.cpu.get(party) ?? 0) + cpuAfter[party] - cpuBefore[party]);
-      const results = await Promise.all(runs);
+      const results = timingsOf(tag, await Promise.all(runs));
       return { tag, results, seconds: (performance.now() - started) / 1000 };
     };
     const serviceBefore = await serviceHistograms(base, [...HISTOGRAMS.keys()]);
@@ -279,6 +346,7 @@ async function main(): Promise<void> {
     let stored = 0;
     for (const [i, claims] of users.slice(0, CONVERSATIONS).entries()) {
       const res = await fetch(`${base}/chat/conversations/${conversationIds[i]}`, { headers: { 'x-gateway-claims': claims } });
+      if (!res.ok) throw new Error(`reading conversation ${conversationIds[i]} answered ${res.status}`);
       const conversation = (await res.json()) as { messages: Array<{ role: string; content: string }> };
       stored += conversation.messages.filter((m) => m.role === 'assistant' && m.content.startsWith('word0 ')).length;
     }
@@ -346,13 +414,7 @@ async function main(): Promise<void> {
     printNote(`ratio = max(added ttft p50 / ${TARGET_P50_MS} ms, added ttft p99 / ${TARGET_P99_MS} ms); at most 1 meets both targets`);
     line('ratio', Math.max(addedP50 / TARGET_P50_MS, addedP99 / TARGET_P99_MS).toFixed(3));
   } finally {
-    await client.close();
-    chat.kill('SIGTERM');
-    if (chat.exitCode === null) await once(chat, 'exit');
-    await stopAgent(agent);
-    const mongo = new MongoClient(mongoUri.toString(), { serverSelectionTimeoutMS: 5_000 });
-    await mongo.db().dropDatabase().catch(() => undefined);
-    await mongo.close();
+    await tearDown();
     clearTimeout(deadline);
   }
 }

@@ -23,7 +23,7 @@
  *
  * Last, the whole collector as it ships (daemon-rss.ts): the single executable `run` against the same
  * APs, with the unit's environment, its peak RSS split into file-backed pages (the executable's own) and
- * anonymous memory.
+ * anonymous memory. Every tick of it must poll every AP and have its batch accepted, or the bench fails.
  *
  * Prints `label: value unit` lines, `ratio: <poller tick / snmpbulkwalk>` last.
  */
@@ -241,17 +241,18 @@ async function trackerOnly(): Promise<void> {
 async function main(): Promise<void> {
   if (process.argv.includes('--tracker-only')) return trackerOnly();
   const work = mkdtempSync(join(tmpdir(), 'lintel-bench-edge-'));
-  const table = stationTable();
-  const recordingFile = join(work, 'bench-aruba.snmpwalk');
-  writeFileSync(recordingFile, `${table.map((row) => `.${row.oid} = INTEGER: ${row.snr}`).join('\n')}\n`);
-
-  const runnerFile = await bundleRunner(work, 'poll-runner');
-  const trackerFile = await bundleRunner(work, 'tracker-runner');
-  const shipped = shippedEnvironment();
-  await buildExecutable();
   let native: RunningSnmpd | undefined;
   let passPersist: RunningSnmpd | undefined;
+  // From here on, whatever fails, the work directory goes (the bundles, the recording, the daemon's state).
   try {
+    const table = stationTable();
+    const recordingFile = join(work, 'bench-aruba.snmpwalk');
+    writeFileSync(recordingFile, `${table.map((row) => `.${row.oid} = INTEGER: ${row.snr}`).join('\n')}\n`);
+
+    const runnerFile = await bundleRunner(work, 'poll-runner');
+    const trackerFile = await bundleRunner(work, 'tracker-runner');
+    const shipped = shippedEnvironment();
+    await buildExecutable();
     native = await startSnmpd({ ports: APS, extraConfig: table.map((row) => `override .${row.oid} integer ${row.snr}`) });
     const nativeFigures = await measure(native, ROUNDS, work, runnerFile, shipped);
     const defaultHeap = await measureDefaultHeap(native, runnerFile);

@@ -1,7 +1,8 @@
 /**
  * Telemetry ingest benchmark, on the local stack (bash tools/stack up):
- * - starts the service (cloud/telemetry/main.ts) as its own process on a fresh database, with topics
- *   and channels of its own;
+ * - starts the service (cloud/telemetry/main.ts) as its own process on a fresh database, with topics,
+ *   consumer group and channels of its own; stops it, drops the database and deletes the topics and
+ *   group at the end, whether the run succeeded or not;
  * - 8 concurrent clients post signed batches of 500 readings; readings/s stored, p50/p99 batch latency;
  * - the limit: the same rows written into the same table with PostgreSQL COPY FROM STDIN, from 8
  *   connections, one COPY per 500-row batch (the same batching), as the store copies them: in binary
@@ -30,6 +31,7 @@ import { copyFrom, copyText } from '../../../cloud/telemetry/store/copy-in.js';
 import { binaryCopyRows } from '../../../cloud/telemetry/store/copy-binary.js';
 import { PgReadingsStore, rowsInKeyOrder } from '../../../cloud/telemetry/store/readings.js';
 import { cpuSeconds, cpuTimesOfPid, runQueueOfPid } from './cpu.js';
+import { benchKafkaNames, kafkaNamesEnv, removeKafkaNames, type BenchKafkaNames } from './kafka-names.js';
 import { nearestRank } from '../report.js';
 
 const CLIENTS = 8;
@@ -77,11 +79,11 @@ function copyChunk(rows: readonly ReadingRow[]): Buffer {
   return Buffer.from(text);
 }
 
-async function startService(databaseUrl: string): Promise<{ child: ChildProcess; port: number }> {
-  const suffix = randomUUID().slice(0, 8);
+/** The service as its own process, with topics, group and channels of its own (`suffix`). */
+function spawnService(databaseUrl: string, suffix: string, kafkaNames: BenchKafkaNames): ChildProcess {
   // TELEMETRY_BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service there when it stops.
   const profile = process.env.TELEMETRY_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.TELEMETRY_BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'cloud/telemetry/main.ts'], {
+  return spawn(process.execPath, [...profile, '--import', 'tsx', 'cloud/telemetry/main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -90,29 +92,35 @@ async function startService(databaseUrl: string): Promise<{ child: ChildProcess;
       PORT: '0',
       INGEST_SIGNING_SECRET: SECRET,
       LOG_LEVEL: 'info',
-      ALERTS_TOPIC: `bench-alerts-${suffix}`,
-      REGISTRATIONS_TOPIC: `bench-registrations-${suffix}`,
-      REGISTRATIONS_GROUP: `bench-${suffix}`,
+      ...kafkaNamesEnv(kafkaNames),
       RAW_CHANNEL: `bench:${suffix}:telemetry:raw`,
       FILTERED_CHANNEL_PREFIX: `bench:${suffix}:telemetry:filtered:`,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    let buffered = '';
-    const timer = setTimeout(() => reject(new Error('the service did not start within 30 s')), 30_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      const match = /"port":(\d+)[^\n]*telemetry listening/.exec(buffered);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
+}
+
+/**
+ * The port the service logs it listens on. It rejects if the service exits first or takes over 30 s;
+ * the caller holds the child either way, and stops it.
+ */
+async function listeningPort(child: ChildProcess): Promise<number> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      let buffered = '';
+      timer = setTimeout(() => reject(new Error('the service did not start within 30 s')), 30_000);
+      child.stdout!.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('utf8');
+        const match = /"port":(\d+)[^\n]*telemetry listening/.exec(buffered);
+        if (match) resolve(Number(match[1]));
+      });
+      child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
     });
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
-  });
-  child.stdout!.resume();
-  return { child, port };
+  } finally {
+    clearTimeout(timer);
+    child.stdout!.resume();
+  }
 }
 
 async function post(agent: Agent, url: string, batch: Batch): Promise<number> {
@@ -193,11 +201,12 @@ async function main(): Promise<void> {
   const pool = new pg.Pool({ connectionString: url.toString(), max: CLIENTS + 2 });
   // DROP DATABASE … WITH (FORCE) at the end ends idle connections; that is expected.
   pool.on('error', () => undefined);
+  const suffix = randomUUID().slice(0, 8);
+  const kafkaNames = benchKafkaNames(suffix);
   let child: ChildProcess | undefined;
   try {
-    const service = await startService(url.toString());
-    child = service.child;
-    const ingestUrl = `http://127.0.0.1:${service.port}/ingest`;
+    child = spawnService(url.toString(), suffix, kafkaNames);
+    const ingestUrl = `http://127.0.0.1:${await listeningPort(child)}/ingest`;
     const agent = new Agent({ connections: CLIENTS });
     const base = Date.now() - 3_600_000;
     const warmup = Array.from({ length: CLIENTS }, (_, c) => Array.from({ length: WARMUP_BATCHES }, (_, b) => makeBatch(c, b, base - 600_000)));
@@ -279,6 +288,7 @@ async function main(): Promise<void> {
       child.kill('SIGTERM');
       await exited;
     }
+    await removeKafkaNames(env.KAFKA_BROKERS.split(','), kafkaNames);
     await pool.end();
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.end();

@@ -1,7 +1,8 @@
 /**
  * Diagnostic, not the benchmark: the service's CPU per reading for ingest alone, with a chosen number of
  * clients and batches (INGEST_ONLY_CLIENTS, INGEST_ONLY_BATCHES), so a change's cost shows without
- * the COPY phases. Prints the service's user and system CPU seconds per 120k readings.
+ * the COPY phases. Prints the service's user and system CPU seconds per 120k readings. Like the
+ * benchmark, it removes its database, topics and consumer group at the end.
  */
 import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -12,12 +13,14 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { sign } from '../../../shared/hmac.js';
 import { cpuTimesOfPid } from './cpu.js';
+import { benchKafkaNames, kafkaNamesEnv, removeKafkaNames } from './kafka-names.js';
 
 const CLIENTS = Number(process.env.INGEST_ONLY_CLIENTS ?? 2);
 const BATCHES = Number(process.env.INGEST_ONLY_BATCHES ?? 60);
 const SECRET = `bench-secret-${randomUUID()}`;
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://lintel@127.0.0.1:55432/lintel';
+const KAFKA_BROKERS = process.env.KAFKA_BROKERS ?? '127.0.0.1:59092';
 
 function makeBody(client: number, batch: number, base: number): { body: string; signature: string } {
   const readings = Array.from({ length: 500 }, (_, i) => {
@@ -39,6 +42,7 @@ async function main(): Promise<void> {
   const url = new URL(DATABASE_URL);
   url.pathname = `/${dbName}`;
   const suffix = randomUUID().slice(0, 8);
+  const kafkaNames = benchKafkaNames(suffix);
   const profile = process.env.TELEMETRY_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.TELEMETRY_BENCH_CPU_PROF}`] : [];
   // INGEST_ONLY_PERF=<file>: `perf record` of the service's CPU (not wall) time during the measured phase.
   const perfFile = process.env.INGEST_ONLY_PERF;
@@ -47,7 +51,7 @@ async function main(): Promise<void> {
   if (process.env.INGEST_ONLY_NODE_FLAGS) profile.push(...process.env.INGEST_ONLY_NODE_FLAGS.split(' '));
   const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'cloud/telemetry/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: url.toString(), PORT: '0', INGEST_SIGNING_SECRET: SECRET, ALERTS_TOPIC: `bench-alerts-${suffix}`, REGISTRATIONS_TOPIC: `bench-registrations-${suffix}`, REGISTRATIONS_GROUP: `bench-${suffix}`, RAW_CHANNEL: `bench:${suffix}:raw`, FILTERED_CHANNEL_PREFIX: `bench:${suffix}:filtered:` },
+    env: { ...process.env, DATABASE_URL: url.toString(), PORT: '0', INGEST_SIGNING_SECRET: SECRET, KAFKA_BROKERS, ...kafkaNamesEnv(kafkaNames), RAW_CHANNEL: `bench:${suffix}:raw`, FILTERED_CHANNEL_PREFIX: `bench:${suffix}:filtered:` },
     stdio: ['ignore', 'pipe', process.env.INGEST_ONLY_NODE_FLAGS ? 'ignore' : 'inherit'],
   });
   try {
@@ -88,6 +92,7 @@ async function main(): Promise<void> {
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
+    await removeKafkaNames(KAFKA_BROKERS.split(','), kafkaNames);
     await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     await admin.end();
   }
