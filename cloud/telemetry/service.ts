@@ -70,6 +70,8 @@ export interface TelemetryClients {
 export class TelemetryService implements Lifecycle {
   private server: http.Server | undefined;
   private parts: Array<{ stop(): Promise<void> }> = [];
+  /** The start is migrating: its client is checked out until the migration ends (see stop). */
+  private migrating = false;
   private ingest: IngestService | undefined;
   /** The device commands' own connections, whose host lookups are bounded (`shared/devices/dispatcher.ts`). */
   private deviceDispatcher: Agent | undefined;
@@ -85,7 +87,12 @@ export class TelemetryService implements Lifecycle {
     const { pool, redis, kafka, directory, catalog, logger, clock } = this.clients;
     const { config } = this;
     const metrics = this.clients.metrics ?? createTelemetryMetrics();
-    await migrate(pool);
+    this.migrating = true;
+    try {
+      await migrate(pool);
+    } finally {
+      this.migrating = false;
+    }
     const ingestKeys = new PgIngestKeyStore(pool);
     const unbound = await ingestKeys.unboundKeyIds();
     if (unbound.length > 0) {
@@ -180,6 +187,11 @@ export class TelemetryService implements Lifecycle {
     await this.clients.redis.quit().catch(() => this.clients.redis.disconnect());
     for (const part of this.parts) await part.stop();
     this.parts = [];
-    await this.clients.pool.end();
+    // A migration still running (waiting for another replica's, or long) holds its client until it ends,
+    // and pool.end() waits for every client: the stop ran out its deadline and exited 1. The process ends
+    // after the stop, and with it the connection, so PostgreSQL rolls the migration back.
+    const ending = this.clients.pool.end();
+    if (this.migrating) ending.catch(() => undefined);
+    else await ending;
   }
 }

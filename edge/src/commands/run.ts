@@ -307,10 +307,20 @@ async function collect(
   const reloader = createReloader({ path: options.config, frozenPolls: options.frozenPolls, dialects, initial: config, gateway, logger });
   hangups.serve(reloader);
 
-  const signal = await new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
+  // The listeners stay until the stop is done: a `once` listener gone, a second SIGTERM or Ctrl-C (or
+  // tsx relaying the one npm forwarded) took the signal's default action and killed the collector while
+  // it waited for a batch post, whose outcome the ledger then never got.
+  let signalled: (name: string) => void = () => undefined;
+  const stopAsked = new Promise<string>((resolve) => (signalled = resolve));
+  let signal: string | undefined;
+  const onSignal = (name: string): void => {
+    if (signal === undefined) signalled(name);
+    else logger.info({ signal: name }, 'already stopping; the stop continues');
+    signal ??= name;
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  await stopAsked;
   hangups.stopping();
   logger.info({ signal }, 'stopping');
   const deadline = setTimeout(() => {
@@ -329,6 +339,8 @@ async function collect(
   await metricsServer?.close();
   await gateway.close();
   clearTimeout(deadline);
+  process.off('SIGTERM', onSignal);
+  process.off('SIGINT', onSignal);
   logger.info('stopped');
   return 0;
 }

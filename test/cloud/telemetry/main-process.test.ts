@@ -146,3 +146,29 @@ t.test('npm run telemetry with PostgreSQL unreachable: one line naming it and wh
   t.equal(proc.err(), `telemetry failed to start: DependencyUnreachable: cannot reach PostgreSQL at 127.0.0.1:${closed}/telemetry_db: Error (ECONNREFUSED)\n`);
   t.notMatch(proc.out(), /hunter2/, 'the password is not logged');
 });
+
+t.test('npm run telemetry: SIGTERM while its migration waits for another replica\'s stops it at once, exit 0', async (t) => {
+  const databaseUrl = await freshPgDatabase(t);
+  // Another replica migrating: its lock held for the whole test.
+  const other = new pg.Client({ connectionString: databaseUrl });
+  await other.connect();
+  t.teardown(() => other.end());
+  await other.query("SELECT pg_advisory_lock(hashtext('lintel-migrations:telemetry'))");
+  const service = run('cloud/telemetry/main.ts', [], {
+    PORT: '0',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: stackRedisUrl(),
+    KAFKA_BROKERS: stackBrokers().join(','),
+    INGEST_SIGNING_SECRET: 'main-process-test-secret',
+  });
+  t.teardown(() => {
+    if (service.child.exitCode === null) service.child.kill('SIGKILL');
+  });
+  const waiting = async () => (await other.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0]?.n ?? 0;
+  await until(async () => (await waiting()) > 0, 30_000, 'its migration to wait for the lock');
+
+  service.child.kill('SIGTERM');
+  t.equal(await service.exited, 0, `a clean stop (stdout tail: ${service.out().slice(-500)})`);
+  t.match(service.out(), /"msg":"stopped"/);
+  t.notMatch(service.out(), /stop took too long/);
+});
