@@ -8,6 +8,7 @@ import t from 'tap';
 import kafkajs from 'kafkajs';
 import { CompressionNotSupportedError, decompressLz4, decompressSnappy } from '../../shared/kafka-codecs.js';
 import { directKafka, stackBrokers, uniqueName } from '../cloud/telemetry/support/kafka.js';
+import { compressedTopic } from '../support/compressed-topic.js';
 
 const require = createRequire(import.meta.url);
 const snappyjs = require('snappyjs') as { compress(data: Buffer): Buffer };
@@ -77,14 +78,7 @@ function codecsLookedUp(t: { teardown(fn: () => void): void }): Set<string> {
 for (const { name } of CODECS) {
   t.test(`records the broker stored ${name}-compressed are read back whole`, async (t) => {
     const kafka = directKafka('kafka-codecs-test', stackBrokers());
-    const admin = kafka.admin();
-    await admin.connect();
-    const topic = uniqueName(`codec-${name}`);
-    await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'compression.type', value: name }] }], waitForLeaders: true });
-    t.teardown(async () => {
-      await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-      await admin.disconnect();
-    });
+    const topic = await compressedTopic(t, kafka, uniqueName(`codec-${name}`), name);
     const sent = Array.from({ length: 200 }, (_, i) => `{"record":${i},"padding":"${'p'.repeat(i % 50)}"}`);
     const producer = kafka.producer({ allowAutoTopicCreation: false });
     await producer.connect();

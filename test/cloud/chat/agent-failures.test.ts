@@ -86,6 +86,7 @@ t.test('the agent connection dropping mid-stream: an error frame, nothing stored
   const result = await send(chat.url, 'ana', conversation.id, 'q');
   t.equal(answerOf(result), 'one two ');
   t.same(terminalOf(result), { type: 'error', error: 'agent_interrupted', message: 'agent connection broke in the middle of the answer' });
+  t.equal(await metricValue(chat.registry, 'chat_agent_errors_total', { reason: 'stream_broken' }), 1, 'counted as an agent error (a stop is not: stop-during-answer)');
   await nothingStored(t, chat, conversation.id);
 });
 

@@ -10,25 +10,13 @@ import t from 'tap';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { startFakeDirectory } from './support/fake-directory.js';
 import { counterValue, startHarness, temperatureAlert } from './support/harness.js';
-import { channelRecorder, kafka, producer, uniqueName, waitFor, type Teardown } from './support/stack.js';
+import { compressedTopic } from '../../support/compressed-topic.js';
+import { channelRecorder, kafka, producer, uniqueName, waitFor } from './support/stack.js';
 
 /** Covers a consumer group joining on a loaded machine; asserts nothing about speed. */
 const SETTLED_WITHIN_MS = 90_000;
 
 const directory = await startFakeDirectory(t);
-
-/** A topic whose records the broker stores compressed with `codec`; deleted at teardown. */
-async function compressedTopic(t: Teardown, codec: string): Promise<string> {
-  const admin = kafka().admin();
-  await admin.connect();
-  const topic = uniqueName(`alerts-${codec}`);
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'compression.type', value: codec }] }], waitForLeaders: true });
-  t.teardown(async () => {
-    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-    await admin.disconnect();
-  });
-  return topic;
-}
 
 for (const codec of ['snappy', 'lz4', 'zstd']) {
   t.test(`an alert the broker stored ${codec}-compressed is delivered, and the consumer does not crash`, async (t) => {
@@ -37,7 +25,7 @@ for (const codec of ['snappy', 'lz4', 'zstd']) {
     const channel = await channelRecorder(t, h.channel);
     const building = uniqueName('b');
     directory.set(building, [uniqueName('acme')]);
-    const topic = await compressedTopic(t, codec);
+    const topic = await compressedTopic(t, kafka(), uniqueName(`alerts-${codec}`), codec);
     const p = await producer(t);
     await p.send({ topic, messages: [{ value: temperatureAlert(uniqueName('alert'), building, 'r1') }] });
 

@@ -4,12 +4,11 @@
  * first, as one JSON array. A failure after the first page must not pass for a complete list.
  */
 import { get } from 'node:http';
-import type pg from 'pg';
 import t from 'tap';
 import { request } from 'undici';
 import { sign } from '../../../shared/hmac.js';
 import type { PendingCursor, PendingPage, RegistryStore } from '../../../cloud/registry/model.js';
-import { untilSessionsWaitForLocks } from '../../support/stack.js';
+import { bodyAsFarAsItCame, readWithConnectionLost } from '../../support/broken-listing.js';
 import { startRegistry, type RegistryUnderTest } from './support/harness.js';
 
 const PAGE_SIZE = 3;
@@ -95,37 +94,6 @@ t.test('a wrong signature is refused before the list is read', async (t) => {
   t.equal(reads.length, 0, 'nothing read');
 });
 
-/**
- * The page read with its query made to wait on a table lock and its backend terminated: the
- * connection to PostgreSQL is lost mid-list.
- */
-async function readWithConnectionLost(store: RegistryStore, pool: pg.Pool, page: PageRead): Promise<PendingPage> {
-  const locker = await pool.connect();
-  try {
-    await locker.query('BEGIN');
-    await locker.query('LOCK TABLE organizations IN ACCESS EXCLUSIVE MODE');
-    const read = store.pendingOrganizations(page);
-    read.catch(() => undefined);
-    await untilSessionsWaitForLocks(pool);
-    await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-    return await read;
-  } finally {
-    await locker.query('ROLLBACK');
-    locker.release();
-  }
-}
-
-/** The body as far as it arrived, and the error that broke it off (undefined when it ended). */
-async function bodyAsFarAsItCame(body: AsyncIterable<Buffer>): Promise<{ received: string; broken: unknown }> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of body) chunks.push(chunk);
-    return { received: Buffer.concat(chunks).toString('utf8'), broken: undefined };
-  } catch (err) {
-    return { received: Buffer.concat(chunks).toString('utf8'), broken: err };
-  }
-}
-
 t.test('a database failure after the first page breaks the answer instead of closing the array', async (t) => {
   const reads: PageRead[] = [];
   const failures: unknown[] = [];
@@ -134,7 +102,7 @@ t.test('a database failure after the first page breaks the answer instead of clo
     wrapStore: (store, pool) =>
       recording(reads, (real, page, n) => {
         if (n !== 2) return undefined;
-        const read = readWithConnectionLost(real, pool, page);
+        const read = readWithConnectionLost(pool, 'organizations', () => real.pendingOrganizations(page));
         read.catch((err: unknown) => failures.push(err));
         return read;
       })(store),

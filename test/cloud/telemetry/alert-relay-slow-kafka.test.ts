@@ -10,7 +10,7 @@
  */
 import '../../../shared/kafkajs-idle-loop.js';
 import { Kafka, logLevel } from 'kafkajs';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { AlertRelay, type AlertRelayOptions } from '../../../cloud/telemetry/broker/alert-relay.js';
 import { kafkaAlertSink } from '../../../cloud/telemetry/broker/kafka-alerts.js';
 import { PgOutboxStore } from '../../../cloud/telemetry/store/outbox.js';
@@ -107,53 +107,49 @@ t.test('a Kafka slow to acknowledge gets every alert once, past the first batch,
   t.equal(await recordsOn(topic), rooms.length, 'each alert is on the topic once');
 });
 
-t.test('a Kafka gone silent while the relay runs: kafkajs fails the send, and the alerts go once it answers', async (t) => {
+/**
+ * A relay through a proxy to the real broker whose first alert went through; then the proxy goes silent
+ * and three more alerts are nudged into a send, which waits for the test to see how it ends.
+ */
+async function sendIntoSilence(t: Test, clientId: string, requestTimeout: number, sendWithinMs?: number) {
   const { h, topic } = await alertingHarness(t);
   const broker = stackBrokers()[0]!;
   const proxy = await startFreezableProxy(t, broker);
-  // kafkajs's request timeout, shortened from its 30 s for the test, is what ends the send.
-  const kafka = new Kafka({ clientId: 'alert-relay-silent', brokers: [broker], socketFactory: proxy.socketFactory, requestTimeout: 2500, logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({ clientId, brokers: [broker], socketFactory: proxy.socketFactory, requestTimeout, logLevel: logLevel.NOTHING });
   const { logger, lines } = capturedLogger('alert-relay-test');
-  const relay = startRelay(t, { outbox: new PgOutboxStore(h.pool), sink: kafkaAlertSink(kafka, topic), logger, idleMs: 100, retryMs: 200 });
+  const relay = startRelay(t, { outbox: new PgOutboxStore(h.pool), sink: kafkaAlertSink(kafka, topic), logger, idleMs: 100, retryMs: 200, ...(sendWithinMs === undefined ? {} : { sendWithinMs }) });
   await breach(h, ['room-0']);
   await until(async () => (await unsent(h)) === 0, 30_000, 'the first alert to be relayed');
-
   proxy.freeze();
   await breach(h, ['room-1', 'room-2', 'room-3']);
   relay.nudge();
-  await until(() => failures(lines).length > 0, 60_000, 'the relay to fail the send');
-  t.match(String(failures(lines)[0]!.error), /^KafkaJS/, "kafkajs's own failure ended the send, not the relay's bound");
+  return { h, topic, proxy, lines };
+}
+
+/** After the send into silence failed: its alerts are unsent and free, and go once the proxy heals. */
+async function recoversAfterHeal(t: Test, run: Awaited<ReturnType<typeof sendIntoSilence>>): Promise<void> {
+  const { h, topic, proxy } = run;
   t.equal(await unsent(h), 3, 'the alerts of that send are still unsent');
   t.equal(await unheld(h), 3, 'and no longer held: the transaction rolled back');
-
-  proxy.heal();
-  await until(async () => (await unsent(h)) === 0, 60_000, 'the relay to send them once Kafka answers');
-  const ids = await outboxIds(h);
-  t.same(await idsOnTopic(t, topic, ids), ids, 'every alert of the outbox reached the topic, and nothing else');
-});
-
-t.test('a send kafkajs never settles is given up on after sendWithinMs while the relay runs', async (t) => {
-  const { h, topic } = await alertingHarness(t);
-  const broker = stackBrokers()[0]!;
-  const proxy = await startFreezableProxy(t, broker);
-  // A request timeout longer than the test's: kafkajs does not end the silence, the relay's bound must.
-  const kafka = new Kafka({ clientId: 'alert-relay-wedged', brokers: [broker], socketFactory: proxy.socketFactory, requestTimeout: 600_000, logLevel: logLevel.NOTHING });
-  const { logger, lines } = capturedLogger('alert-relay-test');
-  const relay = startRelay(t, { outbox: new PgOutboxStore(h.pool), sink: kafkaAlertSink(kafka, topic), logger, idleMs: 100, retryMs: 200, sendWithinMs: 1500 });
-  await breach(h, ['room-0']);
-  await until(async () => (await unsent(h)) === 0, 30_000, 'the first alert to be relayed');
-
-  proxy.freeze();
-  await breach(h, ['room-1', 'room-2', 'room-3']);
-  relay.nudge();
-  await until(() => failures(lines).length > 0, 30_000, 'the relay to give up on the send');
-  t.equal(String(failures(lines)[0]!.error), 'AlertSendTimedOut: no acknowledgement from Kafka within 1500 ms', 'the relay gave up on it, running');
-  t.equal(await unsent(h), 3, 'the alerts of that send are still unsent');
-  t.equal(await unheld(h), 3, 'and no longer held: the transaction rolled back');
-
   proxy.heal();
   await until(async () => (await unsent(h)) === 0, 60_000, 'the relay to send them once Kafka answers');
   const ids = await outboxIds(h);
   // The send given up on may land too once Kafka answers: at least once, never lost.
   t.same(await idsOnTopic(t, topic, ids), ids, 'every alert of the outbox reached the topic, and nothing else');
+}
+
+t.test('a Kafka gone silent while the relay runs: kafkajs fails the send, and the alerts go once it answers', async (t) => {
+  // kafkajs's request timeout, shortened from its 30 s for the test, is what ends the send.
+  const run = await sendIntoSilence(t, 'alert-relay-silent', 2500);
+  await until(() => failures(run.lines).length > 0, 60_000, 'the relay to fail the send');
+  t.match(String(failures(run.lines)[0]!.error), /^KafkaJS/, "kafkajs's own failure ended the send, not the relay's bound");
+  await recoversAfterHeal(t, run);
+});
+
+t.test('a send kafkajs never settles is given up on after sendWithinMs while the relay runs', async (t) => {
+  // A request timeout longer than the test's: kafkajs does not end the silence, the relay's bound must.
+  const run = await sendIntoSilence(t, 'alert-relay-wedged', 600_000, 1500);
+  await until(() => failures(run.lines).length > 0, 30_000, 'the relay to give up on the send');
+  t.equal(String(failures(run.lines)[0]!.error), 'AlertSendTimedOut: no acknowledgement from Kafka within 1500 ms', 'the relay gave up on it, running');
+  await recoversAfterHeal(t, run);
 });

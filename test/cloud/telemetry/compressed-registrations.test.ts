@@ -10,6 +10,7 @@ import pg from 'pg';
 import t from 'tap';
 import { freshPgDatabase } from './support/database.js';
 import { stackRedisUrl, until } from './support/harness.js';
+import { compressedTopic } from '../../support/compressed-topic.js';
 import { directKafka, produce, stackBrokers, uniqueName } from './support/kafka.js';
 import { listeningPort, runScript as run } from './support/process.js';
 
@@ -17,23 +18,10 @@ import { listeningPort, runScript as run } from './support/process.js';
 const APPLIED_WITHIN_MS = 90_000;
 const CRASHED = /^.*"msg":"registration consumer crashed; reconnecting".*$/m;
 
-/** A topic whose records the broker stores compressed with `codec`; deleted at teardown. */
-async function compressedTopic(t: { teardown(fn: () => unknown): void }, codec: string): Promise<string> {
-  const admin = directKafka('telemetry-test').admin();
-  await admin.connect();
-  const topic = uniqueName(`registrations-${codec}`);
-  await admin.createTopics({ topics: [{ topic, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'compression.type', value: codec }] }], waitForLeaders: true });
-  t.teardown(async () => {
-    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-    await admin.disconnect();
-  });
-  return topic;
-}
-
 for (const codec of ['snappy', 'lz4', 'zstd']) {
   t.test(`a registration the broker stored ${codec}-compressed is applied, and the consumer does not crash`, async (t) => {
     const databaseUrl = await freshPgDatabase(t);
-    const topic = await compressedTopic(t, codec);
+    const topic = await compressedTopic(t, directKafka('telemetry-test'), uniqueName(`registrations-${codec}`), codec);
     const buildingId = uniqueName('b');
     await produce(topic, [{ buildingId, rooms: ['lobby', 'lab'] }]);
 

@@ -18,7 +18,7 @@ import { MAX_PAGE_SIZE } from '../../../cloud/tenancy/routes/paging.js';
 import { listedDomainJson } from '../../../cloud/tenancy/wire.js';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { serve } from '../../support/http.js';
-import { untilSessionsWaitForLocks } from '../../support/stack.js';
+import { bodyAsFarAsItCame, readWithConnectionLost } from '../../support/broken-listing.js';
 import { migratedPool, newAccount } from './support/harness.js';
 
 type PageRead = Parameters<TenancyStore['listPublicDomains']>[0];
@@ -187,37 +187,6 @@ t.test('the paged form is one read of the page asked for', async (t) => {
   t.same(listing.reads, [{ after: names[9], limit: 5 }]);
 });
 
-/**
- * The page read with its query made to wait on a table lock and its backend terminated: the
- * connection to PostgreSQL is lost mid-listing.
- */
-async function readWithConnectionLost(store: TenancyStore, pool: pg.Pool, page: PageRead): Promise<ListedDomain[]> {
-  const locker = await pool.connect();
-  try {
-    await locker.query('BEGIN');
-    await locker.query('LOCK TABLE domains IN ACCESS EXCLUSIVE MODE');
-    const read = store.listPublicDomains(page);
-    read.catch(() => undefined);
-    await untilSessionsWaitForLocks(pool);
-    await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-    return await read;
-  } finally {
-    await locker.query('ROLLBACK');
-    locker.release();
-  }
-}
-
-/** The body as far as it arrived, and the error that broke it off (undefined when it ended). */
-async function bodyAsFarAsItCame(body: AsyncIterable<Buffer>): Promise<{ received: string; broken: unknown }> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of body) chunks.push(chunk);
-    return { received: Buffer.concat(chunks).toString('utf8'), broken: undefined };
-  } catch (err) {
-    return { received: Buffer.concat(chunks).toString('utf8'), broken: err };
-  }
-}
-
 t.test('a database failure after the first page breaks the answer off instead of closing the array', async (t) => {
   const failures: unknown[] = [];
   const { logger, lines, text } = capturedLogger('tenancy-test');
@@ -225,7 +194,7 @@ t.test('a database failure after the first page breaks the answer off instead of
     logger,
     replace: (real, page, n) => {
       if (n !== 2) return undefined;
-      const read = readWithConnectionLost(real.store, real.pool, page);
+      const read = readWithConnectionLost(real.pool, 'domains', () => real.store.listPublicDomains(page));
       read.catch((err: unknown) => failures.push(err));
       return read;
     },
