@@ -5,7 +5,8 @@
  * 4,000, about what kafkajs hands over per partition in the benchmark's first fetch), settled in order,
  * the 4 partitions at once. Everything else is as in `bench:notification`: Redis cooldown and seen
  * marks, the directory in its own process with a cold cache each round, the in-app publish, the
- * recipient query on FerretDB. Five rounds, each with fresh cooldown keys.
+ * recipient query on FerretDB. Five rounds, each with fresh cooldown keys; a round that does not deliver
+ * 5,000 alerts and suppress 45,000 ends the run with an error.
  *
  * What it bounds: a round here costs the service everything but Kafka, so no change on the Kafka side
  * (a decoding path of its own, a consumer on another thread) can settle faster than this does.
@@ -15,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import type { AlertRecord } from '../../../cloud/notification/breach.js';
 import { printLine } from '../report.js';
 import { cpuMark, findParties, PARTIES, PARTY_LABELS } from './cpu-marks.js';
-import { alerts, fastest, openServers, roundOf, runToExit, serviceBreach, type Round } from './workload.js';
+import { alerts, checkedOutcomes, fastest, openServers, roundOf, runToExit, serviceBreach, type Round, type RoundOutcomes } from './workload.js';
 
 const PARTITIONS = 4;
 const ROUNDS = 5;
@@ -37,7 +38,7 @@ async function main(): Promise<void> {
   const servers = await openServers(run, `bench_breach_only_${run}`);
   try {
     const parties = { ...findParties(servers.directoryPid), broker: [] };
-    const rounds: Array<Round & { delivered: number; suppressed: number }> = [];
+    const rounds: Array<Round & RoundOutcomes> = [];
     for (let round = 0; round < ROUNDS; round++) {
       const { breach, outcome, close } = await serviceBreach({ ...servers, run, round });
       try {
@@ -52,7 +53,7 @@ async function main(): Promise<void> {
           }),
         );
         const last = cpuMark(parties);
-        rounds.push({ ...roundOf(first, last), delivered: await outcome('delivered'), suppressed: await outcome('suppressed') });
+        rounds.push({ ...roundOf(first, last), ...(await checkedOutcomes(`breach path alone round ${round + 1}`, outcome)) });
       } finally {
         await close();
       }

@@ -13,6 +13,8 @@
  * resolves only settled offsets). Throughput runs from the first record seen to the commit that covers
  * the last record of every partition, the same stop line for both, so group joins count for neither
  * and commits count for both. Headline: ratio = best service alerts/s ÷ best bare alerts/s (target ≥ 0.5).
+ * A service round counts only when it settled as it should (5,000 delivered, 45,000 suppressed, every
+ * offset committed); any other ends the benchmark with an error and no figures.
  * For the best round of each side it also prints who used the CPU while it was timed (cpu-marks.ts):
  * the machine, this process (where both consumers run), the Kafka broker, Redis and, for the service,
  * the directory.
@@ -24,7 +26,7 @@ import { silentLogger } from '../../../shared/logger.js';
 import { KafkaAlertConsumer } from '../../../cloud/notification/kafka.js';
 import { printLine } from '../report.js';
 import { cpuMark, findParties, PARTIES, PARTY_LABELS, type CpuMark, type CpuParties } from './cpu-marks.js';
-import { ALERTS, alerts, DISTINCT_KEYS, fastest, openServers, roundOf, runToExit, serviceBreach, type Round, type Servers } from './workload.js';
+import { ALERTS, alerts, checkedOutcomes, DISTINCT_KEYS, fastest, openServers, roundOf, runToExit, serviceBreach, type Round, type RoundOutcomes, type Servers } from './workload.js';
 
 const PARTITIONS = 4;
 const IN_FLIGHT_PARTITIONS = 4;
@@ -101,9 +103,7 @@ async function measureBare(kafka: Kafka, topic: string, round: string, parties: 
   return roundOf(first!, last!);
 }
 
-interface ServiceRound extends Round {
-  delivered: number;
-  suppressed: number;
+interface ServiceRound extends Round, RoundOutcomes {
   uncommitted: number;
 }
 
@@ -142,7 +142,10 @@ async function measureService(kafka: Kafka, topic: string, round: number, server
       await new Promise((resolve) => setTimeout(resolve, 100));
       uncommitted = await consumer.refreshLag();
     }
-    return { ...roundOf(first!, last!), delivered: await outcome('delivered'), suppressed: await outcome('suppressed'), uncommitted };
+    const what = `service round ${round + 1}`;
+    const outcomes = await checkedOutcomes(what, outcome);
+    if (uncommitted !== 0) throw new Error(`${what}: ${uncommitted} records still uncommitted 5 s after the commit that ended the round`);
+    return { ...roundOf(first!, last!), ...outcomes, uncommitted };
   } finally {
     await consumer.stop();
     await close();

@@ -2,7 +2,8 @@
  * What the notification benchmark and its Kafka-free diagnostic share: the alerts (50,000 over 5,000
  * cooldown keys, keyed like telemetry's), the building directory in a process of its own, and the
  * service's breach path, built from the parts `cloud/notification/main.ts` builds it from (the Redis
- * cooldown and publisher, the coalesced directory lookups, the FerretDB store, Web Push).
+ * cooldown and publisher on a client with the service's options, the coalesced directory lookups, the
+ * FerretDB store, Web Push), and the check that a round settled its alerts as it should.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,14 +12,15 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { MongoClient, type Db } from 'mongodb';
 import { encodeClaims, systemClaims } from '../../../shared/claims.js';
+import { DependencyUnreachable } from '../../../shared/describe-error.js';
 import { createBuildingDirectory } from '../../../shared/directory.js';
 import { silentLogger } from '../../../shared/logger.js';
 import { BreachHandler } from '../../../cloud/notification/breach.js';
 import { Semaphore } from '../../../cloud/notification/concurrency.js';
 import { Delivery } from '../../../cloud/notification/delivery.js';
-import { createMetrics, type AlertOutcome, type NotificationMetrics } from '../../../cloud/notification/metrics.js';
+import { ALERT_OUTCOMES, createMetrics, type AlertOutcome, type NotificationMetrics } from '../../../cloud/notification/metrics.js';
 import { WebPushSender } from '../../../cloud/notification/push.js';
-import { RedisCooldown, RedisPublisher } from '../../../cloud/notification/redis.js';
+import { RedisCooldown, RedisPublisher, SERVICE_REDIS_OPTIONS } from '../../../cloud/notification/redis.js';
 import { MongoNotificationStore } from '../../../cloud/notification/store.js';
 import { cpuShares, type CpuMark, type CpuShares } from './cpu-marks.js';
 
@@ -63,11 +65,19 @@ export function fastest<T extends Round>(rounds: readonly T[]): T {
   return rounds.reduce((a, b) => (b.rate > a.rate ? b : a));
 }
 
-/** The benchmark's building directory (`directory.ts`) in a process of its own. */
+/**
+ * The benchmark's building directory (`directory.ts`) in a process of its own. A directory that exits
+ * before it prints its port fails the start: waiting for the line alone would leave nothing to wait
+ * on, and Node would end the benchmark with exit code 0 and no figures.
+ */
 async function startDirectory(): Promise<{ url: string; child: ChildProcess }> {
   const script = fileURLToPath(new URL('./directory.ts', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const [first] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  const first = await Promise.race([
+    once(createInterface({ input: child.stdout! }), 'line').then(([line]) => line as string),
+    once(child, 'exit').then(() => undefined),
+  ]);
+  if (first === undefined) throw new Error(`the directory process exited before it printed its port (${child.signalCode ?? `exit code ${child.exitCode}`})`);
   const { port } = JSON.parse(first) as { port: number };
   return { url: `http://127.0.0.1:${port}`, child };
 }
@@ -110,6 +120,29 @@ export async function serviceBreach(options: { db: Db; redis: Redis; directoryUr
   };
 }
 
+/** How a round's alerts settle: the first alert of each key delivered, every later one suppressed. */
+export interface RoundOutcomes {
+  delivered: number;
+  suppressed: number;
+}
+
+/**
+ * The round's outcomes, or an error when they are not the `DISTINCT_KEYS` deliveries and the rest
+ * suppressed that a sound round settles. A round whose lookups all failed (the directory died or
+ * refused) settles its armed alerts `unroutable` and ends as quickly as a sound one, or more so: its
+ * rate measures a failure, not the service, and must not count.
+ */
+export async function checkedOutcomes(what: string, outcome: ServiceBreach['outcome']): Promise<RoundOutcomes> {
+  const counts = new Map(await Promise.all(ALERT_OUTCOMES.map(async (name) => [name, await outcome(name)] as const)));
+  const delivered = counts.get('delivered') ?? 0;
+  const suppressed = counts.get('suppressed') ?? 0;
+  if (delivered !== DISTINCT_KEYS || suppressed !== ALERTS - DISTINCT_KEYS) {
+    const settled = [...counts].filter(([, n]) => n > 0).map(([name, n]) => `${n} ${name}`).join(', ') || 'none';
+    throw new Error(`${what}: expected ${DISTINCT_KEYS} alerts delivered and ${ALERTS - DISTINCT_KEYS} suppressed, settled ${settled}`);
+  }
+  return { delivered, suppressed };
+}
+
 /** Every round's Redis keys start with this. */
 function roundKeyPrefix(run: string): string {
   return `bench-notification-${run}-`;
@@ -146,7 +179,18 @@ export async function openServers(run: string, databaseName: string): Promise<Se
     directory.child.kill('SIGTERM');
     throw err;
   }
-  const redis = new Redis(redisUrl, { enableAutoPipelining: true });
+  // The service's client, as main.ts builds it: calls time out after 2 s and fail at once without a
+  // connection (no offline queue, so it connects before the first call), which costs the breach path
+  // what it costs the service.
+  const redis = new Redis(redisUrl, { ...SERVICE_REDIS_OPTIONS, lazyConnect: true });
+  try {
+    await redis.connect();
+  } catch (err) {
+    redis.disconnect();
+    await mongo.close();
+    directory.child.kill('SIGTERM');
+    throw new DependencyUnreachable('Redis', redisUrl, err);
+  }
   return {
     directoryUrl: directory.url,
     directoryPid: directory.child.pid,

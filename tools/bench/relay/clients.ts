@@ -21,21 +21,31 @@ export type Command =
 export type Reply =
   | { type: 'connected'; clients: number }
   | { type: 'progress'; delivered: number }
-  | { type: 'report'; delivered: number; p50: number; p99: number; max: number }
+  | { type: 'report'; delivered: number; lastDeliveryAt: number; p50: number; p99: number; max: number }
   | { type: 'disconnected' }
   | { type: 'error'; message: string };
 
-const send = (reply: Reply) => process.send?.(reply);
+/**
+ * Sends to the benchmark, and drops what can no longer reach it: a benchmark that failed exits at once,
+ * and a progress report sent after that must not end this process with an EPIPE stack on the shared
+ * stderr, above the benchmark's own message.
+ */
+const send = (reply: Reply) => {
+  if (process.connected) process.send?.(reply, undefined, {}, () => undefined);
+};
 const now = () => performance.timeOrigin + performance.now();
 
 let sockets: WebSocket[] = [];
 let delivered = 0;
+/** When the latest delivery since the last reset arrived, on the clock readings carry (`t`). */
+let lastDeliveryAt = 0;
 let latencies = new Float64Array(4_000_000);
 let samples = 0;
 
 function record(sentAt: unknown): void {
   delivered++;
-  if (typeof sentAt === 'number' && samples < latencies.length) latencies[samples++] = now() - sentAt;
+  lastDeliveryAt = now();
+  if (typeof sentAt === 'number' && samples < latencies.length) latencies[samples++] = lastDeliveryAt - sentAt;
 }
 
 function connectRelayClient(url: string, claims: string, buildingId: string): Promise<WebSocket> {
@@ -109,11 +119,12 @@ process.on('message', (command: Command) => {
           return;
         case 'reset':
           delivered = 0;
+          lastDeliveryAt = 0;
           samples = 0;
           return;
         case 'report': {
           const sorted = latencies.slice(0, samples).sort();
-          send({ type: 'report', delivered, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: percentile(sorted, 1) });
+          send({ type: 'report', delivered, lastDeliveryAt, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: percentile(sorted, 1) });
           return;
         }
         case 'disconnect':
