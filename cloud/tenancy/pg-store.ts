@@ -106,8 +106,10 @@ WHERE c.created_by = $1::uuid AND c.redeemed_at IS NULL`;
  * Lock order, in every transaction: account locks first, then domain row locks (FOR KEY SHARE by writes
  * that add rows under a domain, FOR UPDATE by removeMember, the UPDATE by ensureDomain recording an
  * administrator), then the rows under the domain. No transaction takes an account lock while it holds
- * a domain lock. Only addMember by an inviter takes two account locks, both shared, in one statement and
- * in key order; a transaction holding one exclusively takes no other. So none of them wait in a cycle.
+ * a domain lock. Only addMember by an inviter and redeemInviteCode (the redeemer's and the code's
+ * creator's) take two account locks, both shared, in one statement and in key order; removeMember by a
+ * manager takes the removed account's exclusively and the remover's shared, in one statement and in key
+ * order; a transaction holding one exclusively takes no other. So none of them wait in a cycle.
  */
 const ACCOUNT_LOCKS = 0x7e4a_0001;
 /** The subquery's ORDER BY (which keeps it from being flattened) is the order the locks are taken in. */
@@ -542,13 +544,23 @@ export class PgTenancyStore implements TenancyStore {
     });
   }
 
+  /**
+   * The creator's right is read again at redemption, from her memberships as stored: a removal
+   * revokes her codes (revokeCodesBeyondRights), but a right lost any other way (the domain that made
+   * her a platform administrator deleted, its memberships going by cascade; a removal handled by a
+   * replica of an earlier revision) left them redeemable, an `admin` code among them. Her account lock
+   * is held shared with the redeemer's, so a removal of her under way has committed before this reads.
+   */
   redeemInviteCode(code: string, accountId: string): Promise<Outcome<Membership, 'invalid_code' | 'already_member' | 'account_deleted'>> {
     return this.transaction(async (client) => {
+      const creator = (await client.query<{ created_by: string }>('SELECT created_by FROM invite_codes WHERE code = $1::text', [code])).rows[0]?.created_by;
       // Rolling back (any outcome but ok) leaves the code unredeemed for a live account.
-      if (await this.accountDeleted(client, accountId)) return fail('account_deleted');
+      const deleted = await this.lockAccounts(client, creator === undefined ? [accountId] : [accountId, creator]);
+      if (deleted.has(accountId.toLowerCase())) return fail('account_deleted');
       const redeemed = await client.query<{ domain_id: string; role: string; domain_name: string }>(REDEEM_SQL, [code, accountId]);
       const grant = redeemed.rows[0];
-      if (!grant) return fail('invalid_code');
+      if (!grant || creator === undefined) return fail('invalid_code');
+      if ((await this.storedRefusal(client, creator, grant.domain_name, grant.role)) !== undefined) return fail('invalid_code');
       const inserted = await client.query<MembershipRow>(INSERT_MEMBERSHIP_SQL, [accountId, grant.domain_id, grant.role, null, 'invite']);
       const row = inserted.rows[0];
       // Rolling back leaves the code unredeemed for someone who is not a member yet.

@@ -100,6 +100,24 @@ t.test('a platform administrator’s codes live as long as the membership that m
   t.same({ status: late.status, json: late.json }, await unknownCodeAnswer(app), 'and her remaining code for acme is gone');
 });
 
+t.test('a platform administrator whose admin domain is deleted: her admin code for another domain no longer works', async (t) => {
+  const app = await startTenancy(t);
+  const owner = newAccount();
+  const pia = newAccount();
+  await createDomain(app, owner, { name: 'acme' });
+  await createDomain(app, newAccount(), { name: 'ops' });
+  await app.store.addMember('ops', { accountId: pia, role: 'admin', joinedVia: 'invite' }, 'refuse');
+  const code = await newCode(app, { sub: pia, memberships: [{ domainName: 'ops', role: 'admin' }] }, 'acme', 'admin');
+
+  // An operator deletes ops: her membership goes by cascade, and no removal revokes her codes.
+  await app.pool.query("DELETE FROM domains WHERE name = 'ops'");
+  const back = await redeem(app, code, pia);
+  t.same({ status: back.status, json: back.json }, await unknownCodeAnswer(app), 'her code reads as unknown');
+  t.same(await app.store.membershipsOf(pia), [], 'she is no member of acme, and no platform administrator again');
+  const unused = await app.pool.query('SELECT redeemed_at FROM invite_codes WHERE code = $1', [code]);
+  t.same(unused.rows, [{ redeemed_at: null }], 'the code is not spent');
+});
+
 t.test('an account deleted through the account-deleted stream leaves no code that still works', async (t) => {
   const app = await startTenancy(t);
   const stream = uniqueName('account.deleted.test');
