@@ -112,6 +112,23 @@ t.test('a late reading for an hour already rolled up is rolled up again before i
   t.match((await buckets(h))[0], { count: 2 }, 'and the kept hour is untouched');
 });
 
+t.test('a repeat of an accepted batch answers its first result even once a replica ahead dropped its day', async (t) => {
+  const h = await startHarness(t);
+  const job = retentionJob(h);
+  const batch = { batchId: 'b1@2024-06-01T10:00:00.000Z', readings: [temperatureReading('b1', 'r1', at('2024-06-01T09:15:00Z'), 20)] };
+  h.clock.now = at('2024-06-01T10:00:00Z');
+  t.same(await h.ingest.ingest(SHARED_KEY, batch), { accepted: 1 });
+  await job.runOnce();
+
+  // The retention job on a replica whose clock is ahead drops the day; this replica's clock still
+  // validates the reading, 15 minutes inside the 14 days.
+  h.clock.now = at('2024-06-16T00:00:00Z');
+  t.same((await job.runOnce()).dropped, ['readings_p20240601']);
+  h.clock.now = at('2024-06-15T09:00:00Z');
+  t.same(await h.ingest.ingest(SHARED_KEY, batch), { accepted: 1 }, 'the first result, not a 400');
+  t.equal(await rawCount(h), 0, 'nothing stored again');
+});
+
 t.test('the drop rule never takes a day with an hour not rolled up', async (t) => {
   const now = at('2024-06-20T00:00:00Z');
   const names = ['readings_p20240601', 'readings_p20240602', 'readings_p20240605', 'readings_p20240619', 'not_a_partition'];
