@@ -25,9 +25,14 @@
  *   another AP of its zone hears it more faintly: it only moves by the margin rule. At the frozen
  *   ceiling it is dropped from its zone like any frozen device, and the zone that hears it then admits
  *   it as an arrival, not a transition: a sighting there was never a move that met the margin or the
- *   dwell rule.
+ *   dwell rule. A device heard only in its own zone, by an AP fainter than its last signal at its own
+ *   AP, is frozen as well and stays known by its own AP (so an AP reboot neither drops it nor lets the
+ *   faint signal measure a later margin); at the frozen ceiling that fainter AP takes it over, in the
+ *   same zone, so with no move and no change in the counts. One at least as loud takes it over at once.
  * - **Absence.** A device unheard while its AP answers is still counted for `absentPolls - 1` polls (one
- *   missed station-table row is not a departure) and is gone on the `absentPolls`-th.
+ *   missed station-table row is not a departure) and is gone on the `absentPolls`-th. Heard meanwhile in
+ *   its zone only by an AP fainter than its last signal at its own AP, it is counted all the same, still
+ *   known by its own AP, and on the `absentPolls`-th such poll that fainter AP takes it over.
  * - **An AP no longer configured.** A device last heard by an AP that this poll does not name (renamed,
  *   or removed with its zone, by a reload or before a restart) has nobody left to speak for its zone:
  *   heard loudest in another zone (even while another AP of its zone still hears it faintly), it is
@@ -158,7 +163,7 @@ function settled(zone: string, ap: string, rssiDbm: number, poll: number): Track
  * admits it where it is heard.
  */
 function stepHeard(current: TrackedDevice, heard: Heard, aps: PolledAps, poll: number, config: TrackerConfig): TrackedDevice | 'expired' {
-  if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
+  if (heard.zone === current.zone) return stepHeardInZone(current, heard.ownApHeard, heard.ap, heard.rssiDbm, aps, poll, config);
   // Its AP is no longer configured (renamed, perhaps into the zone that hears it loudest now): another AP
   // of its zone that still hears it faintly is no reason to hold it there or to count a move.
   if (!aps.named.has(current.ap)) return 'expired';
@@ -166,7 +171,7 @@ function stepHeard(current: TrackedDevice, heard: Heard, aps: PolledAps, poll: n
     // Both zones hear it. The loudest sighting is in the new zone, so the lead is 0 (a tie the AP names
     // broke, which is no reason to move) or more.
     const lead = heard.rssiDbm - heard.incumbentRssiDbm;
-    if (lead <= 0) return settled(current.zone, heard.incumbentAp, heard.incumbentRssiDbm, poll);
+    if (lead <= 0) return stepHeardInZone(current, heard.ownApHeard, heard.incumbentAp, heard.incumbentRssiDbm, aps, poll, config);
     if (heard.ownApHeard) {
       if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
       return dwell(current, heard, heard.incumbentAp, heard.incumbentRssiDbm, poll, config);
@@ -186,6 +191,35 @@ function stepHeard(current: TrackedDevice, heard: Heard, aps: PolledAps, poll: n
   if (beatsIncumbent) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
   // Its own AP answered without it: the dwell rule counts.
   return dwell(current, heard, current.ap, current.rssiDbm, poll, config);
+}
+
+/**
+ * The next record of a known device its own zone heard loudest this poll (or as loud as another zone),
+ * by `ap` at `rssiDbm`. When the AP it is known by is configured but did not hear it, and `ap` hears it
+ * more faintly than its last signal there, `ap` does not speak for it: it is kept known by its own AP at
+ * that signal (so later margins are measured by it), and frozen (its AP silent) or absent (its AP
+ * answered without it) as if unheard, only still counted. Where its own AP would let go of it (the
+ * frozen ceiling, the `absentPolls`-th missed row) it is known by `ap` from then on: the same zone, so
+ * no move and no change in the counts. A sighting at least as loud as its last signal there speaks for it.
+ */
+function stepHeardInZone(
+  current: TrackedDevice,
+  ownApHeard: boolean,
+  ap: string,
+  rssiDbm: number,
+  aps: PolledAps,
+  poll: number,
+  config: TrackerConfig,
+): TrackedDevice {
+  if (ownApHeard || rssiDbm >= current.rssiDbm || !aps.named.has(current.ap)) return settled(current.zone, ap, rssiDbm, poll);
+  if (aps.silent.has(current.ap)) {
+    const frozenPolls = current.frozenPolls + 1;
+    if (frozenPolls >= config.frozenPolls) return settled(current.zone, ap, rssiDbm, poll);
+    return tracked(current.zone, current.ap, current.rssiDbm, null, 0, frozenPolls, current.absentPolls, poll);
+  }
+  const absentPolls = current.absentPolls + 1;
+  if (absentPolls >= config.absentPolls) return settled(current.zone, ap, rssiDbm, poll);
+  return tracked(current.zone, current.ap, current.rssiDbm, null, 0, 0, absentPolls, poll);
 }
 
 /**

@@ -43,7 +43,10 @@ export const UNREADABLE_RSSI_DBM = -999;
 export interface TrackedDevice {
   /** The zone it is counted in. */
   zone: string;
-  /** The AP of that zone that heard it loudest most recently. */
+  /**
+   * The AP it is known by: the AP of that zone that heard it loudest most recently, or its earlier AP
+   * while that one misses it and its zone hears it only more faintly (see tracker.ts).
+   */
   ap: string;
   /** That AP's signal, dBm; {@link UNREADABLE_RSSI_DBM} when that AP listed it without a readable one. */
   rssiDbm: number;
@@ -51,9 +54,9 @@ export interface TrackedDevice {
   challengerZone: string | null;
   /** Consecutive polls the challenger has counted toward the dwell rule. */
   challengerPolls: number;
-  /** Consecutive polls its AP has been silent without its zone hearing it loudest. */
+  /** Consecutive polls its AP has been silent and no other AP took it over (see tracker.ts). */
   frozenPolls: number;
-  /** Consecutive polls it went unheard while its AP answered. */
+  /** Consecutive polls its AP answered without it and no other AP took it over (see tracker.ts). */
   absentPolls: number;
   /** The poll number it was last heard in. */
   lastHeardPoll: number;

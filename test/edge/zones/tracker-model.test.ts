@@ -81,12 +81,14 @@ t.test('the tracker agrees with the reference model, poll for poll', async (t) =
   let moves = 0;
   let removals = 0;
   let ownApMissed = 0;
+  let faintInItsZone = 0;
   fc.assert(
     fc.property(configArb, fc.array(pollArb, { minLength: 1, maxLength: 30 }), (config, sequence) => {
       let state: TrackerState = emptyTrackerState();
       let modelState: TrackerState = model.emptyTrackerState();
       for (const aps of sequence) {
         ownApMissed += missedByOwnApHeardByItsZone(state, aps);
+        faintInItsZone += missedByOwnApHeardFaintlyOnlyByItsZone(state, aps);
         const outcome = applyPoll(state, { aps }, config);
         const expected = model.applyPoll(modelState, { aps }, config);
         if (canonical(outcome, config) !== canonical(expected, config, MODEL)) return false;
@@ -104,21 +106,40 @@ t.test('the tracker agrees with the reference model, poll for poll', async (t) =
   t.ok(moves > 100, `zone moves exercised (${moves} over ${polls} polls)`);
   t.ok(removals > 100, `removals exercised (${removals})`);
   t.ok(ownApMissed > 100, `devices their own AP missed, heard by another AP of their zone and louder elsewhere, exercised (${ownApMissed})`);
+  t.ok(faintInItsZone > 100, `devices their own AP missed, heard loudest in their zone more faintly than their last signal, exercised (${faintInItsZone})`);
 });
+
+/** The loudest readable signal of device `id` from the answering APs of the zones `inZone` accepts. */
+function loudestIn(aps: readonly ApObservation[], id: string, inZone: (zone: string) => boolean): number {
+  return Math.max(-Infinity, ...aps.flatMap((ap) => (ap.answered && inZone(ap.zone) ? ap.stations.filter((s) => s.device === id && Number.isFinite(s.rssiDbm)).map((s) => s.rssiDbm) : [])));
+}
+
+/**
+ * Known devices the AP they are known by did not list (silent, or without their row), heard in their
+ * zone at least as loud as anywhere else, but more faintly than their last signal at their own AP.
+ */
+function missedByOwnApHeardFaintlyOnlyByItsZone(state: TrackerState, aps: readonly ApObservation[]): number {
+  let n = 0;
+  for (const [id, device] of state.devices) {
+    const own = aps.find((ap) => ap.ap === device.ap);
+    if (own === undefined || (own.answered && own.stations.some((s) => s.device === id))) continue;
+    const itsZone = loudestIn(aps, id, (zone) => zone === device.zone);
+    if (itsZone > -Infinity && itsZone < device.rssiDbm && loudestIn(aps, id, (zone) => zone !== device.zone) <= itsZone) n++;
+  }
+  return n;
+}
 
 /**
  * Known devices the AP they are known by did not list (silent, or without their row), heard by another
  * AP of their zone and louder by an AP of another zone.
  */
 function missedByOwnApHeardByItsZone(state: TrackerState, aps: readonly ApObservation[]): number {
-  const loudest = (id: string, inZone: (zone: string) => boolean) =>
-    Math.max(-Infinity, ...aps.flatMap((ap) => (ap.answered && inZone(ap.zone) ? ap.stations.filter((s) => s.device === id && Number.isFinite(s.rssiDbm)).map((s) => s.rssiDbm) : [])));
   let n = 0;
   for (const [id, device] of state.devices) {
     const own = aps.find((ap) => ap.ap === device.ap);
     if (own === undefined || (own.answered && own.stations.some((s) => s.device === id))) continue;
-    const itsZone = loudest(id, (zone) => zone === device.zone);
-    if (itsZone > -Infinity && loudest(id, (zone) => zone !== device.zone) > itsZone) n++;
+    const itsZone = loudestIn(aps, id, (zone) => zone === device.zone);
+    if (itsZone > -Infinity && loudestIn(aps, id, (zone) => zone !== device.zone) > itsZone) n++;
   }
   return n;
 }

@@ -95,7 +95,7 @@ function stepHeard(
   poll: number,
   config: TrackerConfig,
 ): TrackedDevice | 'expired' {
-  if (heard.zone === current.zone) return settled(current.zone, heard.ap, heard.rssiDbm, poll);
+  if (heard.zone === current.zone) return heardInItsZone(current, heard, heard.ap, heard.rssiDbm, namedAps, silentAps, poll, config);
   // Nobody is left to speak for its zone, whatever its other APs hear: dropped from it, and admitted
   // where it is heard.
   if (!namedAps.has(current.ap)) return 'expired';
@@ -103,7 +103,7 @@ function stepHeard(
     const incumbentAp = heard.incumbentAp ?? current.ap;
     const lead = heard.rssiDbm - heard.incumbentRssiDbm;
     // Both zones hear it: a tie keeps it.
-    if (lead <= 0) return settled(current.zone, incumbentAp, heard.incumbentRssiDbm, poll);
+    if (lead <= 0) return heardInItsZone(current, heard, incumbentAp, heard.incumbentRssiDbm, namedAps, silentAps, poll, config);
     if (heard.ownApHeard) {
       // Its own AP heard it too: a clear margin moves it, a smaller lead counts toward the dwell.
       if (beatsByMargin(heard.rssiDbm, heard.incumbentRssiDbm, config)) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
@@ -129,6 +129,29 @@ function stepHeard(
   const challengerPolls = current.challengerZone === heard.zone ? current.challengerPolls + 1 : 1;
   if (challengerPolls >= config.switchPolls) return settled(heard.zone, heard.ap, heard.rssiDbm, poll);
   return { ...current, challengerZone: heard.zone, challengerPolls, frozenPolls: 0, absentPolls: 0, lastHeardPoll: poll };
+}
+
+/**
+ * The next record of a known device its zone heard loudest (or as loud as another zone), by `ap` at
+ * `rssiDbm`. While its own AP is configured and missed it, an AP fainter than its last signal there does
+ * not speak for it: it is frozen or absent as if unheard, still counted and known by its own AP, and
+ * where it would be dropped that fainter AP takes it over instead.
+ */
+function heardInItsZone(
+  current: TrackedDevice,
+  heard: Heard,
+  ap: string,
+  rssiDbm: number,
+  namedAps: ReadonlySet<string>,
+  silentAps: ReadonlySet<string>,
+  poll: number,
+  config: TrackerConfig,
+): TrackedDevice {
+  const speaksForIt = heard.ownApHeard || rssiDbm >= current.rssiDbm || !namedAps.has(current.ap);
+  if (speaksForIt) return settled(current.zone, ap, rssiDbm, poll);
+  const unheard = stepUnheard(current, silentAps, config);
+  if (typeof unheard === 'string') return settled(current.zone, ap, rssiDbm, poll);
+  return { ...unheard, lastHeardPoll: poll };
 }
 
 /** The next record of a known device nobody heard this poll, or why it is removed. */
