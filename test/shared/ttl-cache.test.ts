@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { TtlCache } from '../../shared/ttl-cache.js';
-import { steppableWallClock } from './support/wall-clock.js';
+import { steppableWallClock } from '../support/wall-clock.js';
 
 const YEAR_MS = 365 * 24 * 3_600_000;
 

@@ -9,10 +9,11 @@ import type { Kafka } from 'kafkajs';
 export async function compressedTopic(t: { teardown(fn: () => unknown): void }, kafka: Kafka, name: string, codec: string): Promise<string> {
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: name, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'compression.type', value: codec }] }], waitForLeaders: true });
+  // Before the creation, so a creation that fails still lets the admin go.
   t.teardown(async () => {
     await admin.deleteTopics({ topics: [name] }).catch(() => undefined);
     await admin.disconnect();
   });
+  await admin.createTopics({ topics: [{ topic: name, numPartitions: 1, replicationFactor: 1, configEntries: [{ name: 'compression.type', value: codec }] }], waitForLeaders: true });
   return name;
 }

@@ -36,17 +36,22 @@ t.test('two replicas starting at once: a conversation deleted through the first 
   t.ok(await replicaA.remove(deleted._id.toHexString(), 'ana'), "ana deletes hers through replica A");
   t.ok(await replicaA.rename(renamed._id.toHexString(), 'ben', 'Lights, renamed', new Date()), 'ben renames his through replica A');
 
+  let walked = 0;
   const replicaB = new MongoConversationStore(
     dbWith(db, {
       conversations: {
         find: () =>
           (async function* () {
-            yield* batchOfB;
+            for (const doc of batchOfB) {
+              walked += 1;
+              yield doc;
+            }
           })(),
       },
     }),
   );
   t.same(await replicaB.start(), { moved: 0, ownerless: 0 }, 'replica B, reaching its batch, moves nothing');
+  t.equal(walked, 2, 'replica B walked both conversations of its batch');
   t.equal(await replicaA.get(deleted._id.toHexString(), 'ana'), undefined, 'the deleted conversation is not found');
   t.equal(await conversationsOf(db, 'ana').countDocuments({ _id: deleted._id }), 0, 'nor stored in her collection');
   t.equal((await replicaA.get(renamed._id.toHexString(), 'ben'))?.title, 'Lights, renamed', 'the copy replica A moved is kept as it is');

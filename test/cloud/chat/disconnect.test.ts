@@ -1,13 +1,5 @@
 import t from 'tap';
-import { createConversation, getConversation, metricValue, openSend, OpenStream, startChat, type ChatUnderTest } from './support/harness.js';
-
-async function until(condition: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`never happened: ${what}`);
-}
+import { createConversation, getConversation, metricValue, openSend, OpenStream, startChat, until, type ChatUnderTest } from './support/harness.js';
 
 const disconnectsSeen = (chat: ChatUnderTest, n: number) => async () => (await metricValue(chat.registry, 'chat_client_disconnects_total')) >= n;
 

@@ -8,7 +8,7 @@
 import t from 'tap';
 import type { Collection, Filter } from 'mongodb';
 import { ConversationLock, LEASE_COLLECTION, LockTimeoutError, type LeaseDocument } from '../../../cloud/chat/conversation-lock.js';
-import { steppableWallClock } from '../../shared/support/wall-clock.js';
+import { steppableWallClock } from '../../support/wall-clock.js';
 import { dbWith } from '../../support/db-with.js';
 import { freshChatDatabase } from './support/mongo.js';
 

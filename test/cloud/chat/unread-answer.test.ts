@@ -14,19 +14,10 @@ import { closeServer } from '../../../shared/lifecycle.js';
 import { createRegistry } from '../../../shared/prom.js';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { FakeAgent } from './support/fake-agent.js';
-import { claimsOf } from './support/harness.js';
+import { claimsOf, until } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
 const DROPPED = 'client did not read its answer; connection destroyed';
-
-/** Polls `condition` until it holds; fails with `what` after `timeoutMs`. */
-async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const giveUpAt = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > giveUpAt) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /**
  * An answer's stream is written without waiting for the browser, so a client that sent a message and

@@ -37,7 +37,7 @@ function movableClock(): { clock: () => number; moveOn: (ms: number) => void } {
 t.test('an expired lock polled by many replicas at once is taken over by exactly one, in every round', async (t) => {
   const { db, uri } = await freshMongo(t);
   const time = movableClock();
-  const stores = await replicas(t, uri, REPLICAS, time.clock);
+  const stores = await replicas(t, uri, REPLICAS, { monotonicClock: time.clock });
   const locks = db.collection<{ _id: string; owner: string; claimedAt: Date; state: 'running' }>(COLLECTIONS.migrations);
   const wrong: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
@@ -59,7 +59,7 @@ t.test('an expired lock polled by many replicas at once is taken over by exactly
 t.test('an expired lock whose takeover was left half-way (its taker stopped) is still taken over, once', async (t) => {
   const { db, uri } = await freshMongo(t);
   const time = movableClock();
-  const stores = await replicas(t, uri, REPLICAS, time.clock);
+  const stores = await replicas(t, uri, REPLICAS, { monotonicClock: time.clock });
   const locks = db.collection<{ _id: string; owner: string; claimedAt: Date; state?: 'running' }>(COLLECTIONS.migrations);
   const id = uniqueName('lock');
   const lock = expiredLock(id);

@@ -16,7 +16,9 @@ const REPLICAS = 20;
 t.test('preferences writes racing over an expired record lock from many replicas all land', async (t) => {
   const { db, uri } = await freshMongo(t);
   await new MongoNotificationStore(db).start();
-  const stores = await replicas(t, uri, REPLICAS);
+  // The takeover comes a whole lease (10 s) after each replica first saw the lock; then the 20 writes go
+  // one after another. The default 15 s wait would leave them 5 s on a loaded machine.
+  const stores = await replicas(t, uri, REPLICAS, { recordLockWaitMs: 60_000 });
   const recordLocks = db.collection<{ _id: string; owner: string; claimedAt: Date }>(COLLECTIONS.locks);
   const account = uniqueName('dana');
   const domain = uniqueName('acme');

@@ -40,7 +40,7 @@ t.test('a second SIGTERM and a SIGINT during that stop do not cut it short', { t
   const ingest = await startVerifyingIngest(t, { default: 'stop-test-key' });
   ingest.behave('hang');
   const apPort = await freePort();
-  const config = writeSingleApConfig(dir, { buildingId: 'stop-test', apPort, ingestUrl: ingest.url, ingestTimeoutS: 5 });
+  const config = writeSingleApConfig(dir, { buildingId: 'stop-test', apPort, ingestUrl: ingest.url, ingestTimeoutS: 14 });
 
   const child = startCli(['run', '--config', config]);
   t.teardown(() => {

@@ -303,3 +303,12 @@ export async function metricValue(registry: Registry, name: string, labels: Reco
 
 /** How many observations a histogram holds (0 when the histogram is absent). */
 export const histogramCount = (registry: Registry, name: string): Promise<number> => metricValue(registry, name, {}, `${name}_count`);
+
+/** Polls `condition` every 10 ms until it holds; fails naming `what` after `timeoutMs`. */
+export async function until(condition: () => Promise<boolean> | boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const giveUpAt = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > giveUpAt) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -12,15 +12,20 @@ const SPREAD_MS = 4;
 
 /**
  * `count` stores on one database, each on a client of its own (closed at teardown), on the process's
- * monotonic clock unless given one.
+ * monotonic clock unless given one, and waiting `recordLockWaitMs` for a record lock when given.
  */
-export async function replicas(t: Teardown, uri: string, count: number, monotonicClock?: () => number): Promise<MongoNotificationStore[]> {
+export async function replicas(
+  t: Teardown,
+  uri: string,
+  count: number,
+  options: { monotonicClock?: () => number; recordLockWaitMs?: number } = {},
+): Promise<MongoNotificationStore[]> {
   return Promise.all(
     Array.from({ length: count }, async () => {
       const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000 });
       await client.connect();
       t.teardown(() => client.close());
-      return new MongoNotificationStore(client.db(), { recipientsCacheMs: 0, ...(monotonicClock ? { monotonicClock } : {}) });
+      return new MongoNotificationStore(client.db(), { recipientsCacheMs: 0, ...options });
     }),
   );
 }
