@@ -347,7 +347,16 @@ export class Delivery {
         metrics.pushSent.inc();
       } else if (result.kind === 'gone') {
         const where = { account: recipient.accountName, pushService: endpointOrigin(endpoint), status: result.status };
-        if (await this.deps.store.removeDevice(endpoint, recipient.subscription.keys)) {
+        let removed: boolean;
+        try {
+          removed = await this.deps.store.removeDevice(endpoint, recipient.subscription.keys);
+        } catch (err) {
+          // The push service answered; the database failed. Not a push failure (`unreachable` would send
+          // someone looking at the network to the push service): the next push to it answers gone again.
+          logger.error({ ...where, error: describeError(err) }, 'push subscription expired; deleting it failed, it is kept');
+          return;
+        }
+        if (removed) {
           report.pushRemoved += 1;
           metrics.pushRemoved.inc();
           logger.info(where, 'push subscription expired; deleted');

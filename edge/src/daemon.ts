@@ -230,6 +230,8 @@ export class EdgeDaemon {
     this.stopped = false;
     this.stopping = undefined;
     const head = this.deps.ledger.head();
+    // At once, not at the first batch: a restarted gateway read 0 until then (for good while its clock is unset).
+    this.deps.metrics.ledgerHead.set(head.seq);
     this.deps.logger.info(
       { aps: this.config.accessPoints.length, zones: this.config.zones.length, tracked: this.state?.devices.size ?? 0, ledgerSeq: head.seq, ledgerHead: head.hash },
       'collector started',

@@ -151,7 +151,8 @@ export class AlertRelay {
         if (sent < batchSize || this.stopped) break;
       }
       this.healthy = true;
-      metrics?.outboxUnsent.set(await outbox.unsent());
+      // Best effort, as below: a count that fails after a pass that relayed is no relay failure.
+      if (metrics) await outbox.unsent().then((n) => metrics.outboxUnsent.set(n), () => undefined);
     } catch (err) {
       this.healthy = false;
       delay = this.options.retryMs ?? 5000;

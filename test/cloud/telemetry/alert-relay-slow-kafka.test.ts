@@ -153,3 +153,23 @@ t.test('a send kafkajs never settles is given up on after sendWithinMs while the
   t.equal(String(failures(run.lines)[0]!.error), 'AlertSendTimedOut: no acknowledgement from Kafka within 1500 ms', 'the relay gave up on it, running');
   await recoversAfterHeal(t, run);
 });
+
+t.test('a count of the outbox that fails after a pass that relayed is no relay failure', async (t) => {
+  const { h, topic } = await alertingHarness(t);
+  const real = new PgOutboxStore(h.pool);
+  let counts = 0;
+  // PostgreSQL failing between the pass's commit and the gauge's count: only the count fails.
+  const outbox: PgOutboxStore = Object.assign(Object.create(real) as PgOutboxStore, {
+    unsent: async () => {
+      counts += 1;
+      throw new Error('connection terminated');
+    },
+  });
+  const kafka = directKafka('alert-relay-count');
+  const { logger, lines } = capturedLogger('alert-relay-test');
+  startRelay(t, { outbox, sink: kafkaAlertSink(kafka, topic), logger, metrics: h.metrics, idleMs: 100, retryMs: 100 });
+  await breach(h, ['room-0', 'room-1']);
+  await until(async () => (await unsent(h)) === 0 && counts > 0, 30_000, 'the alerts to be relayed and the outbox counted');
+  t.same(failures(lines), [], 'not logged as a failure');
+  t.equal((await h.metrics.relayFailures.get()).values[0]?.value ?? 0, 0, 'not counted as one');
+});

@@ -322,3 +322,12 @@ t.test('a zone save that failed is caught up by the next one: a device gone mean
   const report = await daemonAfterRestart.tick();
   t.same(report.counts, { lobby: 1, cafe: 0 }, 'the device that left before the restart is not counted again');
 });
+
+t.test('the ledger head gauge reads the ledger from the start, not 0 until the first batch', async (t) => {
+  const ledger = openLedger(join(t.testdir({}), 'ledger.sqlite'));
+  for (let i = 0; i < 3; i++) ledger.append(`{"batchId":"earlier-${i}"}`, Date.UTC(2026, 0, 1) + i);
+  // A wall clock before 2024 records no batch, so only the start can have set it.
+  const { daemon, metrics } = setup(t, scriptedPoller([]), { ledger, clock: () => 0 });
+  await daemon.start();
+  t.match(await metrics.registry.metrics(), /^lintel_edge_ledger_head_seq\{service="lintel-edge"\} 3$/m, 'the restarted gateway shows its ledger head');
+});

@@ -8,12 +8,19 @@ import { Delivery } from '../../../../cloud/notification/delivery.js';
 import { createMetrics } from '../../../../cloud/notification/metrics.js';
 import type { PushSender } from '../../../../cloud/notification/push.js';
 import { RedisPublisher } from '../../../../cloud/notification/redis.js';
-import { MongoNotificationStore } from '../../../../cloud/notification/store.js';
+import { MongoNotificationStore, type NotificationStore } from '../../../../cloud/notification/store.js';
 import { silentLogger } from '../../../../shared/logger.js';
 import type { Notification } from '../../../../shared/notification.js';
 import { deleteKeys, freshMongo, redisClient, uniqueName, type Teardown } from './stack.js';
 
-export async function startDeliveryOnStack(t: Teardown, options: { push: PushSender; pushSlots: number }): Promise<{ delivery: Delivery; store: MongoNotificationStore }> {
+/**
+ * `storeSeenByDelivery` may wrap the real store the delivery is given (to make one of its calls fail as
+ * the database would); the store returned is the real one, for the test's own setup.
+ */
+export async function startDeliveryOnStack(
+  t: Teardown,
+  options: { push: PushSender; pushSlots: number; storeSeenByDelivery?: (store: MongoNotificationStore) => NotificationStore },
+): Promise<{ delivery: Delivery; store: MongoNotificationStore }> {
   const { db } = await freshMongo(t);
   const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
   await store.start();
@@ -22,7 +29,7 @@ export async function startDeliveryOnStack(t: Teardown, options: { push: PushSen
   t.teardown(() => deleteKeys(redis, keyPrefix));
   const delivery = new Delivery({
     publisher: new RedisPublisher(redis, { channel: uniqueName('notifications'), keyPrefix }),
-    store,
+    store: options.storeSeenByDelivery?.(store) ?? store,
     push: options.push,
     pushPool: new Semaphore(options.pushSlots),
     metrics: createMetrics({ defaults: false }),
