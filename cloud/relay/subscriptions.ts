@@ -58,13 +58,19 @@ export interface SubscriptionDeps {
   logger: Logger;
 }
 
+/** Directory lookups one socket may have in flight at once; later calls wait their turn, in order. */
+export const MAX_LOOKUPS_IN_FLIGHT = 16;
+
 /**
- * subscribe_building calls one socket may have waiting on a lookup at once, in flight or queued behind
- * an earlier call for the same building. More are refused with `lookup_failed` without a lookup, so one
- * client cannot open thousands of directory calls (failed lookups are never cached, and every distinct
- * building id is a lookup of its own) nor queue them without bound.
+ * subscribe_building calls one socket may have waiting on a lookup at once: in flight, waiting for one of
+ * the lookup slots, or queued behind an earlier call for the same building. A client re-subscribing every
+ * building it shows on connect sends them in one loop, and the relay handles them all before any lookup
+ * settles (a cached answer included), so the bound is well above what a dashboard holds. More are refused
+ * with `lookup_failed` without a lookup, so one client cannot open thousands of directory calls (failed
+ * lookups are never cached, and every distinct building id is a lookup of its own) nor queue them without
+ * bound.
  */
-export const MAX_PENDING_SUBSCRIPTIONS = 16;
+export const MAX_PENDING_SUBSCRIPTIONS = MAX_LOOKUPS_IN_FLIGHT + 256;
 
 /**
  * Registers the two room events on a connected socket. Calls for the same building run in the order the
@@ -75,6 +81,9 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
   const queues = new Map<string, Promise<void>>();
   /** subscribe_building calls waiting on a lookup, in flight or queued. */
   let lookupsWaiting = 0;
+  let lookupsInFlight = 0;
+  /** Calls waiting for a lookup slot, first come first served; each is told whether it got one. */
+  const slotWaiters: Array<(granted: boolean) => void> = [];
   /** Buildings whose queue ends with a leave that has not run yet. */
   const leaveQueued = new Set<string>();
 
@@ -88,6 +97,27 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
       if (queues.get(buildingId) === current) queues.delete(buildingId);
     });
   }
+
+  /** Resolves once this call may ask the directory, or with false if the socket left while it waited. */
+  function lookupSlot(): Promise<boolean> {
+    if (lookupsInFlight < MAX_LOOKUPS_IN_FLIGHT) {
+      lookupsInFlight++;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => slotWaiters.push(resolve));
+  }
+
+  function releaseLookupSlot(): void {
+    const next = slotWaiters.shift();
+    // The slot passes straight to the next waiting call, so the count of lookups in flight stays put.
+    if (next) next(true);
+    else lookupsInFlight--;
+  }
+
+  // A socket that leaves lets go of its waiting calls at once, not one slot at a time as lookups settle.
+  socket.once('disconnect', () => {
+    for (const waiter of slotWaiters.splice(0)) waiter(false);
+  });
 
   function answer(ack: Ack | undefined, body: SubscribeAck): void {
     if (!ack) return;
@@ -126,12 +156,17 @@ export function attachSubscriptions(socket: Socket, identity: SocketIdentity, de
     leaveQueued.delete(buildingId);
     inOrder(buildingId, async () => {
       // A socket gone while this call waited its turn needs no answer: the directory is not asked.
-      if (!socket.connected) {
+      const granted = socket.connected && (await lookupSlot());
+      if (!granted || !socket.connected) {
+        if (granted) releaseLookupSlot();
         lookupsWaiting--;
         logger.debug({ accountId: identity.accountId, buildingId }, 'subscription dropped: the socket left before its turn');
         return;
       }
-      const decision = await decideSubscription(directory, identity, buildingId).finally(() => lookupsWaiting--);
+      const decision = await decideSubscription(directory, identity, buildingId).finally(() => {
+        releaseLookupSlot();
+        lookupsWaiting--;
+      });
       if (!socket.connected) return;
       if (!decision.subscribed) {
         // A refusal leaves the socket outside the room, even one it joined earlier: the building may have

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startFakeDirectory } from '../../support/fake-directory.js';
-import { MAX_PENDING_SUBSCRIPTIONS } from '../../../cloud/relay/subscriptions.js';
+import { MAX_LOOKUPS_IN_FLIGHT, MAX_PENDING_SUBSCRIPTIONS } from '../../../cloud/relay/subscriptions.js';
 import { capturedLogger, claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Client, type Teardown } from './support/relay-harness.js';
 
 const FORBIDDEN = 'socket_subscriptions_rejected_total{reason="forbidden"}';
@@ -235,36 +235,40 @@ t.test('a refused subscribe_building leaves the building room: the ack says "not
   t.ok(ana.socket.connected, 'a refusal never drops the socket');
 });
 
-t.test(`one socket has at most ${MAX_PENDING_SUBSCRIPTIONS} subscriptions waiting on the directory; more are refused without a lookup`, async (t) => {
+t.test(`a call past the ${MAX_LOOKUPS_IN_FLIGHT} lookups in flight waits its turn instead of being refused`, async (t) => {
   const { directory, acme, ana, relay } = await setup(t);
-  const hanging = Array.from({ length: MAX_PENDING_SUBSCRIPTIONS }, () => uniqueName('b-hang'));
+  const hanging = Array.from({ length: MAX_LOOKUPS_IN_FLIGHT }, () => uniqueName('b-hang'));
   for (const b of hanging) directory.set(b, 'hang');
   const pending = hanging.map((b) => subscribe(ana, b));
   await waitFor(() => hanging.every((b) => directory.callsFor(b) === 1), 'every lookup in flight');
   const extra = uniqueName('b-extra');
   directory.set(extra, [acme]);
-  t.same(await subscribe(ana, extra), { subscribed: false, buildingId: extra, reason: 'lookup_failed' }, 'one more is refused at once');
-  t.equal(directory.callsFor(extra), 0, 'without a directory call');
-  t.equal(await metric(relay.url, LOOKUP_FAILED), 1);
+  const extraAck = subscribe(ana, extra);
   for (const answer of await Promise.all(pending)) t.equal(answer.reason, 'lookup_failed', `${answer.buildingId} timed out`);
-  t.same(await subscribe(ana, extra), { subscribed: true, buildingId: extra }, 'once they settle, the socket subscribes again');
+  t.same(await extraAck, { subscribed: true, buildingId: extra }, 'the waiting call is looked up once a slot frees');
+  t.equal(directory.callsFor(extra), 1);
+  t.equal(await metric(relay.url, LOOKUP_FAILED), MAX_LOOKUPS_IN_FLIGHT, 'only the timed-out lookups count as failures');
 });
 
-t.test('a subscribe_building refused at the pending cap also leaves the building room', async (t) => {
-  const { directory, acme, ana, readingsAfter } = await setup(t);
+t.test(`a subscribe_building refused past ${MAX_PENDING_SUBSCRIPTIONS} waiting calls also leaves the building room`, async (t) => {
+  // Long enough that the hanging lookups hold their slots for the whole test, however busy the machine.
+  const { directory, acme, ana, readingsAfter } = await setup(t, { directoryTimeoutMs: 30_000 });
   const joined = uniqueName('b-joined');
   const fence = uniqueName('b-fence');
+  const filler = uniqueName('b-filler');
   directory.set(joined, [acme]);
   directory.set(fence, [acme]);
+  directory.set(filler, [acme]);
   t.same(await subscribe(ana, joined), { subscribed: true, buildingId: joined });
   t.same(await subscribe(ana, fence), { subscribed: true, buildingId: fence });
-  const hanging = Array.from({ length: MAX_PENDING_SUBSCRIPTIONS }, () => uniqueName('b-hang'));
+  const hanging = Array.from({ length: MAX_LOOKUPS_IN_FLIGHT }, () => uniqueName('b-hang'));
   for (const b of hanging) directory.set(b, 'hang');
-  const pending = hanging.map((b) => subscribe(ana, b));
-  await waitFor(() => hanging.every((b) => directory.callsFor(b) === 1), 'every lookup in flight');
-  t.same(await subscribe(ana, joined), { subscribed: false, buildingId: joined, reason: 'lookup_failed' }, 'refused at the cap');
+  // No acks: these calls are still waiting when the socket closes at teardown, which drops them.
+  for (const b of hanging) ana.socket.emit('subscribe_building', b);
+  for (let i = MAX_LOOKUPS_IN_FLIGHT; i < MAX_PENDING_SUBSCRIPTIONS; i++) ana.socket.emit('subscribe_building', filler);
+  t.same(await subscribe(ana, joined), { subscribed: false, buildingId: joined, reason: 'lookup_failed' }, 'refused past the bound');
   t.same(await readingsAfter(ana, [joined], fence), [fence], 'the ack said "not subscribed", so no reading of that building follows');
-  await Promise.all(pending);
+  t.equal(directory.callsFor(filler), 0, 'the queued calls still wait behind the hanging lookups');
 });
 
 t.test(`repeated subscribe_building calls for one building count against the cap of ${MAX_PENDING_SUBSCRIPTIONS} waiting lookups`, async (t) => {
