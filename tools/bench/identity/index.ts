@@ -110,11 +110,19 @@ async function main(): Promise<void> {
        ) d`,
       [accounts],
     );
+    // Made by bench-1's administrator: a code redeems only while its creator may still issue it.
+    const creator = (
+      await pool.query<{ account_id: string }>(
+        `INSERT INTO memberships (account_id, domain_id, role, joined_via)
+         SELECT gen_random_uuid(), id, 'business_admin', 'local' FROM domains WHERE name = 'bench-1' RETURNING account_id`,
+      )
+    ).rows[0]?.account_id;
     const codes = (
       await pool.query<{ code: string }>(
         `INSERT INTO invite_codes (domain_id, code, role, created_by, expires_at)
-         SELECT (SELECT id FROM domains WHERE name = 'bench-1'), md5(random()::text || g), 'member', gen_random_uuid(), now() + interval '1 day'
+         SELECT (SELECT id FROM domains WHERE name = 'bench-1'), md5(random()::text || g), 'member', $1::uuid, now() + interval '1 day'
          FROM generate_series(1, 40000) g RETURNING code`,
+        [creator],
       )
     ).rows.map((r) => r.code);
     await pool.query('ANALYZE');
