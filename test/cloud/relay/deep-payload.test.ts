@@ -1,7 +1,6 @@
 import t from 'tap';
-import { startFakeDirectory } from '../../support/fake-directory.js';
 import { DEFAULT_CHANNELS, MAX_PAYLOAD_DEPTH, routeBrokerMessage } from '../../../cloud/relay/routing.js';
-import { capturedLogger, claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor } from './support/relay-harness.js';
+import { buildingOnRelay, connectClient, metric, subscribe, waitFor } from './support/relay-harness.js';
 
 /** `{"a":[[…]]}` whose deepest array sits `depth` levels down, the outer object counting as one. */
 function nested(depth: number): string {
@@ -10,16 +9,10 @@ function nested(depth: number): string {
 }
 
 t.test('a telemetry message nested 50,000 levels deep is skipped and counted, and the next one is still relayed', async (t) => {
-  const directory = await startFakeDirectory(t);
-  const { logger, lines } = capturedLogger();
-  const relay = await startRelay(t, { directory, logger });
-  const acme = uniqueName('acme');
-  const building = uniqueName('b');
-  directory.set(building, [acme]);
-  const ana = await connectClient(t, relay.url, claimsOf({ sub: 'ana', domains: [acme] }));
+  const { relay, lines, directory, redis, building, header } = await buildingOnRelay(t);
+  const ana = await connectClient(t, relay.url, header);
   t.match(await subscribe(ana, building), { subscribed: true });
 
-  const redis = publisher(t);
   const channel = `${relay.channels.telemetryPrefix}${building}`;
   const reading = { type: 'co2', buildingId: building, roomId: 'r1', co2: 600, timestamp: 1 };
   // It parses, but encoding it for the sockets recurses once per level and exhausts the stack.

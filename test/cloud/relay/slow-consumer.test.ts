@@ -1,8 +1,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
-import { startFakeDirectory } from '../../support/fake-directory.js';
 import { MAX_BUFFERED_PACKETS } from '../../../cloud/relay/backlog.js';
-import { claimsOf, connectClient, metric, publisher, startRelay, subscribe, uniqueName, waitFor, type Teardown } from './support/relay-harness.js';
+import { buildingOnRelay, connectClient, metric, subscribe, waitFor, type Teardown } from './support/relay-harness.js';
 
 /**
  * A raw Engine.IO v4 / Socket.IO v5 client over one websocket, so the test can stop reading while it
@@ -22,17 +21,6 @@ async function rawClient(t: Teardown, url: string, header: string) {
   const sid = (JSON.parse((await nextFrame('40')).slice(2)) as { sid: string }).sid;
   const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
   return { ws, sid, nextFrame, closed };
-}
-
-/** A relay, a publisher, and a building of its own whose directory answer is one domain; `header` is a member's claims. */
-async function buildingOnRelay(t: Teardown) {
-  const directory = await startFakeDirectory(t);
-  const relay = await startRelay(t, { directory });
-  const redis = publisher(t);
-  const acme = uniqueName('acme');
-  const building = uniqueName('b');
-  directory.set(building, [acme]);
-  return { relay, redis, building, header: claimsOf({ sub: uniqueName('ana'), domains: [acme] }) };
 }
 
 t.test('a consumer that stops reading is dropped once its backlog passes the cap and stops draining; the others get everything', async (t) => {

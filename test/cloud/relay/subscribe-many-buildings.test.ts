@@ -4,50 +4,14 @@
  * bounded queue are refused.
  */
 import t from 'tap';
-import { createServer, type ServerResponse } from 'node:http';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { startFakeDirectory } from '../../support/fake-directory.js';
 import { MAX_LOOKUPS_IN_FLIGHT, MAX_PENDING_SUBSCRIPTIONS } from '../../../cloud/relay/subscriptions.js';
-import { capturedLogger, claimsOf, connectClient, startRelay, uniqueName, waitFor, type Ack, type Client, type Teardown } from './support/relay-harness.js';
+import { holdingDirectory } from './support/holding-directory.js';
+import { capturedLogger, claimsOf, connectClient, startRelay, uniqueName, waitFor, type Ack, type Client } from './support/relay-harness.js';
 
 /** Emits subscribe_building for every building in one synchronous loop, as a reconnecting client does. */
 function subscribeAll(client: Client, buildings: string[]): Array<Promise<Ack>> {
   return buildings.map((b) => client.socket.timeout(30_000).emitWithAck('subscribe_building', b) as Promise<Ack>);
-}
-
-/**
- * A building directory that answers `domains` for every building it was given: the `held` ones only after
- * `release`, the others at once. Any other call (a building it was not given) is recorded and fails the test.
- */
-async function holdingDirectory(t: Teardown, buildings: { held: string[]; answered: string[]; domains: string[] }) {
-  const calls: string[] = [];
-  const unexpected: string[] = [];
-  let release!: () => void;
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const answer = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(buildings.domains));
-  t.teardown(() => {
-    if (unexpected.length > 0) throw new Error(`the directory got calls it was not set up for: ${unexpected.slice(0, 5).join(' | ')}`);
-  });
-  const server = createServer((req, res) => {
-    const buildingId = decodeURIComponent(/^\/domain\/([^/?]+)$/.exec(req.url ?? '')?.[1] ?? '');
-    if (req.method === 'GET' && buildings.held.includes(buildingId)) {
-      calls.push(buildingId);
-      return void released.then(() => answer(res));
-    }
-    if (req.method === 'GET' && buildings.answered.includes(buildingId)) {
-      calls.push(buildingId);
-      return void answer(res);
-    }
-    unexpected.push(`${req.method} ${req.url}`);
-    res.writeHead(500).end('unexpected call');
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(async () => {
-    const closing = closeServer(server);
-    server.closeAllConnections();
-    await closing;
-  });
-  return { url: `http://127.0.0.1:${port}`, calls, unexpected, release };
 }
 
 t.test('a client re-subscribing 40 buildings in one emit loop gets every one', async (t) => {

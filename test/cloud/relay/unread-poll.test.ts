@@ -1,9 +1,8 @@
 import { connect } from 'node:net';
 import t from 'tap';
-import { startFakeDirectory } from '../../support/fake-directory.js';
 import { MAX_BUFFERED_PACKETS } from '../../../cloud/relay/backlog.js';
 import { pollingClient } from './support/polling-client.js';
-import { capturedLogger, claimsOf, metric, publisher, startRelay, uniqueName, waitFor } from './support/relay-harness.js';
+import { buildingOnRelay, metric, waitFor } from './support/relay-harness.js';
 
 /**
  * Long polling hands the session's whole buffer to each poll's response and counts it written at once,
@@ -12,13 +11,8 @@ import { capturedLogger, claimsOf, metric, publisher, startRelay, uniqueName, wa
  * traffic at a time. The connection is destroyed once its unwritten bytes stop going down for 5 s.
  */
 t.test('a poll response nobody reads is dropped with its connection, and the relay says so', async (t) => {
-  const directory = await startFakeDirectory(t);
-  const { logger, lines } = capturedLogger();
-  const relay = await startRelay(t, { directory, logger });
-  const acme = uniqueName('acme');
-  const building = uniqueName('b');
-  directory.set(building, [acme]);
-  const client = await pollingClient(t, relay.url, claimsOf({ sub: uniqueName('ana'), domains: [acme] }));
+  const { relay, lines, redis, acme, building, header } = await buildingOnRelay(t);
+  const client = await pollingClient(t, relay.url, header);
   await client.post(['40']);
   await client.pollUntil((packets) => packets.some((p) => p.startsWith('40{')), 'the namespace connect');
   await client.post([`421${JSON.stringify(['subscribe_building', building])}`]);
@@ -28,7 +22,6 @@ t.test('a poll response nobody reads is dropped with its connection, and the rel
   // loopback buffers of a reader that takes nothing.
   const count = MAX_BUFFERED_PACKETS - 100;
   const filler = 'x'.repeat(32 * 1024);
-  const redis = publisher(t);
   const pipeline = redis.pipeline();
   for (let i = 0; i < count; i++) pipeline.publish(`${relay.channels.telemetryPrefix}${building}`, JSON.stringify({ i, filler }));
   await pipeline.exec();

@@ -3,24 +3,32 @@
  * configured ingest.timeoutS (the config allows up to pollIntervalS), and the stop still ends cleanly,
  * with the batch's delivery recorded, instead of being cut off as a hang; a second signal during it too.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
 import { freePort, startCli, until, writeSingleApConfig } from './building-config.js';
 
-t.test('SIGTERM during a post with a long ingest timeout waits for it and exits 0', { timeout: 90_000 }, async (t) => {
+/**
+ * `lintel-edge run` against an ingest that never answers, with a 14 s ingest timeout, once its first
+ * batch is being posted; killed at teardown if still running.
+ */
+async function runWithPostHanging(t: Test) {
   const dir = t.testdir({ community: 'public\n', 'ingest.key': 'stop-test-key\n' });
   const ingest = await startVerifyingIngest(t, { default: 'stop-test-key' });
   ingest.behave('hang');
   const apPort = await freePort();
   const config = writeSingleApConfig(dir, { buildingId: 'stop-test', apPort, ingestUrl: ingest.url, ingestTimeoutS: 14 });
-
   const child = startCli(['run', '--config', config]);
   t.teardown(() => {
     if (child.process.exitCode === null) child.process.kill('SIGKILL');
   });
   t.ok(await until(() => ingest.received.length >= 1 || child.process.exitCode !== null, 30_000), `the first batch is being posted (stderr: ${child.stderr().slice(0, 300)})`);
+  return { dir, child };
+}
+
+t.test('SIGTERM during a post with a long ingest timeout waits for it and exits 0', { timeout: 90_000 }, async (t) => {
+  const { dir, child } = await runWithPostHanging(t);
   t.equal(child.process.exitCode, null, 'still running');
 
   child.process.kill('SIGTERM');
@@ -36,17 +44,7 @@ t.test('SIGTERM during a post with a long ingest timeout waits for it and exits 
 });
 
 t.test('a second SIGTERM and a SIGINT during that stop do not cut it short', { timeout: 90_000 }, async (t) => {
-  const dir = t.testdir({ community: 'public\n', 'ingest.key': 'stop-test-key\n' });
-  const ingest = await startVerifyingIngest(t, { default: 'stop-test-key' });
-  ingest.behave('hang');
-  const apPort = await freePort();
-  const config = writeSingleApConfig(dir, { buildingId: 'stop-test', apPort, ingestUrl: ingest.url, ingestTimeoutS: 14 });
-
-  const child = startCli(['run', '--config', config]);
-  t.teardown(() => {
-    if (child.process.exitCode === null) child.process.kill('SIGKILL');
-  });
-  t.ok(await until(() => ingest.received.length >= 1 || child.process.exitCode !== null, 30_000), `the first batch is being posted (stderr: ${child.stderr().slice(0, 300)})`);
+  const { dir, child } = await runWithPostHanging(t);
   const logsOf = () => child.stdout().trim().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
 
   child.process.kill('SIGTERM');

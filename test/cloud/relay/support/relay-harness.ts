@@ -16,7 +16,7 @@ import { createRelay, type Relay } from '../../../../cloud/relay/app.js';
 import { RedisSubscriber } from '../../../../cloud/relay/redis-subscriber.js';
 import { telemetryPattern, type BrokerChannels } from '../../../../cloud/relay/routing.js';
 import type { Random } from '../../../../cloud/relay/lifetime.js';
-import type { FakeDirectory } from '../../../support/fake-directory.js';
+import { startFakeDirectory, type FakeDirectory } from '../../../support/fake-directory.js';
 import { capturedLogger as capturedServiceLogger, type LogLine } from '../../../support/captured-logger.js';
 
 export { uniqueName, type Teardown };
@@ -210,4 +210,18 @@ export function notification(overrides: Record<string, unknown> = {}): Record<st
     createdAt: new Date().toISOString(),
     ...overrides,
   };
+}
+
+/**
+ * A relay (its log in `lines`) with a building of its own, whose directory answer is one domain, `acme`;
+ * `header` is a member's claims, and `redis` publishes.
+ */
+export async function buildingOnRelay(t: Teardown) {
+  const directory = await startFakeDirectory(t);
+  const { logger, lines } = capturedLogger();
+  const relay = await startRelay(t, { directory, logger });
+  const acme = uniqueName('acme');
+  const building = uniqueName('b');
+  directory.set(building, [acme]);
+  return { relay, lines, directory, redis: publisher(t), acme, building, header: claimsOf({ sub: uniqueName('ana'), domains: [acme] }) };
 }
