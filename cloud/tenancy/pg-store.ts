@@ -344,14 +344,21 @@ export class PgTenancyStore implements TenancyStore {
       if (parentId === undefined) return fail('parent_not_found');
       const admin = input.adminAccountId ?? null;
       let domain = await this.insertDomain(client, input, parentId, { admin });
-      if (!domain) {
-        // A concurrent or earlier call created it; ON CONFLICT waited for that to commit.
+      for (let attempt = 1; !domain; attempt++) {
+        // A concurrent or earlier call created it; ON CONFLICT waited for that to commit. Read FOR KEY
+        // SHARE: an operator's deletion racing this retry either committed first (it is then created
+        // afresh, as for a call just after the deletion) or waits for this transaction, so neither the
+        // adoption nor the membership below meets a row gone (the foreign key's 500).
         const existing = await client.query<DomainRow & { provisioned: boolean; provisioned_admin: string | null }>(
-          `SELECT ${DOMAIN_COLUMNS}, d.provisioned, d.provisioned_admin FROM domains d WHERE d.name = $1`,
+          `SELECT ${DOMAIN_COLUMNS}, d.provisioned, d.provisioned_admin FROM domains d WHERE d.name = $1 FOR KEY SHARE`,
           [input.name],
         );
         const row = existing.rows[0];
-        if (!row) throw new Error('domain vanished between insert and select');
+        if (!row) {
+          if (attempt >= 3) throw new Error('domain kept being created and deleted meanwhile');
+          domain = await this.insertDomain(client, input, parentId, { admin });
+          continue;
+        }
         domain = domainOf(row);
         // Only a domain an internal call created is a replay: one an end user created under this name
         // is theirs, and must not be handed (with its administrator) to the caller's organization. Nor

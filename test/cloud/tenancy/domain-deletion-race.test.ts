@@ -56,6 +56,32 @@ t.test('provisioning a subdomain under a parent being deleted is 404, not a fore
   t.equal(created.status, 404, created.text);
 });
 
+t.test('a provisioning retry meeting an operator deleting its domain creates it afresh, not a foreign-key 500', async (t) => {
+  const app = await startTenancy(t);
+  const orgAdmin = newAccount();
+  const body = JSON.stringify({ name: 'initech', displayName: 'Initech', adminAccountId: orgAdmin });
+  const first = await app.signed('POST', '/internal/domains', body);
+  t.match(first, { status: 200, json: { name: 'initech' } }, 'the first call creates it');
+  // The operator's deletion holds the row while the retry finds the name taken, then deletes and commits.
+  // The retry must wait for it (read FOR KEY SHARE): read without a lock, the row it went on with could be
+  // gone by the membership's insert, a foreign-key 500.
+  const deleter = await app.pool.connect();
+  t.teardown(() => deleter.release());
+  await deleter.query('BEGIN');
+  await deleter.query("SELECT id FROM domains WHERE name = 'initech' FOR UPDATE");
+  const retry = app.signed('POST', '/internal/domains', body);
+  await untilSessionsWaitForLocks(app.pool, 1);
+  await deleter.query("DELETE FROM domains WHERE name = 'initech'");
+  await deleter.query('COMMIT');
+  const answer = await retry;
+  t.match(answer, { status: 200, json: { name: 'initech' } }, 'the retry answers as a first call would');
+  const stored = await app.pool.query(
+    "SELECT m.role FROM memberships m JOIN domains d ON d.id = m.domain_id WHERE d.name = 'initech' AND m.account_id = $1",
+    [orgAdmin],
+  );
+  t.same(stored.rows, [{ role: 'business_admin' }], 'created again, with its administrator');
+});
+
 t.test('redeeming a code whose domain is being deleted answers that the code is invalid', async (t) => {
   const app = await startTenancy(t);
   const owner = newAccount();
