@@ -13,10 +13,9 @@ import t from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { request, type IncomingHttpHeaders } from 'node:http';
-import pg from 'pg';
 import { chatWithConversation, startChatProcess } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
-import { ferretBackendUrl, tableOf, untilWriteWaitsOn } from './support/ferret-backend.js';
+import { holdConversationRows } from './support/ferret-backend.js';
 import { claimsOf, conversationsOf } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
@@ -141,14 +140,8 @@ t.test('SIGTERM while a rename waits for the database: it is answered 200 once i
   const agent = await startFakeAgent(t);
   const { uri, db } = await freshChatDatabase(t);
   const { child, base, id } = await chatWithConversation(t, uri, agent.url);
-  const holder = new pg.Client({ connectionString: ferretBackendUrl() });
-  const watcher = new pg.Client({ connectionString: ferretBackendUrl() });
-  await Promise.all([holder.connect(), watcher.connect()]);
-  t.teardown(() => Promise.all([holder.end(), watcher.end()]));
-  const table = await tableOf(holder, db.databaseName, conversationsOf(db).collectionName);
-  // The rename's update waits behind this transaction until it commits.
-  await holder.query('BEGIN');
-  await holder.query(`SELECT 1 FROM ${table} FOR UPDATE`);
+  // The rename's update waits behind this hold until it is released.
+  const rows = await holdConversationRows(t, db);
   const renaming = fetch(`${base}/conversations/${id}`, {
     method: 'PATCH',
     headers: { 'x-gateway-claims': claimsOf('ana'), 'content-type': 'application/json' },
@@ -157,10 +150,10 @@ t.test('SIGTERM while a rename waits for the database: it is answered 200 once i
     async (response): Promise<Answer> => ({ status: response.status, headers: {}, text: await response.text() }),
     (err: Error): Answer => ({ failed: `${err.message}: ${String(err.cause)}` }),
   );
-  await untilWriteWaitsOn(watcher, table);
+  await rows.untilWriteWaits();
 
   const { exited } = await stopping(child, base);
-  await holder.query('COMMIT');
+  await rows.release();
   const answer = await renaming;
 
   if ('failed' in answer) {

@@ -13,10 +13,9 @@ import t, { type Test } from 'tap';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import type { Db } from 'mongodb';
-import pg from 'pg';
 import { chatWithConversation } from './support/chat-process.js';
 import { startFakeAgent } from './support/fake-agent.js';
-import { ferretBackendUrl, tableOf, untilWriteWaitsOn } from './support/ferret-backend.js';
+import { holdConversationRows } from './support/ferret-backend.js';
 import { conversationsOf, openSend, OpenStream, terminalOf } from './support/harness.js';
 import { freshChatDatabase } from './support/mongo.js';
 
@@ -30,19 +29,13 @@ async function chatStoringOnHeldRow(t: Test): Promise<{ child: ChildProcess; str
   const agent = await startFakeAgent(t);
   const { uri, db } = await freshChatDatabase(t);
   const { child, base, id, output } = await chatWithConversation(t, uri, agent.url);
-  const holder = new pg.Client({ connectionString: ferretBackendUrl() });
-  const watcher = new pg.Client({ connectionString: ferretBackendUrl() });
-  await Promise.all([holder.connect(), watcher.connect()]);
-  t.teardown(() => Promise.all([holder.end(), watcher.end()]));
-  const table = await tableOf(holder, db.databaseName, conversationsOf(db).collectionName);
-  // The append's update waits behind this transaction until it commits.
-  await holder.query('BEGIN');
-  await holder.query(`SELECT 1 FROM ${table} FOR UPDATE`);
+  // The append's update waits behind this hold until it is released.
+  const rows = await holdConversationRows(t, db);
   agent.expect({ tokens: ['stored ', 'at last'] });
   const stream = await openSend(base, 'ana', id, { content: 'store me' });
   if (!(stream instanceof OpenStream)) throw new Error(`expected a stream, got ${stream.status} ${JSON.stringify(stream.body)}`);
-  await untilWriteWaitsOn(watcher, table);
-  return { child, stream, output, db, commit: () => holder.query('COMMIT') };
+  await rows.untilWriteWaits();
+  return { child, stream, output, db, commit: rows.release };
 }
 
 t.test('SIGTERM while an answer is being stored on a slow database: a write ending after the streaming answers were aborted still sends done, exit 0', async (t) => {

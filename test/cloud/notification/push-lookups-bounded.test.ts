@@ -14,18 +14,17 @@
  * is the real web-push-testing; the store, Redis and the delivery are the real ones.
  */
 import t, { type Test } from 'tap';
-import { Semaphore } from '../../../cloud/notification/concurrency.js';
-import { ANY_ALERTABLE_METRIC, Delivery } from '../../../cloud/notification/delivery.js';
+import { ANY_ALERTABLE_METRIC } from '../../../cloud/notification/delivery.js';
 import { createMetrics } from '../../../cloud/notification/metrics.js';
 import { WebPushSender } from '../../../cloud/notification/push.js';
-import { RedisPublisher } from '../../../cloud/notification/redis.js';
-import { COLLECTIONS, MongoNotificationStore } from '../../../cloud/notification/store.js';
+import { COLLECTIONS } from '../../../cloud/notification/store.js';
 import type { Notification } from '../../../shared/notification.js';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { stuckResolver } from '../../support/stuck-resolver.js';
 import { counterValue, newVapid } from './support/harness.js';
 import { startPushService, type BrowserSubscription } from './support/push-service.js';
-import { deleteKeys, freshMongo, redisClient, uniqueName } from './support/stack.js';
+import { startDeliveryOnStack } from './support/delivery-on-stack.js';
+import { uniqueName } from './support/stack.js';
 
 const PUSH_TIMEOUT_MS = 4000;
 
@@ -62,22 +61,9 @@ t.test('two hosts that never answer take both lookup slots; later pushes to such
 
   // Both slots are held by lookups that will never answer. A fan-out through the real delivery: three
   // more such hosts, and one device on an IP literal, which needs no lookup.
-  const { db } = await freshMongo(t);
-  const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
-  await store.start();
-  const redis = redisClient(t);
-  const keyPrefix = `${uniqueName('notif-test')}:`;
-  t.teardown(() => deleteKeys(redis, keyPrefix));
   const metrics = createMetrics({ defaults: false });
   const { logger, lines } = capturedLogger('notification');
-  const delivery = new Delivery({
-    publisher: new RedisPublisher(redis, { channel: uniqueName('notifications'), keyPrefix }),
-    store,
-    push: sender,
-    pushPool: new Semaphore(8),
-    metrics,
-    logger,
-  });
+  const { delivery, store, db } = await startDeliveryOnStack(t, { push: sender, pushSlots: 8, metrics, logger });
   const acme = uniqueName('acme');
   const account = uniqueName('ana');
   await store.setPreferences(account, acme, [{ notificationType: 'temperature', isSubscribed: true }]);

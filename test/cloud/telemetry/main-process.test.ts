@@ -9,6 +9,25 @@ import { deleteTopicsAtTeardown, stackBrokers, uniqueName } from './support/kafk
 import { listeningPort, runScript as run } from './support/process.js';
 import { startSilentBroker } from './support/silent-broker.js';
 
+/**
+ * `npm run telemetry` on `databaseUrl` with the stack's Redis and Kafka and `extra` on top; killed at
+ * teardown if still running.
+ */
+function startService(t: { teardown(fn: () => unknown): void }, databaseUrl: string, extra: Record<string, string> = {}) {
+  const service = run('cloud/telemetry/main.ts', [], {
+    PORT: '0',
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: stackRedisUrl(),
+    KAFKA_BROKERS: stackBrokers().join(','),
+    INGEST_SIGNING_SECRET: 'main-process-test-secret',
+    ...extra,
+  });
+  t.teardown(() => {
+    if (service.child.exitCode === null) service.child.kill('SIGKILL');
+  });
+  return service;
+}
+
 t.test('configuration: every problem is reported at once, with its variable', async (t) => {
   const err = t.throws(() =>
     readEnv(TELEMETRY_ENV, { PORT: 'eighty', REDIS_URL: 'http://redis', KAFKA_BROKERS: 'kafka', INGEST_SIGNING_SECRET: 'short', PRIVACY_FLOOR: '0' }),
@@ -57,20 +76,12 @@ t.test('npm run telemetry: starts, migrates, ingests with a per-gateway key from
 
   const suffix = uniqueName('main');
   deleteTopicsAtTeardown(t, suffix);
-  const service = run('cloud/telemetry/main.ts', [], {
-    PORT: '0',
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: stackRedisUrl(),
-    KAFKA_BROKERS: stackBrokers().join(','),
-    INGEST_SIGNING_SECRET: 'main-process-test-secret',
+  const service = startService(t, databaseUrl, {
     ALERTS_TOPIC: `${suffix}-alerts`,
     REGISTRATIONS_TOPIC: `${suffix}-registrations`,
     REGISTRATIONS_GROUP: suffix,
     RAW_CHANNEL: `${suffix}:raw`,
     FILTERED_CHANNEL_PREFIX: `${suffix}:filtered:`,
-  });
-  t.teardown(() => {
-    if (service.child.exitCode === null) service.child.kill('SIGKILL');
   });
   const port = await listeningPort(service);
   t.ok(port, 'listening');
@@ -106,18 +117,7 @@ t.test('npm run telemetry during a Kafka outage: SIGTERM stops it cleanly while 
   // Accepts and never answers: each Kafka connect waits out its request timeout (30 s) and retries.
   const kafka = await startSilentBroker(t);
   const suffix = uniqueName('outage');
-  const service = run('cloud/telemetry/main.ts', [], {
-    PORT: '0',
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: stackRedisUrl(),
-    KAFKA_BROKERS: kafka.broker,
-    INGEST_SIGNING_SECRET: 'main-process-test-secret',
-    RAW_CHANNEL: `${suffix}:raw`,
-    FILTERED_CHANNEL_PREFIX: `${suffix}:filtered:`,
-  });
-  t.teardown(() => {
-    if (service.child.exitCode === null) service.child.kill('SIGKILL');
-  });
+  const service = startService(t, databaseUrl, { KAFKA_BROKERS: kafka.broker, RAW_CHANNEL: `${suffix}:raw`, FILTERED_CHANNEL_PREFIX: `${suffix}:filtered:` });
   const port = await listeningPort(service);
   t.ok(port, 'listening without Kafka');
   // The registrations consumer and the alert relay each connect on their own connection.
@@ -154,16 +154,7 @@ t.test('npm run telemetry: SIGTERM while its migration waits for another replica
   await other.connect();
   t.teardown(() => other.end());
   await other.query("SELECT pg_advisory_lock(hashtext('lintel-migrations:telemetry'))");
-  const service = run('cloud/telemetry/main.ts', [], {
-    PORT: '0',
-    DATABASE_URL: databaseUrl,
-    REDIS_URL: stackRedisUrl(),
-    KAFKA_BROKERS: stackBrokers().join(','),
-    INGEST_SIGNING_SECRET: 'main-process-test-secret',
-  });
-  t.teardown(() => {
-    if (service.child.exitCode === null) service.child.kill('SIGKILL');
-  });
+  const service = startService(t, databaseUrl);
   const waiting = async () => (await other.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0]?.n ?? 0;
   await until(async () => (await waiting()) > 0, 30_000, 'its migration to wait for the lock');
 

@@ -5,7 +5,7 @@
  * printed with the command that checks it; the secrets (the device key, the building's SSH private key
  * and SNMP secrets) are still removed with the temporary directory. Without --ingest nothing is kept.
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,21 +13,10 @@ import { simulate, type SimulateOptions } from '../../../edge/src/commands/simul
 import { openLedger } from '../../../edge/src/report/ledger.js';
 import { captureIo } from '../support/cli-io.js';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { ownTmpdir } from '../support/scratch-dir.js';
 import { runCli } from './building-config.js';
 
 const KEY = 'simulate-ledger-key';
-
-/** A TMPDIR of the test's own (os.tmpdir() reads it on every call): other tests' simulations come and go in the shared one. */
-function ownTmpdir(t: Test): string {
-  const shared = process.env.TMPDIR;
-  const dir = t.testdir({});
-  process.env.TMPDIR = dir;
-  t.teardown(() => {
-    if (shared === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = shared;
-  });
-  return dir;
-}
 
 /** Every file under `dir`, relative to it, links included. */
 function filesIn(dir: string): string[] {

@@ -4,24 +4,13 @@
  * not a failure (the next tick supersedes it). Refused or not, the batches left the gateway: their ledger
  * is kept (here in a TMPDIR of the test's own, so none is left in the shared one).
  */
-import t, { type Test } from 'tap';
+import t from 'tap';
 import { readdirSync } from 'node:fs';
 import { startVerifyingIngest } from '../report/verifying-ingest.js';
+import { ownTmpdir } from '../support/scratch-dir.js';
 import { runSimulate } from '../support/simulate-run.js';
 
 const WRONG_KEY = 'not-the-key-the-ingest-holds-4711';
-
-/** A TMPDIR of the test's own for the run (os.tmpdir() reads it on every call). */
-function ownTmpdir(t: Test): string {
-  const shared = process.env.TMPDIR;
-  const dir = t.testdir({});
-  process.env.TMPDIR = dir;
-  t.teardown(() => {
-    if (shared === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = shared;
-  });
-  return dir;
-}
 
 t.test('simulate exits 1 when the ingest accepted none of its batches, and names the reason', async (t) => {
   const tmp = ownTmpdir(t);

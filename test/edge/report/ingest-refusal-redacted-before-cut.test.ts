@@ -4,16 +4,12 @@
  * logged as a few octets no pattern matches. It is redacted first, then cut, as doctor does.
  */
 import t, { type Test } from 'tap';
-import { createServer } from 'node:http';
 import { Writable } from 'node:stream';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { createLogger } from '../../../shared/logger.js';
-import type { DaemonConfig } from '../../../edge/src/daemon.js';
-import type { Poller } from '../../../edge/src/poll/types.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
 import { printableLine } from '../../../edge/src/ui/printable.js';
-import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
-import { setupDaemon } from '../support/daemon.js';
+import { oneApLobby, setupDaemon } from '../support/daemon.js';
+import { startScriptedIngest } from './scripted-ingest.js';
 
 const MAC = '3c:22:fb:01:02:03';
 /** Where the poster cuts a reason. */
@@ -28,28 +24,10 @@ function forbiddenPage(): string {
   return `${head}${pad} ${MAC} on port 443; contact your network administrator.</p>\n</body></html>\n`;
 }
 
-/** An ingest stand-in on 127.0.0.1 that refuses every batch with the page; any other call fails the test. */
+/** An ingest stand-in that refuses every batch with the page. */
 async function refusingIngest(t: Test, page: string) {
-  const unexpected: string[] = [];
-  let refused = 0;
-  const server = createServer((req, res) => {
-    if (req.method !== 'POST' || req.url !== '/ingest') {
-      unexpected.push(`${req.method} ${req.url}`);
-      res.writeHead(500).end();
-      return;
-    }
-    req.resume();
-    req.on('end', () => {
-      refused++;
-      res.writeHead(403, { 'content-type': 'text/html' }).end(page);
-    });
-  });
-  t.teardown(() => {
-    if (unexpected.length > 0) throw new Error(`the ingest stand-in got calls it was not set up for: ${unexpected.join(' | ')}`);
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return { url: `http://127.0.0.1:${port}/ingest`, refused: () => refused };
+  const { url, received } = await startScriptedIngest(t, [{ status: 403, body: page, type: 'text/html' }], { every: true });
+  return { url, refused: () => received.length };
 }
 
 t.test('a refusal quoting a MAC across the cut is logged without any part of it', async (t) => {
@@ -66,19 +44,7 @@ t.test('a refusal quoting a MAC across the cut is logged without any part of it'
     },
   });
   const logger = createLogger('lintel-edge', { level: 'debug', destination: stream });
-  const config: DaemonConfig = {
-    buildingId: 'hq',
-    pollIntervalMs: 60_000,
-    requestTimeoutMs: 1000,
-    zones: [{ id: 'lobby' }],
-    tracker: DEFAULT_TRACKER_CONFIG,
-    accessPoints: [{ name: 'ap-1', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } }],
-    reportNames: { 'ap-1': 'ap-1' },
-  };
-  const poller: Poller = {
-    pollAll: async () => [{ ap: 'ap-1', zone: 'lobby', ok: true, durationMs: 1, stations: [{ mac: 'aa:bb:cc:00:00:01', rssiDbm: -50 }] }],
-    close: async () => undefined,
-  };
+  const { config, poller } = oneApLobby('aa:bb:cc:00:00:01');
   const poster = createBatchPoster({ url: ingest.url, secret: 'k', timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const { daemon } = setupDaemon(t, config, poller, { poster, logger });

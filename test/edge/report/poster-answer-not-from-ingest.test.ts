@@ -5,64 +5,23 @@
  * cloud then never got. Through the poster, and through the collector's tick with the real SQLite zone
  * store and ledger, against a loopback stand-in that answers as scripted and fails on any other call.
  */
-import { createServer } from 'node:http';
 import t, { type Test } from 'tap';
-import { verify } from '../../../shared/hmac.js';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { createBatchPoster, type BatchPoster } from '../../../edge/src/report/poster.js';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { setupDaemon } from '../support/daemon.js';
+import { startScriptedIngest, type IngestAnswer } from './scripted-ingest.js';
 import { LOBBY_CAFE_CONFIG as config, pairsOf, transitionsInBody, visitorPoller } from '../support/lobby-cafe-visitor.js';
 
 const SECRET = 'ingest-secret';
 const MAC = '3c:22:fb:01:02:03';
 const PORTAL_PAGE = `<!DOCTYPE html><html><head><title>Guest Wi-Fi</title></head><body>Device ${MAC}: accept the terms to go online</body></html>`;
 
-interface Answer {
-  status: number;
-  body: string;
-  type?: string;
-}
-
 /** The ingest's own answer to a signed batch, as the telemetry service writes it: `{"accepted": <readings>}`. */
-const INGEST = (raw: Buffer): Answer => {
+const INGEST = (raw: Buffer): IngestAnswer => {
   const { readings } = JSON.parse(raw.toString('utf8')) as { readings: unknown[] };
   return { status: 200, body: JSON.stringify({ accepted: readings.length }), type: 'application/json; charset=utf-8' };
 };
-const PORTAL: Answer = { status: 200, body: PORTAL_PAGE, type: 'text/html' };
-
-/**
- * A stand-in on loopback answering each POST /ingest with the next scripted answer. Another path or
- * method, a bad signature, or a call past the script is answered 500 and fails the test at teardown.
- */
-async function startScriptedIngest(t: Test, script: Array<Answer | ((raw: Buffer) => Answer)>): Promise<{ url: string; received: string[] }> {
-  const unexpected: string[] = [];
-  const received: string[] = [];
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks);
-      const next = script.shift();
-      if (req.method !== 'POST' || req.url !== '/ingest' || !verify(raw, req.headers['x-signature'], SECRET) || next === undefined) {
-        unexpected.push(`${req.method} ${req.url} (${next === undefined ? 'past the script' : 'signature or route'})`);
-        res.writeHead(500).end();
-        return;
-      }
-      received.push(raw.toString('utf8'));
-      const answer = typeof next === 'function' ? next(raw) : next;
-      res.writeHead(answer.status, answer.type ? { 'content-type': answer.type } : {}).end(answer.body);
-    });
-  });
-  // Registered before the close, so it runs after it (tap runs teardowns last-registered first).
-  t.teardown(() => {
-    if (unexpected.length > 0) throw new Error(`the ingest stand-in got call(s) it was not set up for: ${unexpected.join(' | ')}`);
-    if (script.length > 0) throw new Error(`the ingest stand-in was not called for ${script.length} scripted answer(s)`);
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return { url: `http://127.0.0.1:${port}/ingest`, received };
-}
+const PORTAL: IngestAnswer = { status: 200, body: PORTAL_PAGE, type: 'text/html' };
 
 function posterTo(t: Test, url: string): BatchPoster {
   const poster = createBatchPoster({ url, secret: SECRET, timeoutMs: 10_000 });
@@ -76,7 +35,7 @@ const batch = JSON.stringify({
 });
 
 t.test('a 200 with an HTML page is not delivered, and the reason says the answer was not the ingest’s', async (t) => {
-  const ingest = await startScriptedIngest(t, [PORTAL]);
+  const ingest = await startScriptedIngest(t, [PORTAL], { secret: SECRET });
   const outcome = await posterTo(t, ingest.url).post(batch);
   t.match(outcome, { outcome: 'rejected', status: 200 });
   const reason = outcome.outcome === 'rejected' ? outcome.reason : '';
@@ -86,24 +45,24 @@ t.test('a 200 with an HTML page is not delivered, and the reason says the answer
 });
 
 t.test('a 200 {"accepted": 3} is delivered as before', async (t) => {
-  const ingest = await startScriptedIngest(t, [INGEST]);
+  const ingest = await startScriptedIngest(t, [INGEST], { secret: SECRET });
   t.same(await posterTo(t, ingest.url).post(batch), { outcome: 'accepted', status: 200 });
 });
 
 t.test('a 204 with no body is not delivered', async (t) => {
-  const ingest = await startScriptedIngest(t, [{ status: 204, body: '' }]);
+  const ingest = await startScriptedIngest(t, [{ status: 204, body: '' }], { secret: SECRET });
   t.same(await posterTo(t, ingest.url).post(batch), { outcome: 'rejected', status: 204, reason: `not the ingest's {"accepted": n} answer, so not delivered: an empty body` });
 });
 
 t.test('a 2xx JSON without a count of readings is not delivered', async (t) => {
   const bodies = ['{"ok":true}', '{"accepted":"3"}', '{"accepted":-1}', '{"accepted":1.5}', '{"accepted":true}', 'null', '[3]'];
-  const ingest = await startScriptedIngest(t, bodies.map((body) => ({ status: 200, body, type: 'application/json' })));
+  const ingest = await startScriptedIngest(t, bodies.map((body) => ({ status: 200, body, type: 'application/json' })), { secret: SECRET });
   const poster = posterTo(t, ingest.url);
   for (const body of bodies) t.match(await poster.post(batch), { outcome: 'rejected', status: 200, reason: `not the ingest's {"accepted": n} answer, so not delivered: ${body}` }, body);
 });
 
 t.test('a long page answered 200 is cut in the reason as other reasons are', async (t) => {
-  const ingest = await startScriptedIngest(t, [{ status: 200, body: `<html>${'x'.repeat(2 * 1024 * 1024)}</html>`, type: 'text/html' }]);
+  const ingest = await startScriptedIngest(t, [{ status: 200, body: `<html>${'x'.repeat(2 * 1024 * 1024)}</html>`, type: 'text/html' }], { secret: SECRET });
   const outcome = await posterTo(t, ingest.url).post(batch);
   t.match(outcome, { outcome: 'rejected', status: 200 });
   t.ok(outcome.outcome === 'rejected' && outcome.reason.endsWith('…') && outcome.reason.length < 300);
@@ -114,7 +73,7 @@ t.test('a long page answered 200 is cut in the reason as other reasons are', asy
 const transitionsIn = (body: string | undefined): string[] => transitionsInBody(body ?? '{"readings":[]}');
 
 t.test('a tick whose batch got a captive portal’s page records it undelivered, and its zone pair’s 0 is sent again', async (t) => {
-  const ingest = await startScriptedIngest(t, [INGEST, INGEST, INGEST, PORTAL, INGEST, INGEST]);
+  const ingest = await startScriptedIngest(t, [INGEST, INGEST, INGEST, PORTAL, INGEST, INGEST], { secret: SECRET });
   const { logger, lines } = capturedLogger('edge-test');
   const { daemon, ledger } = setupDaemon(t, config, visitorPoller(), { poster: posterTo(t, ingest.url), logger });
   for (let tick = 1; tick < 4; tick++) await daemon.tick();

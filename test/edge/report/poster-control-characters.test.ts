@@ -3,35 +3,18 @@
  * its last words), so the reason the poster returns holds no control character: an ingest answering
  * `ESC ]0;…BEL` (retitle the window) or `ESC [2J` (clear the screen) has it shown, not obeyed.
  */
-import { createServer } from 'node:http';
 import t, { type Test } from 'tap';
-import { closeServer, listen } from '../../../shared/lifecycle.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
 import { printableLine } from '../../../edge/src/ui/printable.js';
+import { startScriptedIngest } from './scripted-ingest.js';
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const HOSTILE = '\u001b]0;pwned\u0007\u001b[2Jreadings refused\r\n\u009b31mtry again\u0000';
 
-/** An ingest stand-in on loopback answering every POST /ingest with `status` and `body`; any other call fails the test. */
+/** The URL of an ingest stand-in answering every POST /ingest with `status` and `body`. */
 async function startAnsweringIngest(t: Test, status: number, body: string, type: string): Promise<string> {
-  const unexpected: string[] = [];
-  const server = createServer((req, res) => {
-    if (req.method !== 'POST' || req.url !== '/ingest') {
-      unexpected.push(`${req.method} ${req.url}`);
-      res.writeHead(500).end();
-      return;
-    }
-    req.resume();
-    req.on('end', () => res.writeHead(status, { 'content-type': type }).end(body));
-  });
-  // Registered before the close, so it runs after it (tap runs teardowns last-registered first).
-  t.teardown(() => {
-    if (unexpected.length > 0) throw new Error(`the ingest stand-in got call(s) it was not set up for: ${unexpected.join(' | ')}`);
-  });
-  const port = await listen(server, 0, '127.0.0.1');
-  t.teardown(() => closeServer(server));
-  return `http://127.0.0.1:${port}/ingest`;
+  return (await startScriptedIngest(t, [{ status, body, type }], { every: true })).url;
 }
 
 const body = JSON.stringify({ batchId: 'hq@2026-11-22T19:04:14.000Z', readings: [] });

@@ -5,11 +5,8 @@
  * interrupted at the next open, though nothing had left).
  */
 import t from 'tap';
-import type { DaemonConfig } from '../../../edge/src/daemon.js';
-import type { Poller } from '../../../edge/src/poll/types.js';
 import { createBatchPoster } from '../../../edge/src/report/poster.js';
-import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
-import { setupDaemon } from '../support/daemon.js';
+import { oneApLobby, setupDaemon } from '../support/daemon.js';
 import { startVerifyingIngest } from './verifying-ingest.js';
 
 const SECRET = 'invalid-header-key';
@@ -30,19 +27,7 @@ t.test('a key id Node refuses as a header makes the post unreachable, and nothin
 
 t.test('a tick whose post cannot be made completes, and its ledger entry records the outcome', async (t) => {
   const ingest = await startVerifyingIngest(t, { default: SECRET });
-  const config: DaemonConfig = {
-    buildingId: 'hq',
-    pollIntervalMs: 60_000,
-    requestTimeoutMs: 1000,
-    zones: [{ id: 'lobby' }],
-    tracker: DEFAULT_TRACKER_CONFIG,
-    accessPoints: [{ name: 'ap-1', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } }],
-    reportNames: { 'ap-1': 'ap-1' },
-  };
-  const poller: Poller = {
-    pollAll: async () => [{ ap: 'ap-1', zone: 'lobby', ok: true, durationMs: 1, stations: [{ mac: '3c:22:fb:01:02:03', rssiDbm: -50 }] }],
-    close: async () => undefined,
-  };
+  const { config, poller } = oneApLobby('3c:22:fb:01:02:03');
   const poster = createBatchPoster({ url: ingest.url, secret: SECRET, keyId: BAD_KEY_ID, timeoutMs: 10_000 });
   t.teardown(() => poster.close());
   const { daemon, ledger } = setupDaemon(t, config, poller, { poster });

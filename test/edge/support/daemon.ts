@@ -8,6 +8,7 @@ import { silentLogger, type Logger } from '../../../shared/logger.js';
 import { EdgeDaemon, type DaemonConfig, type TickReport } from '../../../edge/src/daemon.js';
 import { createEdgeMetrics, type EdgeMetrics } from '../../../edge/src/metrics.js';
 import type { Poller } from '../../../edge/src/poll/types.js';
+import { DEFAULT_TRACKER_CONFIG } from '../../../edge/src/zones/types.js';
 import { openLedger, type Ledger } from '../../../edge/src/report/ledger.js';
 import type { BatchPoster } from '../../../edge/src/report/poster.js';
 import { createDeviceHasher, type DeviceHasher } from '../../../edge/src/zones/device-key.js';
@@ -76,4 +77,25 @@ export function setupDaemon(t: Test, config: DaemonConfig, poller: Poller, optio
     ledger.close();
   });
   return { daemon, zones, ledger, metrics, reports, dir };
+}
+
+/**
+ * One zone, `lobby`, with one AP, `ap-1`, whose poller hears `mac` at every tick: the smallest building a
+ * tick can report from, for tests of what happens to the batch.
+ */
+export function oneApLobby(mac: string): { config: DaemonConfig; poller: Poller } {
+  const config: DaemonConfig = {
+    buildingId: 'hq',
+    pollIntervalMs: 60_000,
+    requestTimeoutMs: 1000,
+    zones: [{ id: 'lobby' }],
+    tracker: DEFAULT_TRACKER_CONFIG,
+    accessPoints: [{ name: 'ap-1', zone: 'lobby', dialect: 'aruba-aos', target: { transport: 'snmp', host: '127.0.0.1', port: 161, version: '2c', community: 'x' } }],
+    reportNames: { 'ap-1': 'ap-1' },
+  };
+  const poller: Poller = {
+    pollAll: async () => [{ ap: 'ap-1', zone: 'lobby', ok: true, durationMs: 1, stations: [{ mac, rssiDbm: -50 }] }],
+    close: async () => undefined,
+  };
+  return { config, poller };
 }

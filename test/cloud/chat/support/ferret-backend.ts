@@ -3,7 +3,9 @@
  * conversation table's rows makes FerretDB's update of that table wait, as a loaded database would.
  */
 import pg from 'pg';
-import { stackEnv } from '../../../support/stack.js';
+import type { Db } from 'mongodb';
+import { stackEnv, type Teardown } from '../../../support/stack.js';
+import { conversationsOf } from './harness.js';
 
 /** The database FerretDB keeps its data in (`tools/stack`), beside the stack's own. */
 export function ferretBackendUrl(): string {
@@ -38,4 +40,20 @@ export async function untilWriteWaitsOn(client: pg.Client, table: string): Promi
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`no write ever waited on ${table}`);
+}
+
+/**
+ * Holds the rows of `owner`'s conversation table in `db` in a transaction of FerretDB's own database, so
+ * the next update of them (an append, a rename) waits until `release`. `untilWriteWaits` resolves once
+ * one does. The two clients are closed at teardown.
+ */
+export async function holdConversationRows(t: Teardown, db: Db, owner = 'ana'): Promise<{ untilWriteWaits(): Promise<void>; release(): Promise<unknown> }> {
+  const holder = new pg.Client({ connectionString: ferretBackendUrl() });
+  const watcher = new pg.Client({ connectionString: ferretBackendUrl() });
+  await Promise.all([holder.connect(), watcher.connect()]);
+  t.teardown(() => Promise.all([holder.end(), watcher.end()]));
+  const table = await tableOf(holder, db.databaseName, conversationsOf(db, owner).collectionName);
+  await holder.query('BEGIN');
+  await holder.query(`SELECT 1 FROM ${table} FOR UPDATE`);
+  return { untilWriteWaits: () => untilWriteWaitsOn(watcher, table), release: () => holder.query('COMMIT') };
 }

@@ -5,11 +5,12 @@
  */
 import { Semaphore } from '../../../../cloud/notification/concurrency.js';
 import { Delivery } from '../../../../cloud/notification/delivery.js';
-import { createMetrics } from '../../../../cloud/notification/metrics.js';
+import { createMetrics, type NotificationMetrics } from '../../../../cloud/notification/metrics.js';
 import type { PushSender } from '../../../../cloud/notification/push.js';
 import { RedisPublisher } from '../../../../cloud/notification/redis.js';
 import { MongoNotificationStore, type NotificationStore } from '../../../../cloud/notification/store.js';
-import { silentLogger } from '../../../../shared/logger.js';
+import type { Db } from 'mongodb';
+import { silentLogger, type Logger } from '../../../../shared/logger.js';
 import type { Notification } from '../../../../shared/notification.js';
 import { deleteKeys, freshMongo, redisClient, uniqueName, type Teardown } from './stack.js';
 
@@ -19,8 +20,14 @@ import { deleteKeys, freshMongo, redisClient, uniqueName, type Teardown } from '
  */
 export async function startDeliveryOnStack(
   t: Teardown,
-  options: { push: PushSender; pushSlots: number; storeSeenByDelivery?: (store: MongoNotificationStore) => NotificationStore },
-): Promise<{ delivery: Delivery; store: MongoNotificationStore }> {
+  options: {
+    push: PushSender;
+    pushSlots: number;
+    storeSeenByDelivery?: (store: MongoNotificationStore) => NotificationStore;
+    metrics?: NotificationMetrics;
+    logger?: Logger;
+  },
+): Promise<{ delivery: Delivery; store: MongoNotificationStore; db: Db }> {
   const { db } = await freshMongo(t);
   const store = new MongoNotificationStore(db, { recipientsCacheMs: 0 });
   await store.start();
@@ -32,11 +39,11 @@ export async function startDeliveryOnStack(
     store: options.storeSeenByDelivery?.(store) ?? store,
     push: options.push,
     pushPool: new Semaphore(options.pushSlots),
-    metrics: createMetrics({ defaults: false }),
-    logger: silentLogger(),
+    metrics: options.metrics ?? createMetrics({ defaults: false }),
+    logger: options.logger ?? silentLogger(),
   });
   t.teardown(() => delivery.drain());
-  return { delivery, store };
+  return { delivery, store, db };
 }
 
 /** A temperature alert of a fresh building in `domainName`, as the breach path makes it. */
